@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Kernel side of jitterwatch: one tp_btf program per tracepoint, each
+ * filtered to the watched CPUs, each writing one fixed-size jw_event.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "jitterwatch.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Forces struct jw_event into BTF so libbpf-cargo generates its Rust type. */
+struct jw_event _jw_event = {};
+enum jw_kind _jw_kind = 0;
+enum jw_vector _jw_vector = 0;
+
+/* Watched CPUs: set from userspace before attach; one lookup on every CPU. */
+__u8 watched[JW_MAX_CPUS] = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+/* Failed reservations, per CPU, so userspace can show drops. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+static __always_inline struct jw_event *reserve(__u16 kind, __u16 sub)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct jw_event *e;
+
+	if (cpu >= JW_MAX_CPUS || !watched[cpu])
+		return NULL;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__u32 zero = 0;
+		__u64 *n = bpf_map_lookup_elem(&drops, &zero);
+
+		if (n)
+			*n += 1;
+		return NULL;
+	}
+	e->ts = bpf_ktime_get_ns();
+	e->cpu = cpu;
+	e->kind = kind;
+	e->sub = sub;
+	return e;
+}
+
+/*
+ * No wakeup: a wakeup from a watched CPU raises irq_work and an IPI, which is
+ * exactly the noise we measure. The reader polls on a short period instead.
+ */
+static __always_inline void submit(struct jw_event *e)
+{
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	struct jw_event *e = reserve(JW_SWITCH, preempt);
+
+	if (!e)
+		return 0;
+	e->u.sw.prev_pid = prev->pid;
+	e->u.sw.prev_tgid = prev->tgid;
+	e->u.sw.next_pid = next->pid;
+	e->u.sw.next_tgid = next->tgid;
+	e->u.sw.prev_prio = prev->prio;
+	e->u.sw.next_prio = next->prio;
+	e->u.sw.prev_state = prev_state;
+	__builtin_memcpy(e->u.sw.prev_comm, prev->comm, JW_COMM_LEN);
+	__builtin_memcpy(e->u.sw.next_comm, next->comm, JW_COMM_LEN);
+	submit(e);
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(on_irq_entry, int irq, struct irqaction *action)
+{
+	struct jw_event *e = reserve(JW_IRQ_ENTRY, 0);
+
+	if (!e)
+		return 0;
+	e->u.irq.irq = irq;
+	e->u.irq.ret = 0;
+	if (bpf_probe_read_kernel_str(e->u.irq.name, sizeof(e->u.irq.name),
+				      action->name) < 0)
+		e->u.irq.name[0] = 0;
+	submit(e);
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(on_irq_exit, int irq, struct irqaction *action, int ret)
+{
+	struct jw_event *e = reserve(JW_IRQ_EXIT, 0);
+
+	if (!e)
+		return 0;
+	e->u.irq.irq = irq;
+	e->u.irq.ret = ret;
+	e->u.irq.name[0] = 0; /* the entry carried it */
+	submit(e);
+	return 0;
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(on_softirq_entry, unsigned int vec)
+{
+	struct jw_event *e = reserve(JW_SOFTIRQ_ENTRY, vec);
+
+	if (e)
+		submit(e);
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(on_softirq_exit, unsigned int vec)
+{
+	struct jw_event *e = reserve(JW_SOFTIRQ_EXIT, vec);
+
+	if (e)
+		submit(e);
+	return 0;
+}
+
+static __always_inline int emit_func(__u16 kind, __u64 func, __u64 obj)
+{
+	struct jw_event *e = reserve(kind, 0);
+
+	if (!e)
+		return 0;
+	e->u.fn.func = func;
+	e->u.fn.obj = obj;
+	submit(e);
+	return 0;
+}
+
+SEC("tp_btf/workqueue_execute_start")
+int BPF_PROG(on_work_start, struct work_struct *work)
+{
+	return emit_func(JW_WORK_START, (__u64)work->func, (__u64)work);
+}
+
+/* The work item may be freed by now: only the function argument is safe. */
+SEC("tp_btf/workqueue_execute_end")
+int BPF_PROG(on_work_end, struct work_struct *work, work_func_t function)
+{
+	return emit_func(JW_WORK_END, (__u64)function, (__u64)work);
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(on_hrtimer_entry, struct hrtimer *timer, ktime_t *now)
+{
+	return emit_func(JW_HRTIMER_ENTRY, (__u64)timer->function, (__u64)timer);
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(on_hrtimer_exit, struct hrtimer *timer)
+{
+	return emit_func(JW_HRTIMER_EXIT, 0, (__u64)timer);
+}
+
+/* x86 system vectors. Optional: other arches and configs lack them. */
+#define VECTOR_PROGS(tp, vec)                                           \
+	SEC("?tp_btf/" #tp "_entry")                                    \
+	int BPF_PROG(on_##tp##_entry, int vector)                       \
+	{                                                               \
+		struct jw_event *e = reserve(JW_VECTOR_ENTRY, vec);     \
+		if (e)                                                  \
+			submit(e);                                      \
+		return 0;                                               \
+	}                                                               \
+	SEC("?tp_btf/" #tp "_exit")                                     \
+	int BPF_PROG(on_##tp##_exit, int vector)                        \
+	{                                                               \
+		struct jw_event *e = reserve(JW_VECTOR_EXIT, vec);      \
+		if (e)                                                  \
+			submit(e);                                      \
+		return 0;                                               \
+	}
+
+VECTOR_PROGS(local_timer, JW_VEC_LOCAL_TIMER)
+VECTOR_PROGS(reschedule, JW_VEC_RESCHEDULE)
+VECTOR_PROGS(call_function, JW_VEC_CALL_FUNCTION)
+VECTOR_PROGS(call_function_single, JW_VEC_CALL_FUNCTION_SINGLE)
+VECTOR_PROGS(irq_work, JW_VEC_IRQ_WORK)
+
+SEC("?tp_btf/csd_function_entry")
+int BPF_PROG(on_csd_entry, smp_call_func_t func, call_single_data_t *csd)
+{
+	return emit_func(JW_CSD_ENTRY, (__u64)func, (__u64)csd);
+}
+
+SEC("?tp_btf/csd_function_exit")
+int BPF_PROG(on_csd_exit, smp_call_func_t func, call_single_data_t *csd)
+{
+	return emit_func(JW_CSD_EXIT, (__u64)func, (__u64)csd);
+}
+
+SEC("?tp_btf/nmi_handler")
+int BPF_PROG(on_nmi, void *handler, s64 delta_ns, int handled)
+{
+	struct jw_event *e = reserve(JW_NMI, handled);
+
+	if (!e)
+		return 0;
+	e->u.nmi.handler = (__u64)handler;
+	e->u.nmi.delta_ns = delta_ns;
+	submit(e);
+	return 0;
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The one definition of the record that crosses the ring buffer.
+ * Rust reads it through the types libbpf-cargo generates from BTF, so this
+ * file is the only place its layout is written down.
+ */
+#ifndef JITTERWATCH_H
+#define JITTERWATCH_H
+
+#define JW_MAX_CPUS 1024
+#define JW_COMM_LEN 16
+#define JW_IRQ_NAME_LEN 24
+
+enum jw_kind {
+	JW_SWITCH = 1,
+	JW_IRQ_ENTRY,
+	JW_IRQ_EXIT,
+	JW_SOFTIRQ_ENTRY,
+	JW_SOFTIRQ_EXIT,
+	JW_WORK_START,
+	JW_WORK_END,
+	JW_HRTIMER_ENTRY,
+	JW_HRTIMER_EXIT,
+	JW_VECTOR_ENTRY, /* x86 system vectors: sub holds enum jw_vector */
+	JW_VECTOR_EXIT,
+	JW_CSD_ENTRY,
+	JW_CSD_EXIT,
+	JW_NMI, /* emitted once, after the handler, with its duration */
+};
+
+enum jw_vector {
+	JW_VEC_LOCAL_TIMER = 1,
+	JW_VEC_RESCHEDULE,
+	JW_VEC_CALL_FUNCTION,
+	JW_VEC_CALL_FUNCTION_SINGLE,
+	JW_VEC_IRQ_WORK,
+};
+
+struct jw_switch {
+	__u32 prev_pid;
+	__u32 prev_tgid;
+	__u32 next_pid;
+	__u32 next_tgid;
+	__s32 prev_prio;
+	__s32 next_prio;
+	__u64 prev_state;
+	char prev_comm[JW_COMM_LEN];
+	char next_comm[JW_COMM_LEN];
+};
+
+struct jw_irq {
+	__s32 irq;
+	__s32 ret; /* irq_handler_exit's return value */
+	char name[JW_IRQ_NAME_LEN];
+};
+
+/* work items, hrtimers and csd callbacks: a kernel function pointer */
+struct jw_func {
+	__u64 func;
+	__u64 obj; /* the work_struct / hrtimer / csd, to pair entry and exit */
+};
+
+struct jw_nmi {
+	__u64 handler;
+	__u64 delta_ns;
+};
+
+union jw_payload {
+	struct jw_switch sw;
+	struct jw_irq irq;
+	struct jw_func fn;
+	struct jw_nmi nmi;
+};
+
+struct jw_event {
+	__u64 ts; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u32 cpu;
+	__u16 kind; /* enum jw_kind */
+	__u16 sub;  /* softirq vector, or enum jw_vector */
+	union jw_payload u;
+};
+
+#endif

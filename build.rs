@@ -1,0 +1,49 @@
+//! Compiles bpf/*.bpf.c into a skeleton in OUT_DIR. Against the checked-in
+//! bpf/vmlinux.h (CO-RE), so the build never depends on the build machine's
+//! kernel; clang's diagnostics come out as cargo warnings.
+
+use std::env;
+use std::path::PathBuf;
+
+use libbpf_cargo::util::CargoWarningFormatter;
+use libbpf_cargo::SkeletonBuilder;
+use tracing::Level;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::prelude::*;
+
+const SRC: &str = "bpf/jitterwatch.bpf.c";
+
+fn main() {
+    // Surface clang's diagnostics only, not libbpf-cargo's own chatter.
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .event_format(CargoWarningFormatter)
+                .with_filter(Targets::new().with_target("compiler-stderr", Level::INFO)),
+        )
+        .init();
+
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
+        .join("jitterwatch.skel.rs");
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").expect("cargo sets the target arch");
+    let target = match arch.as_str() {
+        "x86_64" => "x86",
+        other => panic!("jitterwatch's vmlinux.h is x86_64 only, not {other}"),
+    };
+
+    if let Err(e) = SkeletonBuilder::new()
+        .source(SRC)
+        .clang_args([
+            "-Wall".to_string(),
+            "-Ibpf".to_string(),
+            format!("-D__TARGET_ARCH_{target}"),
+        ])
+        .build_and_generate(&out)
+    {
+        // One line that says what to do, not a backtrace.
+        panic!("building {SRC} failed: {e:#}\n(is clang installed? `cargo xtask deps` installs it)");
+    }
+    for f in ["bpf/jitterwatch.bpf.c", "bpf/jitterwatch.h", "bpf/vmlinux.h"] {
+        println!("cargo:rerun-if-changed={f}");
+    }
+}
