@@ -85,7 +85,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
 	return 0;
 }
 
-SEC("tp_btf/irq_handler_entry")
+SEC("?tp_btf/irq_handler_entry")
 int BPF_PROG(on_irq_entry, int irq, struct irqaction *action)
 {
 	struct jw_event *e = reserve(JW_IRQ_ENTRY, 0);
@@ -101,7 +101,7 @@ int BPF_PROG(on_irq_entry, int irq, struct irqaction *action)
 	return 0;
 }
 
-SEC("tp_btf/irq_handler_exit")
+SEC("?tp_btf/irq_handler_exit")
 int BPF_PROG(on_irq_exit, int irq, struct irqaction *action, int ret)
 {
 	struct jw_event *e = reserve(JW_IRQ_EXIT, 0);
@@ -115,7 +115,7 @@ int BPF_PROG(on_irq_exit, int irq, struct irqaction *action, int ret)
 	return 0;
 }
 
-SEC("tp_btf/softirq_entry")
+SEC("?tp_btf/softirq_entry")
 int BPF_PROG(on_softirq_entry, unsigned int vec)
 {
 	struct jw_event *e = reserve(JW_SOFTIRQ_ENTRY, vec);
@@ -125,7 +125,7 @@ int BPF_PROG(on_softirq_entry, unsigned int vec)
 	return 0;
 }
 
-SEC("tp_btf/softirq_exit")
+SEC("?tp_btf/softirq_exit")
 int BPF_PROG(on_softirq_exit, unsigned int vec)
 {
 	struct jw_event *e = reserve(JW_SOFTIRQ_EXIT, vec);
@@ -147,26 +147,26 @@ static __always_inline int emit_func(__u16 kind, __u64 func, __u64 obj)
 	return 0;
 }
 
-SEC("tp_btf/workqueue_execute_start")
+SEC("?tp_btf/workqueue_execute_start")
 int BPF_PROG(on_work_start, struct work_struct *work)
 {
 	return emit_func(JW_WORK_START, (__u64)work->func, (__u64)work);
 }
 
 /* The work item may be freed by now: only the function argument is safe. */
-SEC("tp_btf/workqueue_execute_end")
+SEC("?tp_btf/workqueue_execute_end")
 int BPF_PROG(on_work_end, struct work_struct *work, work_func_t function)
 {
 	return emit_func(JW_WORK_END, (__u64)function, (__u64)work);
 }
 
-SEC("tp_btf/hrtimer_expire_entry")
+SEC("?tp_btf/hrtimer_expire_entry")
 int BPF_PROG(on_hrtimer_entry, struct hrtimer *timer, ktime_t *now)
 {
 	return emit_func(JW_HRTIMER_ENTRY, (__u64)timer->function, (__u64)timer);
 }
 
-SEC("tp_btf/hrtimer_expire_exit")
+SEC("?tp_btf/hrtimer_expire_exit")
 int BPF_PROG(on_hrtimer_exit, struct hrtimer *timer)
 {
 	return emit_func(JW_HRTIMER_EXIT, 0, (__u64)timer);

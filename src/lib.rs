@@ -1,3 +1,10 @@
 //! jitterwatch: who steals each isolated CPU, and for how long.
 pub mod cpulist;
 pub mod sanitize;
+pub mod bpf;
+pub mod events;
+pub mod kallsyms;
+pub mod names;
+pub mod timeline;
+pub mod cause;
+pub mod attribution;

@@ -1,0 +1,250 @@
+//! Synthetic event streams: each test builds a CPU's history by hand and
+//! checks what a gap over it is charged to.
+
+use super::*;
+use crate::events::{Comm, Task, Vector};
+use crate::kallsyms::Kallsyms;
+
+const CPU: u32 = 1;
+const PROBE: u32 = 999;
+const WORK_FN: u64 = 0xffff_ffff_8100_1000;
+const TICK_FN: u64 = 0xffff_ffff_8100_2000;
+const SYMS: &str = "ffffffff81001000 t vmstat_update\nffffffff81002000 t tick_nohz_handler\n";
+
+fn comm(s: &str) -> Comm {
+    let mut c = [0u8; 16];
+    c[..s.len()].copy_from_slice(s.as_bytes());
+    c
+}
+
+fn task(pid: u32, name: &str) -> Task {
+    Task { pid, tgid: pid, prio: 120, comm: comm(name) }
+}
+
+fn ev(ts: u64, payload: Payload) -> Event {
+    Event { ts, cpu: CPU, payload }
+}
+
+fn switch(ts: u64, prev: Task, next: Task) -> Event {
+    ev(ts, Payload::Switch { prev, next, prev_state: 0, preempt: true })
+}
+
+fn engine() -> Engine {
+    let mut e = Engine::new(&[CPU as usize], 0, 1024, Namer::new(Kallsyms::parse(SYMS)));
+    e.set_probe_tids(CPU, &[PROBE]);
+    e
+}
+
+fn probe() -> Task {
+    task(PROBE, "jitterwatch-pro")
+}
+
+/// Feeds events, one gap, and returns the hiccup as `kind:name=ns` strings.
+fn run(events: &[Event], t0: u64, t1: u64, watermark: u64) -> (Vec<String>, u64) {
+    let mut e = engine();
+    for x in events {
+        e.on_event(x);
+    }
+    e.on_gap(Gap { cpu: CPU, t0, t1 });
+    let mut got = Vec::new();
+    e.attribute_ready(watermark, |h| got.push(h));
+    assert_eq!(got.len(), 1, "gap not attributed");
+    let h = got.pop().unwrap();
+    assert_eq!(h.causes.iter().map(|c| c.2).sum::<u64>() + h.unexplained, h.gap, "rows add up");
+    (h.causes.iter().map(|(k, n, ns)| format!("{k}:{n}={ns}")).collect(), h.unexplained)
+}
+
+#[test]
+fn task_slice() {
+    let evs = [switch(100, probe(), task(50, "hog")), switch(300, task(50, "hog"), probe())];
+    assert_eq!(run(&evs, 90, 310, 1000), (vec!["task:hog[50]=200".into()], 20));
+}
+
+#[test]
+fn irq_nested_in_task_slice_is_charged_once() {
+    let evs = [
+        switch(100, probe(), task(50, "hog")),
+        ev(150, Payload::IrqEntry { irq: 24, name: *b"virtio0-input.0\0\0\0\0\0\0\0\0\0" }),
+        ev(170, Payload::IrqExit { irq: 24, ret: 1 }),
+        switch(300, task(50, "hog"), probe()),
+    ];
+    let (c, u) = run(&evs, 100, 300, 1000);
+    assert_eq!(c, vec!["task:hog[50]=180", "irq:24:virtio0-input.0=20"]);
+    assert_eq!(u, 0);
+}
+
+#[test]
+fn softirq_right_after_irq() {
+    let evs = [
+        ev(100, Payload::IrqEntry { irq: 5, name: [0; 24] }),
+        ev(110, Payload::IrqExit { irq: 5, ret: 1 }),
+        ev(110, Payload::SoftirqEntry { vec: 3 }),
+        ev(140, Payload::SoftirqExit { vec: 3 }),
+    ];
+    let (c, u) = run(&[switch(50, task(1, "x"), probe())].iter().chain(&evs).copied().collect::<Vec<_>>(), 95, 145, 1000);
+    assert_eq!(c, vec!["softirq:NET_RX=30", "irq:5=10"]);
+    // Kernel entry and exit around them ran in the probe's own context.
+    assert_eq!(u, 10);
+}
+
+#[test]
+fn work_item_inside_kworker_slice() {
+    let kw = task(412, "kworker/1:1");
+    let evs = [
+        switch(100, probe(), kw),
+        ev(110, Payload::WorkStart { func: WORK_FN, work: 0xabc }),
+        ev(150, Payload::WorkEnd { func: WORK_FN, work: 0xabc }),
+        switch(160, kw, probe()),
+    ];
+    let (c, u) = run(&evs, 100, 160, 1000);
+    assert_eq!(c, vec!["work:vmstat_update=40", "task:kworker/1:1[412]=20"]);
+    assert_eq!(u, 0);
+}
+
+#[test]
+fn work_item_that_sleeps_resumes_after_the_switch_back() {
+    let kw = task(412, "kworker/1:1");
+    let evs = [
+        switch(100, probe(), kw),
+        ev(100, Payload::WorkStart { func: WORK_FN, work: 0xabc }),
+        switch(120, kw, task(0, "swapper/1")),
+        switch(150, task(0, "swapper/1"), kw),
+        ev(170, Payload::WorkEnd { func: WORK_FN, work: 0xabc }),
+        switch(170, kw, probe()),
+    ];
+    let (c, _) = run(&evs, 100, 170, 1000);
+    assert_eq!(c, vec!["work:vmstat_update=40", "task:swapper/1[0]=30"]);
+}
+
+#[test]
+fn hrtimer_inside_local_timer() {
+    let evs = [
+        switch(10, task(1, "x"), probe()),
+        ev(100, Payload::VectorEntry(Vector::LocalTimer)),
+        ev(105, Payload::HrtimerEntry { func: TICK_FN, timer: 0x77 }),
+        ev(125, Payload::HrtimerExit { timer: 0x77 }),
+        ev(130, Payload::VectorExit(Vector::LocalTimer)),
+    ];
+    let (c, u) = run(&evs, 98, 132, 1000);
+    assert_eq!(c, vec!["timer:tick_nohz_handler=20", "irq:local_timer=10"]);
+    assert_eq!(u, 4);
+}
+
+#[test]
+fn no_events_is_all_unexplained() {
+    let (c, u) = run(&[switch(10, task(1, "x"), probe())], 100, 400, 1000);
+    assert!(c.is_empty());
+    assert_eq!(u, 300);
+}
+
+#[test]
+fn gap_wider_than_its_events_is_clipped_to_the_gap() {
+    // A hog that ran from before the gap to after it: only the overlap counts.
+    let evs = [switch(50, probe(), task(7, "hog")), switch(500, task(7, "hog"), probe())];
+    assert_eq!(run(&evs, 100, 300, 1000).0, vec!["task:hog[7]=200"]);
+    // And a gap that starts before its events and ends after them.
+    let evs = [
+        switch(10, task(1, "x"), probe()),
+        ev(200, Payload::IrqEntry { irq: 9, name: [0; 24] }),
+        ev(260, Payload::IrqExit { irq: 9, ret: 1 }),
+    ];
+    assert_eq!(run(&evs, 100, 400, 1000), (vec!["irq:9=60".into()], 240));
+}
+
+#[test]
+fn exit_without_entry_is_clipped_not_dropped() {
+    // Tracing began at 0 in the middle of an IRQ whose entry we never saw.
+    let evs = [ev(40, Payload::IrqExit { irq: 3, ret: 1 })];
+    assert_eq!(run(&evs, 0, 50, 1000), (vec!["irq:3=40".into()], 10));
+}
+
+#[test]
+fn nmi_is_cut_out_of_what_it_interrupted() {
+    let evs = [
+        switch(100, probe(), task(50, "hog")),
+        ev(220, Payload::Nmi { handler: 0x1, delta_ns: 20, handled: true }),
+        switch(300, task(50, "hog"), probe()),
+    ];
+    assert_eq!(run(&evs, 100, 300, 1000).0, vec!["task:hog[50]=180", "nmi:0x1=20"]);
+}
+
+#[test]
+fn parked_probe_names_idle_and_the_timer() {
+    // RT throttling: the probe is switched out for idle, the RT period timer
+    // fires later in idle's context and lets it run again.
+    let idle = task(0, "swapper/1");
+    let evs = [
+        switch(1000, probe(), idle),
+        ev(50_000, Payload::VectorEntry(Vector::LocalTimer)),
+        ev(50_010, Payload::HrtimerEntry { func: TICK_FN, timer: 1 }),
+        ev(50_030, Payload::HrtimerExit { timer: 1 }),
+        ev(50_040, Payload::VectorExit(Vector::LocalTimer)),
+        switch(50_100, idle, probe()),
+    ];
+    let (c, _) = run(&evs, 990, 50_110, 60_000);
+    assert_eq!(c[0], "task:swapper/1[0]=49060");
+    assert!(c.contains(&"timer:tick_nohz_handler=20".to_string()));
+}
+
+#[test]
+fn waits_for_the_watermark_and_tolerates_late_events() {
+    let mut e = engine();
+    e.on_event(&switch(100, probe(), task(50, "hog")));
+    e.on_gap(Gap { cpu: CPU, t0: 90, t1: 310 });
+    let mut got = Vec::new();
+    // Drained only up to 200: the gap's end has not been covered yet.
+    e.attribute_ready(200, |h| got.push(h));
+    assert!(got.is_empty());
+    assert_eq!(e.pending(), 1);
+    // Events from another CPU arrive in between, out of order: ignored here.
+    e.on_event(&Event { ts: 5, cpu: 0, payload: Payload::SoftirqEntry { vec: 1 } });
+    e.on_event(&switch(300, task(50, "hog"), probe()));
+    e.attribute_ready(1000, |h| got.push(h));
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].causes[0].2, 200);
+    assert_eq!(e.foreign_events, 1);
+}
+
+#[test]
+fn slightly_reordered_events_are_clamped() {
+    let evs = [
+        switch(100, probe(), task(50, "hog")),
+        ev(200, Payload::WorkStart { func: WORK_FN, work: 1 }),
+        // Stamped a few ns before the previous record: nested programs.
+        ev(195, Payload::IrqEntry { irq: 4, name: [0; 24] }),
+        ev(230, Payload::IrqExit { irq: 4, ret: 1 }),
+        ev(260, Payload::WorkEnd { func: WORK_FN, work: 1 }),
+        switch(300, task(50, "hog"), probe()),
+    ];
+    let (c, u) = run(&evs, 100, 300, 1000);
+    assert_eq!(c, vec!["task:hog[50]=140", "work:vmstat_update=30", "irq:4=30"]);
+    assert_eq!(u, 0);
+}
+
+#[test]
+fn prune_keeps_what_pending_gaps_need() {
+    let mut e = engine();
+    e.on_event(&switch(100, probe(), task(50, "hog")));
+    e.on_event(&switch(300, task(50, "hog"), probe()));
+    e.on_gap(Gap { cpu: CPU, t0: 100, t1: 300 });
+    e.prune(CPU, 10_000);
+    let mut got = Vec::new();
+    e.attribute_ready(1000, |h| got.push(h));
+    assert_eq!(got[0].causes.len(), 1);
+    e.prune(CPU, 10_000);
+    assert_eq!(e.window_stats().next().unwrap().0, 0);
+}
+
+#[test]
+fn all_causes_puts_unexplained_in_order() {
+    let h = Hiccup {
+        cpu: 1,
+        t0: 0,
+        gap: 100,
+        causes: vec![(Kind::Task, "a[1]".into(), 60), (Kind::Irq, "3".into(), 10)],
+        unexplained: 30,
+    };
+    let kinds: Vec<_> = h.all_causes().iter().map(|c| c.0).collect();
+    assert_eq!(kinds, vec![Kind::Task, Kind::Unexplained, Kind::Irq]);
+    assert_eq!(h.explained(), 70);
+}

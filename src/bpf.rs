@@ -1,0 +1,156 @@
+//! Loading, attaching and reading the BPF side. Everything here lives on the
+//! collector thread: the skeleton borrows its storage and is dropped (links
+//! detached) when that thread leaves its scope, on every exit path.
+
+use std::mem::MaybeUninit;
+use std::os::fd::AsFd;
+
+use libbpf_rs::btf::types::Typedef;
+use libbpf_rs::btf::Btf;
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
+
+mod skel {
+    #![allow(clippy::all, non_camel_case_types, non_snake_case, dead_code, unused_imports)]
+    include!(concat!(env!("OUT_DIR"), "/jitterwatch.skel.rs"));
+}
+pub use skel::types;
+use skel::{JitterwatchSkel, JitterwatchSkelBuilder};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TracerError {
+    #[error("this kernel has no {0} tracepoint, which jitterwatch cannot do without")]
+    MissingTracepoint(&'static str),
+    #[error("cannot read the kernel's BTF (/sys/kernel/btf/vmlinux): {0}; jitterwatch needs a kernel built with CONFIG_DEBUG_INFO_BTF=y")]
+    Btf(String),
+    #[error("{what} failed: {source}")]
+    Bpf { what: &'static str, source: libbpf_rs::Error },
+    #[error("CPU {0} is past what the BPF side can watch")]
+    CpuTooLarge(usize),
+}
+
+fn bpf(what: &'static str) -> impl FnOnce(libbpf_rs::Error) -> TracerError {
+    move |source| TracerError::Bpf { what, source }
+}
+
+/// The tracepoints, by the program that attaches each. All but sched_switch
+/// are optional: a kernel without one gets a notice, not a failure.
+const TRACEPOINTS: &[(&str, &str)] = &[
+    ("on_irq_entry", "irq_handler_entry"),
+    ("on_irq_exit", "irq_handler_exit"),
+    ("on_softirq_entry", "softirq_entry"),
+    ("on_softirq_exit", "softirq_exit"),
+    ("on_work_start", "workqueue_execute_start"),
+    ("on_work_end", "workqueue_execute_end"),
+    ("on_hrtimer_entry", "hrtimer_expire_entry"),
+    ("on_hrtimer_exit", "hrtimer_expire_exit"),
+    ("on_local_timer_entry", "local_timer_entry"),
+    ("on_local_timer_exit", "local_timer_exit"),
+    ("on_reschedule_entry", "reschedule_entry"),
+    ("on_reschedule_exit", "reschedule_exit"),
+    ("on_call_function_entry", "call_function_entry"),
+    ("on_call_function_exit", "call_function_exit"),
+    ("on_call_function_single_entry", "call_function_single_entry"),
+    ("on_call_function_single_exit", "call_function_single_exit"),
+    ("on_irq_work_entry", "irq_work_entry"),
+    ("on_irq_work_exit", "irq_work_exit"),
+    ("on_csd_entry", "csd_function_entry"),
+    ("on_csd_exit", "csd_function_exit"),
+    ("on_nmi", "nmi_handler"),
+];
+
+/// Per-program BPF run statistics (needs kernel.bpf_stats_enabled=1).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ProgStat {
+    pub name: String,
+    pub run_cnt: u64,
+    pub run_time_ns: u64,
+}
+
+pub struct Tracer<'obj> {
+    skel: JitterwatchSkel<'obj>,
+    /// Tracepoints this kernel lacks (their programs were not loaded).
+    pub missing: Vec<&'static str>,
+}
+
+impl<'obj> Tracer<'obj> {
+    /// Opens, loads and attaches the programs, watching `cpus`.
+    pub fn attach(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &[usize]) -> Result<Self, TracerError> {
+        let btf = Btf::from_vmlinux().map_err(|e| TracerError::Btf(e.to_string()))?;
+        let has = |tp: &str| btf.type_by_name::<Typedef<'_>>(&format!("btf_trace_{tp}")).is_some();
+        if !has("sched_switch") {
+            return Err(TracerError::MissingTracepoint("sched_switch"));
+        }
+
+        let mut open = JitterwatchSkelBuilder::default().open(storage).map_err(bpf("opening the BPF object"))?;
+        let bss = open.maps.bss_data.as_deref_mut().expect("the object has a .bss");
+        for &c in cpus {
+            *bss.watched.get_mut(c).ok_or(TracerError::CpuTooLarge(c))? = 1;
+        }
+        let mut missing = Vec::new();
+        for mut prog in open.open_object_mut().progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            if let Some(&(_, tp)) = TRACEPOINTS.iter().find(|(p, _)| *p == name) {
+                let present = has(tp);
+                prog.set_autoload(present);
+                if !present {
+                    missing.push(tp);
+                }
+            }
+        }
+        let mut skel = open.load().map_err(bpf("loading the BPF programs"))?;
+        skel.attach().map_err(bpf("attaching the BPF programs"))?;
+        Ok(Self { skel, missing })
+    }
+
+    /// A ring-buffer reader that hands each raw record to `cb`.
+    pub fn ring_buffer<'a>(&'a self, cb: impl FnMut(&[u8]) -> i32 + 'a) -> Result<RingBuffer<'a>, TracerError> {
+        let mut b = RingBufferBuilder::new();
+        b.add(&self.skel.maps.events, cb).map_err(bpf("opening the ring buffer"))?;
+        b.build().map_err(bpf("opening the ring buffer"))
+    }
+
+    /// Failed ring-buffer reservations, indexed by CPU.
+    pub fn drops(&self) -> Result<Vec<u64>, TracerError> {
+        let per_cpu = self
+            .skel
+            .maps
+            .drops
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(bpf("reading the drop counters"))?
+            .unwrap_or_default();
+        Ok(per_cpu
+            .iter()
+            .map(|v| v.get(..8).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes"))))
+            .collect())
+    }
+
+    /// Run counts and times of each loaded program, as the kernel keeps them
+    /// (non-zero only while kernel.bpf_stats_enabled=1).
+    pub fn prog_stats(&self) -> Vec<ProgStat> {
+        self.skel
+            .object()
+            .progs()
+            .filter_map(|p| {
+                let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+                let mut len = std::mem::size_of_val(&info) as u32;
+                // SAFETY: info is a properly sized, zeroed bpf_prog_info and len says so.
+                let rc = unsafe {
+                    libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(
+                        std::os::fd::AsRawFd::as_raw_fd(&p.as_fd()),
+                        &mut info,
+                        &mut len,
+                    )
+                };
+                (rc == 0).then(|| ProgStat {
+                    name: p.name().to_string_lossy().into_owned(),
+                    run_cnt: info.run_cnt,
+                    run_time_ns: info.run_time_ns,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The size of one ring-buffer record, for rate and capacity figures.
+pub const EVENT_SIZE: usize = std::mem::size_of::<types::jw_event>();

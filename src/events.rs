@@ -1,0 +1,203 @@
+//! Decoding ring-buffer records into a plain, copyable `Event`. The layout
+//! comes from the C header through libbpf-cargo's generated types; nothing
+//! here allocates.
+
+use crate::bpf::types::{jw_event, jw_kind, jw_vector};
+
+/// x86 system vectors the kernel traces with entry/exit pairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Vector {
+    LocalTimer,
+    Reschedule,
+    CallFunction,
+    CallFunctionSingle,
+    IrqWork,
+}
+
+impl Vector {
+    fn from_raw(v: u16) -> Option<Self> {
+        Some(match jw_vector(v.into()) {
+            jw_vector::JW_VEC_LOCAL_TIMER => Self::LocalTimer,
+            jw_vector::JW_VEC_RESCHEDULE => Self::Reschedule,
+            jw_vector::JW_VEC_CALL_FUNCTION => Self::CallFunction,
+            jw_vector::JW_VEC_CALL_FUNCTION_SINGLE => Self::CallFunctionSingle,
+            jw_vector::JW_VEC_IRQ_WORK => Self::IrqWork,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::LocalTimer => "local_timer",
+            Self::Reschedule => "reschedule",
+            Self::CallFunction => "call_function",
+            Self::CallFunctionSingle => "call_function_single",
+            Self::IrqWork => "irq_work",
+        }
+    }
+}
+
+pub type Comm = [u8; 16];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Task {
+    pub pid: u32,
+    pub tgid: u32,
+    pub prio: i32,
+    pub comm: Comm,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payload {
+    Switch { prev: Task, next: Task, prev_state: u64, preempt: bool },
+    IrqEntry { irq: i32, name: [u8; 24] },
+    IrqExit { irq: i32, ret: i32 },
+    SoftirqEntry { vec: u16 },
+    SoftirqExit { vec: u16 },
+    WorkStart { func: u64, work: u64 },
+    WorkEnd { func: u64, work: u64 },
+    HrtimerEntry { func: u64, timer: u64 },
+    HrtimerExit { timer: u64 },
+    VectorEntry(Vector),
+    VectorExit(Vector),
+    CsdEntry { func: u64, csd: u64 },
+    CsdExit { func: u64, csd: u64 },
+    /// Reported after the handler ran, with its duration.
+    Nmi { handler: u64, delta_ns: u64, handled: bool },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event {
+    pub ts: u64,
+    pub cpu: u32,
+    pub payload: Payload,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DecodeError {
+    #[error("short record: {0} bytes")]
+    Short(usize),
+    #[error("unknown record kind {0}")]
+    Kind(u16),
+    #[error("unknown vector {0}")]
+    Vector(u16),
+}
+
+fn bytes<const N: usize>(raw: &[i8; N]) -> [u8; N] {
+    raw.map(|c| c as u8)
+}
+
+impl Event {
+    pub fn decode(data: &[u8]) -> Result<Self, DecodeError> {
+        if data.len() < std::mem::size_of::<jw_event>() {
+            return Err(DecodeError::Short(data.len()));
+        }
+        // SAFETY: the length is checked and jw_event is plain old data.
+        let e: jw_event = unsafe { std::ptr::read_unaligned(data.as_ptr().cast()) };
+        // SAFETY (all union reads below): `kind` says which member the BPF
+        // program wrote, and every member is plain old data.
+        let payload = unsafe {
+            match jw_kind(e.kind.into()) {
+                jw_kind::JW_SWITCH => {
+                    let s = e.u.sw;
+                    Payload::Switch {
+                        prev: Task { pid: s.prev_pid, tgid: s.prev_tgid, prio: s.prev_prio, comm: bytes(&s.prev_comm) },
+                        next: Task { pid: s.next_pid, tgid: s.next_tgid, prio: s.next_prio, comm: bytes(&s.next_comm) },
+                        prev_state: s.prev_state,
+                        preempt: e.sub != 0,
+                    }
+                }
+                jw_kind::JW_IRQ_ENTRY => Payload::IrqEntry { irq: e.u.irq.irq, name: bytes(&e.u.irq.name) },
+                jw_kind::JW_IRQ_EXIT => Payload::IrqExit { irq: e.u.irq.irq, ret: e.u.irq.ret },
+                jw_kind::JW_SOFTIRQ_ENTRY => Payload::SoftirqEntry { vec: e.sub },
+                jw_kind::JW_SOFTIRQ_EXIT => Payload::SoftirqExit { vec: e.sub },
+                jw_kind::JW_WORK_START => Payload::WorkStart { func: e.u.r#fn.func, work: e.u.r#fn.obj },
+                jw_kind::JW_WORK_END => Payload::WorkEnd { func: e.u.r#fn.func, work: e.u.r#fn.obj },
+                jw_kind::JW_HRTIMER_ENTRY => Payload::HrtimerEntry { func: e.u.r#fn.func, timer: e.u.r#fn.obj },
+                jw_kind::JW_HRTIMER_EXIT => Payload::HrtimerExit { timer: e.u.r#fn.obj },
+                jw_kind::JW_VECTOR_ENTRY => Payload::VectorEntry(Vector::from_raw(e.sub).ok_or(DecodeError::Vector(e.sub))?),
+                jw_kind::JW_VECTOR_EXIT => Payload::VectorExit(Vector::from_raw(e.sub).ok_or(DecodeError::Vector(e.sub))?),
+                jw_kind::JW_CSD_ENTRY => Payload::CsdEntry { func: e.u.r#fn.func, csd: e.u.r#fn.obj },
+                jw_kind::JW_CSD_EXIT => Payload::CsdExit { func: e.u.r#fn.func, csd: e.u.r#fn.obj },
+                jw_kind::JW_NMI => Payload::Nmi { handler: e.u.nmi.handler, delta_ns: e.u.nmi.delta_ns, handled: e.sub != 0 },
+                _ => return Err(DecodeError::Kind(e.kind)),
+            }
+        };
+        Ok(Event { ts: e.ts, cpu: e.cpu, payload })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::bpf::types::{jw_func, jw_payload, jw_switch};
+
+    fn raw(e: &jw_event) -> Vec<u8> {
+        // SAFETY: reading the bytes of a plain-old-data struct.
+        unsafe { std::slice::from_raw_parts((e as *const jw_event).cast::<u8>(), std::mem::size_of::<jw_event>()) }.to_vec()
+    }
+
+    fn comm(s: &str) -> [i8; 16] {
+        let mut c = [0i8; 16];
+        for (d, b) in c.iter_mut().zip(s.bytes()) {
+            *d = b as i8;
+        }
+        c
+    }
+
+    #[test]
+    fn decodes_a_switch() {
+        let e = jw_event {
+            ts: 42,
+            cpu: 3,
+            kind: jw_kind::JW_SWITCH.0 as u16,
+            sub: 1,
+            u: jw_payload {
+                sw: jw_switch {
+                    prev_pid: 10,
+                    prev_tgid: 9,
+                    next_pid: 0,
+                    next_tgid: 0,
+                    prev_prio: 120,
+                    next_prio: 120,
+                    prev_state: 1,
+                    prev_comm: comm("bash"),
+                    next_comm: comm("swapper/3"),
+                },
+            },
+        };
+        let ev = Event::decode(&raw(&e)).unwrap();
+        assert_eq!((ev.ts, ev.cpu), (42, 3));
+        match ev.payload {
+            Payload::Switch { prev, next, prev_state, preempt } => {
+                assert_eq!((prev.pid, prev.tgid, next.pid, prev_state, preempt), (10, 9, 0, 1, true));
+                assert_eq!(&prev.comm[..5], b"bash\0");
+                assert_eq!(&next.comm[..9], b"swapper/3");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn decodes_functions_vectors_and_rejects_garbage() {
+        let mut e = jw_event {
+            ts: 7,
+            cpu: 1,
+            kind: jw_kind::JW_WORK_START.0 as u16,
+            sub: 0,
+            u: jw_payload { r#fn: jw_func { func: 0xffff_ffff_8100_0000, obj: 0x1234 } },
+        };
+        assert_eq!(
+            Event::decode(&raw(&e)).unwrap().payload,
+            Payload::WorkStart { func: 0xffff_ffff_8100_0000, work: 0x1234 }
+        );
+        e.kind = jw_kind::JW_VECTOR_EXIT.0 as u16;
+        e.sub = jw_vector::JW_VEC_IRQ_WORK.0 as u16;
+        assert_eq!(Event::decode(&raw(&e)).unwrap().payload, Payload::VectorExit(Vector::IrqWork));
+        e.sub = 99;
+        assert_eq!(Event::decode(&raw(&e)), Err(DecodeError::Vector(99)));
+        e.kind = 200;
+        assert_eq!(Event::decode(&raw(&e)), Err(DecodeError::Kind(200)));
+        assert_eq!(Event::decode(&raw(&e)[..10]), Err(DecodeError::Short(10)));
+    }
+}

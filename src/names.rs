@@ -1,0 +1,21 @@
+//! Fixed kernel names: softirq vectors (include/linux/interrupt.h order).
+
+const SOFTIRQS: [&str; 10] = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
+
+/// The softirq's name, or its number when the kernel grew a new one.
+pub fn softirq(vec: u16) -> std::borrow::Cow<'static, str> {
+    match SOFTIRQS.get(vec as usize) {
+        Some(n) => (*n).into(),
+        None => format!("softirq{vec}").into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn softirq_names() {
+        assert_eq!(super::softirq(1), "TIMER");
+        assert_eq!(super::softirq(9), "RCU");
+        assert_eq!(super::softirq(12), "softirq12");
+    }
+}

@@ -1,0 +1,264 @@
+//! One CPU's recent history as exclusive segments: at every instant exactly
+//! one thing is charged (the innermost running context), as the kernel's
+//! osnoise tracer does. Built by a stack machine over that CPU's events; a
+//! bounded sliding window; no allocation per event once warmed up.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::events::{Comm, Event, Payload, Vector};
+
+/// Who a stretch of CPU time belongs to. Copy and allocation-free: names are
+/// resolved only when a hiccup is reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Cause {
+    Task { pid: u32, comm: Comm },
+    Work(u64),
+    Irq(i32),
+    Softirq(u16),
+    Timer(u64),
+    Vector(Vector),
+    Csd(u64),
+    Nmi(u64),
+    /// The probe's own thread: never a cause, its time is "unexplained".
+    Probe,
+    /// Before the first event told us what runs here.
+    Unknown,
+}
+
+impl Cause {
+    /// Time charged to this is time no kernel event explains.
+    pub fn is_unexplained(&self) -> bool {
+        matches!(self, Cause::Probe | Cause::Unknown)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub start: u64,
+    pub end: u64,
+    pub cause: Cause,
+}
+
+/// Whether a frame lives in a task (and is carried across its sleeps) or in
+/// interrupt context (and cannot survive a context switch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Task,
+    Irq,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    cause: Cause,
+    /// Pairs an exit with its entry (irq number, work/timer/csd object...).
+    id: u64,
+    level: Level,
+}
+
+const MAX_DEPTH: usize = 16;
+
+pub struct Timeline {
+    segments: VecDeque<Segment>,
+    cap: usize,
+    base: Cause,
+    stack: Vec<Frame>,
+    /// The work item of each task that slept inside it, by pid.
+    suspended: HashMap<u32, Frame>,
+    /// Start of the open segment (charged to the top of the stack).
+    last: u64,
+    probe_tids: Vec<u32>,
+    /// Events older than `last` (nested BPF programs can reorder a few ns).
+    pub reordered: u64,
+    /// Segments evicted because the window was full.
+    pub evicted: u64,
+}
+
+impl Timeline {
+    /// `start`: when tracing began; time before the first event is Unknown.
+    pub fn new(start: u64, cap: usize) -> Self {
+        Self {
+            segments: VecDeque::with_capacity(cap),
+            cap,
+            base: Cause::Unknown,
+            stack: Vec::with_capacity(MAX_DEPTH),
+            suspended: HashMap::with_capacity(64),
+            last: start,
+            probe_tids: Vec::new(),
+            reordered: 0,
+            evicted: 0,
+        }
+    }
+
+    /// Threads whose time is the probe's own (not a cause).
+    pub fn set_probe_tids(&mut self, tids: &[u32]) {
+        self.probe_tids.clear();
+        self.probe_tids.extend_from_slice(tids);
+    }
+
+    fn top(&self) -> Cause {
+        self.stack.last().map_or(self.base, |f| f.cause)
+    }
+
+    fn push_segment(&mut self, start: u64, end: u64, cause: Cause) {
+        if end <= start {
+            return;
+        }
+        if let Some(last) = self.segments.back_mut() {
+            if last.cause == cause && last.end == start {
+                last.end = end;
+                return;
+            }
+        }
+        if self.segments.len() == self.cap {
+            self.segments.pop_front();
+            self.evicted += 1;
+        }
+        self.segments.push_back(Segment { start, end, cause });
+    }
+
+    /// Charges [last, ts) to whatever is on top and moves `last` to ts.
+    fn close(&mut self, ts: u64) {
+        self.push_segment(self.last, ts, self.top());
+        self.last = ts;
+    }
+
+    fn enter(&mut self, ts: u64, cause: Cause, id: u64, level: Level) {
+        self.close(ts);
+        if self.stack.len() == MAX_DEPTH {
+            // Exits were lost; the oldest frames are the stalest.
+            self.stack.remove(0);
+        }
+        self.stack.push(Frame { cause, id, level });
+    }
+
+    /// Leaves the frame matching `matches`. An exit whose entry we never saw
+    /// (before attach, or dropped) is charged from `last`: clipped, not lost.
+    fn exit(&mut self, ts: u64, cause: Cause, matches: impl Fn(&Frame) -> bool) {
+        match self.stack.iter().rposition(matches) {
+            Some(i) => {
+                self.close(ts);
+                self.stack.truncate(i);
+            }
+            None => {
+                self.push_segment(self.last, ts, cause);
+                self.last = ts;
+            }
+        }
+    }
+
+    fn task_cause(&self, pid: u32, comm: Comm) -> Cause {
+        if self.probe_tids.contains(&pid) {
+            Cause::Probe
+        } else {
+            Cause::Task { pid, comm }
+        }
+    }
+
+    pub fn on_event(&mut self, ev: &Event) {
+        let ts = if ev.ts < self.last {
+            self.reordered += 1;
+            self.last
+        } else {
+            ev.ts
+        };
+        match ev.payload {
+            Payload::Switch { prev, next, .. } => {
+                self.close(ts);
+                // Interrupt frames cannot be open across a switch: their exits were lost.
+                self.stack.retain(|f| f.level == Level::Task);
+                // A kworker may sleep inside a work item: keep it for its return.
+                if let Some(&f) = self.stack.last() {
+                    if self.suspended.len() >= 4096 {
+                        // Tasks that never came back; forget rather than grow.
+                        self.suspended.clear();
+                    }
+                    self.suspended.insert(prev.pid, f);
+                }
+                self.stack.clear();
+                if let Some(f) = self.suspended.remove(&next.pid) {
+                    self.stack.push(f);
+                }
+                self.base = self.task_cause(next.pid, next.comm);
+            }
+            Payload::IrqEntry { irq, .. } => self.enter(ts, Cause::Irq(irq), irq as u64, Level::Irq),
+            Payload::IrqExit { irq, .. } => {
+                self.exit(ts, Cause::Irq(irq), |f| f.cause == Cause::Irq(irq))
+            }
+            Payload::SoftirqEntry { vec } => self.enter(ts, Cause::Softirq(vec), 0, Level::Irq),
+            Payload::SoftirqExit { vec } => {
+                self.exit(ts, Cause::Softirq(vec), |f| f.cause == Cause::Softirq(vec))
+            }
+            Payload::WorkStart { func, work } => self.enter(ts, Cause::Work(func), work, Level::Task),
+            Payload::WorkEnd { func, work } => {
+                self.exit(ts, Cause::Work(func), |f| matches!(f.cause, Cause::Work(_)) && f.id == work)
+            }
+            Payload::HrtimerEntry { func, timer } => self.enter(ts, Cause::Timer(func), timer, Level::Irq),
+            Payload::HrtimerExit { timer } => {
+                self.exit(ts, Cause::Timer(0), |f| matches!(f.cause, Cause::Timer(_)) && f.id == timer)
+            }
+            Payload::VectorEntry(v) => self.enter(ts, Cause::Vector(v), 0, Level::Irq),
+            Payload::VectorExit(v) => self.exit(ts, Cause::Vector(v), |f| f.cause == Cause::Vector(v)),
+            Payload::CsdEntry { func, csd } => self.enter(ts, Cause::Csd(func), csd, Level::Irq),
+            Payload::CsdExit { func, csd } => {
+                self.exit(ts, Cause::Csd(func), |f| f.cause == Cause::Csd(func) && f.id == csd)
+            }
+            Payload::Nmi { handler, delta_ns, .. } => {
+                // Reported at its end: cut the open segment where it began.
+                let begin = ts.saturating_sub(delta_ns).max(self.last);
+                self.close(begin);
+                self.push_segment(begin, ts, Cause::Nmi(handler));
+                self.last = ts;
+            }
+        }
+    }
+
+    /// Adds the time each cause had inside [t0, t1) to `out` (merging equal
+    /// causes). `now` bounds the open segment: events up to it have been seen.
+    /// Returns the time no segment covers.
+    pub fn charge(&self, t0: u64, t1: u64, now: u64, out: &mut Vec<(Cause, u64)>) -> u64 {
+        let mut covered = 0;
+        let mut add = |cause: Cause, ns: u64| {
+            if ns == 0 {
+                return;
+            }
+            covered += ns;
+            match out.iter_mut().find(|(c, _)| *c == cause) {
+                Some((_, n)) => *n += ns,
+                None => out.push((cause, ns)),
+            }
+        };
+        let first = self.segments.partition_point(|s| s.end <= t0);
+        for s in self.segments.range(first..) {
+            if s.start >= t1 {
+                break;
+            }
+            add(s.cause, s.end.min(t1) - s.start.max(t0));
+        }
+        // The open segment: from the last event up to what has been drained.
+        let open_end = now.min(t1);
+        if open_end > self.last.max(t0) {
+            add(self.top(), open_end - self.last.max(t0));
+        }
+        (t1 - t0) - covered
+    }
+
+    /// Forgets segments that ended before `t`.
+    pub fn prune(&mut self, t: u64) {
+        while self.segments.front().is_some_and(|s| s.end <= t) {
+            self.segments.pop_front();
+        }
+    }
+
+    /// Where the timeline knows nothing before (oldest segment start).
+    pub fn oldest(&self) -> u64 {
+        self.segments.front().map_or(self.last, |s| s.start)
+    }
+
+    pub fn len(&self) -> usize {
+        self.segments.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.segments.is_empty()
+    }
+}

@@ -1,0 +1,135 @@
+//! `cargo xtask deps`: the Debian 12 packages the build, tests and benches
+//! need. Detected with dpkg-query (or the binary on PATH); the missing ones
+//! are installed with apt-get when root, else we say what to run.
+
+use std::collections::HashSet;
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+use crate::proc;
+
+/// Debian package, and the binary it provides (None for libraries).
+const DEPS: &[(&str, Option<&str>)] = &[
+    ("clang", Some("clang")),
+    ("libelf-dev", None),
+    ("zlib1g-dev", None),
+    ("pkg-config", Some("pkg-config")),
+    ("bpftool", Some("bpftool")),
+    ("tmux", Some("tmux")),
+    ("python3", Some("python3")),
+    ("linux-perf", Some("perf")),
+    ("bpftrace", Some("bpftrace")),
+    ("gcc", Some("gcc")),
+];
+
+/// Wait for a dpkg lock held by someone else instead of failing at once.
+const LOCK_WAIT: &str = "DPkg::Lock::Timeout=120";
+
+pub fn run(args: &[String]) -> Result<()> {
+    if !args.is_empty() {
+        bail!("deps takes no arguments");
+    }
+    ensure(true)
+}
+
+/// Make sure every package is there. `verbose`: say so even when nothing
+/// had to be done (the other commands stay quiet then).
+pub fn ensure(verbose: bool) -> Result<()> {
+    let missing = missing();
+    if missing.is_empty() {
+        if verbose {
+            println!("deps: all {} packages present", DEPS.len());
+        }
+        return Ok(());
+    }
+    let list = missing.join(" ");
+    if proc::which("apt-get").is_none() {
+        bail!("missing system packages: {list} (no apt-get here: install them with your package manager)");
+    }
+    if !proc::is_root() {
+        bail!("missing system packages; run: sudo apt-get install -y {list}");
+    }
+
+    println!("deps: installing {list}");
+    proc::check(
+        Command::new("apt-get")
+            .args(["-q", "-o", LOCK_WAIT, "update"])
+            .stdout(Stdio::null()),
+    )?;
+    proc::check(
+        Command::new("apt-get")
+            .args([
+                "-q",
+                "-y",
+                "--no-install-recommends",
+                "-o",
+                LOCK_WAIT,
+                "install",
+            ])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )?;
+
+    let still = self::missing();
+    if !still.is_empty() {
+        bail!(
+            "apt-get finished but these are still missing: {}",
+            still.join(" ")
+        );
+    }
+    println!("deps: installed {list}");
+    Ok(())
+}
+
+/// The packages of [`DEPS`] that are not installed, in table order.
+fn missing() -> Vec<&'static str> {
+    let installed = dpkg_installed().unwrap_or_default();
+    DEPS.iter()
+        .filter(|(pkg, bin)| {
+            !installed.contains(*pkg) && !bin.is_some_and(|b| proc::which(b).is_some())
+        })
+        .map(|(pkg, _)| *pkg)
+        .collect()
+}
+
+/// The packages of [`DEPS`] dpkg reports as "install ok installed", from
+/// one dpkg-query call. None when there is no dpkg.
+fn dpkg_installed() -> Option<HashSet<String>> {
+    let out = Command::new("dpkg-query")
+        .args(["-W", "-f=${Package}\t${Status}\n"])
+        .args(DEPS.iter().map(|d| d.0))
+        .stderr(Stdio::null()) // "no packages found matching X" for absent ones
+        .output()
+        .context("dpkg-query")
+        .ok()?;
+    // Exit status is 1 when some package is unknown; the rest still print.
+    Some(parse_dpkg(&String::from_utf8_lossy(&out.stdout)))
+}
+
+fn parse_dpkg(out: &str) -> HashSet<String> {
+    out.lines()
+        .filter_map(|l| l.split_once('\t'))
+        .filter(|(_, status)| status.trim() == "install ok installed")
+        // Multi-arch packages may come back as name:arch.
+        .map(|(pkg, _)| pkg.split(':').next().unwrap_or(pkg).to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_dpkg_status() {
+        let out = "clang\tinstall ok installed\n\
+                   libelf-dev:amd64\tinstall ok installed\n\
+                   bpftrace\tdeinstall ok config-files\n\
+                   tmux\tunknown ok not-installed\n";
+        let got = parse_dpkg(out);
+        assert!(got.contains("clang"));
+        assert!(got.contains("libelf-dev"));
+        assert!(!got.contains("bpftrace"));
+        assert!(!got.contains("tmux"));
+    }
+}

@@ -1,0 +1,84 @@
+//! `cargo xtask test [-- TEST_ARGS]`: every test of the workspace, as root
+//! (the end-to-end tests load BPF). A non-root user builds the tests as
+//! themself, then only the run goes through `sudo -E`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+
+use crate::{deps, proc};
+
+const CARGO_TEST: &[&str] = &["test", "--workspace", "--all-targets"];
+
+pub fn run(args: &[String]) -> Result<()> {
+    // Everything after `--` goes to the test binaries untouched
+    // (`--test-threads=1`, `--nocapture`, a name filter, ...).
+    let test_args = proc::strip_dashes(args);
+    let root = proc::is_root();
+    if !root && std::env::var("CI").is_ok_and(|v| v == "true") {
+        bail!("CI=true but not running as root: the tests load BPF programs and must run as root in CI");
+    }
+    let sudo = if root { None } else { Some(proc::sudo()?) };
+    let start = Instant::now();
+    deps::ensure(false)?;
+
+    let mut cmd = match sudo {
+        None => {
+            let mut c = proc::cargo();
+            c.args(CARGO_TEST);
+            c
+        }
+        Some(mut c) => {
+            // Build as the user, so target/ stays theirs and root finds it fresh.
+            proc::check(proc::cargo().args(CARGO_TEST).arg("--no-run"))?;
+            c.current_dir(proc::root())
+                .args(["-E", "env"])
+                .args(toolchain_env())
+                .arg("cargo")
+                .args(CARGO_TEST);
+            c
+        }
+    };
+    if !test_args.is_empty() {
+        cmd.arg("--").args(test_args);
+    }
+
+    let st = proc::status(&mut cmd)?;
+    let secs = start.elapsed().as_secs_f64();
+    if !st.success() {
+        bail!("tests failed ({}) after {secs:.1}s", proc::describe(st));
+    }
+    println!("test: all passed in {secs:.1}s");
+    Ok(())
+}
+
+/// VAR=value words for `env` that make root's cargo the user's: the same
+/// PATH, and the same cargo and rustup homes (sudo may reset HOME, and root
+/// with another CARGO_HOME would fetch and build everything again).
+fn toolchain_env() -> Vec<OsString> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut words = Vec::new();
+    let mut set = |name: &str, val: OsString| {
+        let mut w = OsString::from(format!("{name}="));
+        w.push(val);
+        words.push(w);
+    };
+    set("PATH", std::env::var_os("PATH").unwrap_or_default());
+    for (var, default) in [("CARGO_HOME", ".cargo"), ("RUSTUP_HOME", ".rustup")] {
+        match std::env::var_os(var) {
+            Some(v) => set(var, v),
+            None => {
+                if let Some(d) = home
+                    .as_ref()
+                    .map(|h| h.join(default))
+                    .filter(|d| d.is_dir())
+                {
+                    set(var, d.into_os_string());
+                }
+            }
+        }
+    }
+    words
+}
