@@ -1,0 +1,58 @@
+//! Durations as users type them: `500ns`, `2us`, `2µs`, `1.5ms`, `10s`, `1m`.
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("malformed duration {0:?}: write a number and a unit, e.g. 500ns, 2us, 1ms, 10s, 1m")]
+pub struct DurationError(pub String);
+
+/// Nanoseconds in `s`.
+pub fn parse_ns(s: &str) -> Result<u64, DurationError> {
+    let err = || DurationError(s.to_string());
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(err)?;
+    let (num, unit) = t.split_at(split);
+    let scale: f64 = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" | "μs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        _ => return Err(err()),
+    };
+    if num.is_empty() || num.matches('.').count() > 1 {
+        return Err(err());
+    }
+    let v: f64 = num.parse().map_err(|_| err())?;
+    let ns = (v * scale).round();
+    if !ns.is_finite() || ns > u64::MAX as f64 / 2.0 {
+        return Err(err());
+    }
+    Ok(ns as u64)
+}
+
+/// For clap: a std Duration.
+pub fn parse(s: &str) -> Result<std::time::Duration, DurationError> {
+    parse_ns(s).map(std::time::Duration::from_nanos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_ns("500ns"), Ok(500));
+        assert_eq!(parse_ns("2us"), Ok(2000));
+        assert_eq!(parse_ns("2µs"), Ok(2000));
+        assert_eq!(parse_ns("1.5ms"), Ok(1_500_000));
+        assert_eq!(parse_ns("10s"), Ok(10_000_000_000));
+        assert_eq!(parse_ns("1m"), Ok(60_000_000_000));
+    }
+
+    #[test]
+    fn garbage() {
+        for bad in ["", "10", "ms", "1.2.3s", "-1s", "1 parsec", "1e9ns", "99999999999999999h"] {
+            assert!(parse_ns(bad).is_err(), "{bad}");
+        }
+    }
+}

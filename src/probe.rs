@@ -1,0 +1,217 @@
+//! The spin-probe: one thread pinned to each watched CPU reads the clock in
+//! a tight loop and hands every gap at or over the threshold to the
+//! collector through a lock-free bounded queue. Inside the loop: no
+//! allocation, no lock, no syscall (clock_gettime is the vDSO).
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
+use std::thread;
+
+use crossbeam_queue::ArrayQueue;
+
+use crate::attribution::Gap;
+
+pub const HIST_BUCKETS: usize = 64;
+/// Gaps the queue holds before overflowing (counted, never blocking).
+const QUEUE_LEN: usize = 1 << 16;
+/// Loop iterations between publishing the histogram and progress.
+const PUBLISH_EVERY: u32 = 4096;
+/// How long the probe measures its own floor before recording gaps.
+const CALIBRATE_NS: u64 = 20_000_000;
+
+/// CLOCK_MONOTONIC in ns: the clock bpf_ktime_get_ns() reads.
+#[inline(always)]
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// log2 bucket of a loop delta: 0 for 0 ns, k for [2^(k-1), 2^k).
+#[inline(always)]
+pub fn bucket(d: u64) -> usize {
+    ((64 - d.leading_zeros()) as usize).min(HIST_BUCKETS - 1)
+}
+
+/// What a probe shares with the collector. Written by the probe with plain
+/// relaxed stores; read by whoever wants a figure.
+pub struct ProbeShared {
+    pub cpu: u32,
+    pub queue: ArrayQueue<Gap>,
+    pub overflow: AtomicU64,
+    pub hist: [AtomicU64; HIST_BUCKETS],
+    /// The last clock reading published: no future gap starts before it.
+    pub progress: AtomicU64,
+    /// Smallest loop delta seen (the probe's floor).
+    pub floor_ns: AtomicU64,
+    pub threshold_ns: AtomicU64,
+    pub loops: AtomicU64,
+    /// Clock reading of the first measured sample (0 until then).
+    pub first_sample_ns: AtomicU64,
+    pub tid: AtomicU32,
+}
+
+impl ProbeShared {
+    pub fn new(cpu: u32) -> Self {
+        Self {
+            cpu,
+            queue: ArrayQueue::new(QUEUE_LEN),
+            overflow: AtomicU64::new(0),
+            hist: std::array::from_fn(|_| AtomicU64::new(0)),
+            progress: AtomicU64::new(0),
+            floor_ns: AtomicU64::new(u64::MAX),
+            threshold_ns: AtomicU64::new(0),
+            loops: AtomicU64::new(0),
+            first_sample_ns: AtomicU64::new(0),
+            tid: AtomicU32::new(0),
+        }
+    }
+
+    pub fn histogram(&self) -> [u64; HIST_BUCKETS] {
+        std::array::from_fn(|i| self.hist[i].load(Relaxed))
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ProbeConfig {
+    /// None: calibrate as hiccups does (8 × the smallest loop delta).
+    pub threshold_ns: Option<u64>,
+    /// SCHED_FIFO priority, when asked for.
+    pub rt_prio: Option<i32>,
+}
+
+pub struct Probe {
+    pub shared: Arc<ProbeShared>,
+    handle: thread::JoinHandle<()>,
+}
+
+impl Probe {
+    /// Spawns a probe for `cpu`, pinned and set up before this returns. It
+    /// waits on `go` before measuring and stops when `stop` is set.
+    pub fn spawn(cpu: u32, cfg: ProbeConfig, go: Arc<std::sync::Barrier>, stop: &'static AtomicBool) -> anyhow::Result<Self> {
+        let shared = Arc::new(ProbeShared::new(cpu));
+        let (tx, rx) = mpsc::channel();
+        let s = shared.clone();
+        let handle = thread::Builder::new()
+            .name(format!("jw-probe-{cpu}"))
+            .spawn(move || {
+                let setup = setup(cpu, cfg);
+                let ok = setup.is_ok();
+                s.tid.store(crate::sys::gettid(), Relaxed);
+                let _ = tx.send(setup);
+                go.wait();
+                if ok && !stop.load(Relaxed) {
+                    run(&s, cfg, stop);
+                }
+            })?;
+        match rx.recv() {
+            Ok(Ok(())) => Ok(Self { shared, handle }),
+            Ok(Err(e)) => {
+                // The thread still waits on the barrier; the caller's error
+                // path releases it with `stop` set.
+                drop(handle);
+                Err(e)
+            }
+            Err(_) => anyhow::bail!("the probe thread for CPU {cpu} died while starting"),
+        }
+    }
+
+    pub fn join(self) {
+        let _ = self.handle.join();
+    }
+}
+
+fn setup(cpu: u32, cfg: ProbeConfig) -> anyhow::Result<()> {
+    crate::sys::pin_to(&[cpu as usize]).map_err(|e| anyhow::anyhow!("cannot pin the probe to CPU {cpu}: {e}"))?;
+    if let Some(prio) = cfg.rt_prio {
+        crate::sys::set_fifo(prio).map_err(|e| anyhow::anyhow!("cannot make the probe SCHED_FIFO {prio}: {e}"))?;
+    }
+    // Prefault the stack the loop will use, so no page fault lands in it.
+    let mut stack = [0u8; 64 * 1024];
+    for b in stack.iter_mut().step_by(4096) {
+        *b = 1;
+    }
+    std::hint::black_box(&stack);
+    Ok(())
+}
+
+fn run(s: &ProbeShared, cfg: ProbeConfig, stop: &AtomicBool) {
+    let mut hist = [0u64; HIST_BUCKETS];
+    let publish = |hist: &[u64; HIST_BUCKETS], t: u64, loops: u64| {
+        for (a, &v) in s.hist.iter().zip(hist) {
+            a.store(v, Relaxed);
+        }
+        s.progress.store(t, Relaxed);
+        s.loops.store(loops, Relaxed);
+    };
+
+    // Calibration: the floor of this loop on this CPU.
+    let mut prev = now_ns();
+    s.first_sample_ns.store(prev, Relaxed);
+    let end = prev + CALIBRATE_NS;
+    let mut floor = u64::MAX;
+    let mut loops = 0u64;
+    while prev < end {
+        let t = now_ns();
+        floor = floor.min(t - prev);
+        hist[bucket(t - prev)] += 1;
+        loops += 1;
+        prev = t;
+    }
+    let floor = floor.max(1);
+    let threshold = cfg.threshold_ns.unwrap_or(8 * floor);
+    s.floor_ns.store(floor, Relaxed);
+    s.threshold_ns.store(threshold, Relaxed);
+    publish(&hist, prev, loops);
+
+    let cpu = s.cpu;
+    let mut n = 0u32;
+    let mut overflow = 0u64;
+    let mut floor = floor;
+    prev = now_ns();
+    while !stop.load(Relaxed) {
+        let t = now_ns();
+        let d = t - prev;
+        hist[bucket(d)] += 1;
+        if d >= threshold {
+            if s.queue.push(Gap { cpu, t0: prev, t1: t }).is_err() {
+                overflow += 1;
+                s.overflow.store(overflow, Relaxed);
+            }
+        } else if d < floor {
+            floor = d.max(1);
+            s.floor_ns.store(floor, Relaxed);
+        }
+        n += 1;
+        if n == PUBLISH_EVERY {
+            loops += n as u64;
+            n = 0;
+            publish(&hist, t, loops);
+        }
+        prev = t;
+    }
+    publish(&hist, prev, loops + n as u64);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_log2() {
+        assert_eq!(bucket(0), 0);
+        assert_eq!(bucket(1), 1);
+        assert_eq!(bucket(2), 2);
+        assert_eq!(bucket(3), 2);
+        assert_eq!(bucket(1024), 11);
+        assert_eq!(bucket(u64::MAX), HIST_BUCKETS - 1);
+    }
+
+    #[test]
+    fn clock_is_monotonic() {
+        let a = now_ns();
+        let b = now_ns();
+        assert!(b >= a && a > 0);
+    }
+}
