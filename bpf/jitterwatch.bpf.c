@@ -153,11 +153,15 @@ int BPF_PROG(on_work_start, struct work_struct *work)
 	return emit_func(JW_WORK_START, (__u64)work->func, (__u64)work);
 }
 
-/* The work item may be freed by now: only the function argument is safe. */
+/*
+ * The work item may be freed by now, and the verifier refuses to read a
+ * function-pointer argument: pair by the work pointer alone (userspace has
+ * the function from the start record).
+ */
 SEC("?tp_btf/workqueue_execute_end")
-int BPF_PROG(on_work_end, struct work_struct *work, work_func_t function)
+int BPF_PROG(on_work_end, struct work_struct *work)
 {
-	return emit_func(JW_WORK_END, (__u64)function, (__u64)work);
+	return emit_func(JW_WORK_END, 0, (__u64)work);
 }
 
 SEC("?tp_btf/hrtimer_expire_entry")
@@ -197,16 +201,21 @@ VECTOR_PROGS(call_function, JW_VEC_CALL_FUNCTION)
 VECTOR_PROGS(call_function_single, JW_VEC_CALL_FUNCTION_SINGLE)
 VECTOR_PROGS(irq_work, JW_VEC_IRQ_WORK)
 
+/*
+ * The callback is the first argument, but a function-pointer argument cannot
+ * be read from the context: take it from the csd instead. The csd may be
+ * reused once the callback ran, so the exit pairs by pointer only.
+ */
 SEC("?tp_btf/csd_function_entry")
-int BPF_PROG(on_csd_entry, smp_call_func_t func, call_single_data_t *csd)
+int BPF_PROG(on_csd_entry, void *func, call_single_data_t *csd)
 {
-	return emit_func(JW_CSD_ENTRY, (__u64)func, (__u64)csd);
+	return emit_func(JW_CSD_ENTRY, (__u64)BPF_CORE_READ(csd, func), (__u64)csd);
 }
 
 SEC("?tp_btf/csd_function_exit")
-int BPF_PROG(on_csd_exit, smp_call_func_t func, call_single_data_t *csd)
+int BPF_PROG(on_csd_exit, void *func, call_single_data_t *csd)
 {
-	return emit_func(JW_CSD_EXIT, (__u64)func, (__u64)csd);
+	return emit_func(JW_CSD_EXIT, 0, (__u64)csd);
 }
 
 SEC("?tp_btf/nmi_handler")

@@ -84,40 +84,49 @@ pub struct ProbeConfig {
 pub struct Probe {
     pub shared: Arc<ProbeShared>,
     handle: thread::JoinHandle<()>,
+    go: Option<mpsc::Sender<()>>,
 }
 
 impl Probe {
     /// Spawns a probe for `cpu`, pinned and set up before this returns. It
-    /// waits on `go` before measuring and stops when `stop` is set.
-    pub fn spawn(cpu: u32, cfg: ProbeConfig, go: Arc<std::sync::Barrier>, stop: &'static AtomicBool) -> anyhow::Result<Self> {
+    /// blocks until `start` and stops when `stop` is set; dropped or joined
+    /// without `start`, it exits without measuring.
+    pub fn spawn(cpu: u32, cfg: ProbeConfig, stop: &'static AtomicBool) -> anyhow::Result<Self> {
         let shared = Arc::new(ProbeShared::new(cpu));
-        let (tx, rx) = mpsc::channel();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
         let s = shared.clone();
         let handle = thread::Builder::new()
             .name(format!("jw-probe-{cpu}"))
             .spawn(move || {
+                s.tid.store(crate::sys::gettid(), Relaxed);
                 let setup = setup(cpu, cfg);
                 let ok = setup.is_ok();
-                s.tid.store(crate::sys::gettid(), Relaxed);
-                let _ = tx.send(setup);
-                go.wait();
-                if ok && !stop.load(Relaxed) {
+                let _ = ready_tx.send(setup);
+                if ok && go_rx.recv().is_ok() && !stop.load(Relaxed) {
                     run(&s, cfg, stop);
                 }
             })?;
-        match rx.recv() {
-            Ok(Ok(())) => Ok(Self { shared, handle }),
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Self { shared, handle, go: Some(go_tx) }),
             Ok(Err(e)) => {
-                // The thread still waits on the barrier; the caller's error
-                // path releases it with `stop` set.
-                drop(handle);
+                let _ = handle.join();
                 Err(e)
             }
             Err(_) => anyhow::bail!("the probe thread for CPU {cpu} died while starting"),
         }
     }
 
-    pub fn join(self) {
+    /// Lets the probe begin measuring.
+    pub fn start(&mut self) {
+        if let Some(go) = self.go.take() {
+            let _ = go.send(());
+        }
+    }
+
+    /// Waits for the probe to leave its loop (set `stop` first).
+    pub fn join(mut self) {
+        self.go.take();
         let _ = self.handle.join();
     }
 }

@@ -103,6 +103,8 @@ pub struct Stats {
     /// Ring-buffer reader lag: how far behind the newest drained event is.
     pub lag_ns: u64,
     pub missing_tracepoints: Vec<&'static str>,
+    /// Per-program BPF run statistics (with --bpf-stats).
+    pub prog_stats: Vec<crate::bpf::ProgStat>,
 }
 
 impl Stats {
@@ -116,6 +118,7 @@ impl Stats {
             events: 0,
             lag_ns: 0,
             missing_tracepoints: Vec::new(),
+            prog_stats: Vec::new(),
         }
     }
 

@@ -1,0 +1,133 @@
+//! Start-up checks. Each failure is one line that says what is wrong and
+//! what to do; they run before anything is attached or spun.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use crate::cpulist;
+
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+/// The effective capability set of this process.
+fn cap_eff() -> Result<u64> {
+    let status = fs::read_to_string("/proc/self/status").context("cannot read /proc/self/status")?;
+    let hex = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .context("/proc/self/status has no CapEff line")?;
+    u64::from_str_radix(hex.trim(), 16).context("malformed CapEff in /proc/self/status")
+}
+
+/// Loading tracing programs takes CAP_BPF + CAP_PERFMON (or CAP_SYS_ADMIN).
+pub fn privileges() -> Result<()> {
+    let caps = cap_eff()?;
+    let has = |c: u32| caps & (1 << c) != 0;
+    if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
+        return Ok(());
+    }
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("jitterwatch must run as root (or with CAP_BPF and CAP_PERFMON) to load its BPF programs: run it with sudo");
+    }
+    bail!("jitterwatch lacks CAP_BPF and CAP_PERFMON (root without them, e.g. in a container): grant them or run on the host");
+}
+
+pub fn btf(root: &Path) -> Result<()> {
+    if !root.join("sys/kernel/btf/vmlinux").exists() {
+        bail!("this kernel has no BTF (/sys/kernel/btf/vmlinux is missing): jitterwatch needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+    }
+    Ok(())
+}
+
+fn read_list(root: &Path, rel: &str) -> Result<Vec<usize>> {
+    let path = root.join(rel);
+    let text = fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    cpulist::parse(text.trim()).with_context(|| format!("cannot parse {}", path.display()))
+}
+
+pub fn online_cpus(root: &Path) -> Result<Vec<usize>> {
+    read_list(root, "sys/devices/system/cpu/online")
+}
+
+/// The CPUs to watch: `--cpus` if given, else the isolated ones. Each must
+/// exist and be online, and one online CPU must stay unwatched for the
+/// collector and the UI.
+pub fn watched_cpus(root: &Path, arg: Option<&str>) -> Result<Vec<usize>> {
+    let cpus = match arg {
+        Some(list) => cpulist::parse(list).map_err(|e| anyhow::anyhow!("--cpus: {e}"))?,
+        None => {
+            let iso = read_list(root, "sys/devices/system/cpu/isolated")?;
+            if iso.is_empty() {
+                bail!("no --cpus given and no isolated CPUs (/sys/devices/system/cpu/isolated is empty): pass --cpus, e.g. --cpus 1");
+            }
+            iso
+        }
+    };
+    let online = online_cpus(root)?;
+    let possible = read_list(root, "sys/devices/system/cpu/possible").unwrap_or_else(|_| online.clone());
+    for &c in &cpus {
+        if !possible.contains(&c) {
+            bail!(
+                "CPU {c} does not exist (this machine has CPUs {}): pick CPUs from that list",
+                cpulist::Display(&possible)
+            );
+        }
+        if !online.contains(&c) {
+            bail!("CPU {c} is offline: bring it online (echo 1 > /sys/devices/system/cpu/cpu{c}/online) or pick another");
+        }
+    }
+    if housekeeping(&online, &cpus).is_empty() {
+        bail!(
+            "--cpus {} covers every online CPU: leave at least one unwatched for jitterwatch's own threads",
+            cpulist::Display(&cpus)
+        );
+    }
+    Ok(cpus)
+}
+
+/// Online CPUs that are not watched: where jitterwatch's own threads run.
+pub fn housekeeping(online: &[usize], watched: &[usize]) -> Vec<usize> {
+    online.iter().copied().filter(|c| !watched.contains(c)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root(online: &str, isolated: &str) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let cpu = d.path().join("sys/devices/system/cpu");
+        fs::create_dir_all(&cpu).unwrap();
+        fs::write(cpu.join("online"), online).unwrap();
+        fs::write(cpu.join("possible"), "0-3\n").unwrap();
+        fs::write(cpu.join("isolated"), isolated).unwrap();
+        d
+    }
+
+    #[test]
+    fn watched_cpus_checks_existence_online_and_housekeeping() {
+        let r = root("0-2\n", "\n");
+        assert_eq!(watched_cpus(r.path(), Some("1,2")).unwrap(), vec![1, 2]);
+        let e = |a| watched_cpus(r.path(), a).unwrap_err().to_string();
+        assert!(e(Some("7")).contains("CPU 7 does not exist"));
+        assert!(e(Some("3")).contains("CPU 3 is offline"));
+        assert!(e(Some("0-2")).contains("leave at least one unwatched"));
+        assert!(e(Some("1-x")).starts_with("--cpus: malformed CPU list"));
+        assert!(e(None).contains("no isolated CPUs"));
+        let r = root("0-3\n", "2-3\n");
+        assert_eq!(watched_cpus(r.path(), None).unwrap(), vec![2, 3]);
+    }
+
+    #[test]
+    fn btf_missing_is_named() {
+        let r = root("0-1", "");
+        assert!(btf(r.path()).unwrap_err().to_string().contains("no BTF"));
+    }
+}

@@ -1,0 +1,67 @@
+//! The command line (DESIGN.md): watch by default, `events` to see the
+//! decoded stream, `doctor` for the isolation audit.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "jitterwatch", version, about = "Who steals each isolated CPU, and for how long: live.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub watch: WatchArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// CPUs to watch, as a kernel cpulist (6,7 or 2-5,8); default: the isolated CPUs
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Smallest gap reported, e.g. 500ns, 2us; default: 8 × the probe's loop floor
+    #[arg(long, value_parser = crate::duration::parse_ns)]
+    pub threshold: Option<u64>,
+    /// Stop after this long, e.g. 10s, 5m
+    #[arg(long, value_parser = crate::duration::parse)]
+    pub duration: Option<Duration>,
+    /// Run the probes SCHED_FIFO, at PRIO (1-99, default 50)
+    #[arg(long, value_name = "PRIO", num_args = 0..=1, default_missing_value = "50",
+          value_parser = clap::value_parser!(i32).range(1..=99))]
+    pub rt: Option<i32>,
+    /// Write one row per hiccup to this CSV file
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
+    /// No live screen: print the summary at exit (automatic when stdout is not a terminal)
+    #[arg(long)]
+    pub no_tui: bool,
+    /// Print the exit summary as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Enable kernel BPF run-time statistics and show each program's ns/event
+    #[arg(long)]
+    pub bpf_stats: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print every decoded kernel event on the watched CPUs, like perf script
+    Events {
+        /// CPUs to trace, as a kernel cpulist
+        #[arg(long)]
+        cpus: Option<String>,
+        /// Stop after this long, e.g. 3s
+        #[arg(long, value_parser = crate::duration::parse)]
+        duration: Option<Duration>,
+    },
+    /// Audit the isolation of the watched CPUs and print the fixes
+    Doctor {
+        /// CPUs to audit, as a kernel cpulist
+        #[arg(long)]
+        cpus: Option<String>,
+        /// Print the report as JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
