@@ -31,8 +31,10 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>) -> Result<i32> {
     let out = RefCell::new(BufWriter::with_capacity(1 << 16, std::io::stdout().lock()));
     let printer = RefCell::new(Printer::new(syms));
     let failed = RefCell::new(None);
+    let count = std::cell::Cell::new(0u64);
     let rb = tracer.ring_buffer(|data| {
         let Ok(ev) = Event::decode(data) else { return 0 };
+        count.set(count.get() + 1);
         if let Err(e) = printer.borrow_mut().print(&ev, &mut *out.borrow_mut()) {
             *failed.borrow_mut() = Some(e);
             return -1;
@@ -66,8 +68,11 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>) -> Result<i32> {
         out.borrow_mut().flush().ok();
     }
     let drops: u64 = tracer.drops()?.iter().sum();
-    if drops > 0 {
-        eprintln!("jitterwatch: {drops} events dropped (ring buffer full)");
-    }
+    eprintln!(
+        "jitterwatch: {} events from CPU {} in {:.1}s, {drops} dropped (ring buffer full)",
+        count.get(),
+        crate::cpulist::Display(&cpus),
+        started.elapsed().as_secs_f64()
+    );
     Ok(0)
 }

@@ -1,11 +1,22 @@
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::Parser;
 use jitterwatch::cli::{Cli, Command};
 use jitterwatch::{events_cmd, lifecycle, monitor};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) => e.exit(),
+        Err(e) => {
+            // One line, like every other error, not clap's three.
+            let msg = e.to_string();
+            let first = msg.lines().next().unwrap_or_default();
+            eprintln!("jitterwatch: {} (see --help)", first.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
     lifecycle::install_panic_hook();
     if let Err(e) = lifecycle::install_signal_handlers() {
         eprintln!("jitterwatch: cannot install signal handlers: {e}");

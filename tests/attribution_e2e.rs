@@ -1,0 +1,143 @@
+//! Root, end to end: inject known disturbances on the last CPU and check
+//! that jitterwatch's CSV names them, with the right amount of time.
+
+mod common;
+use common::*;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::Duration;
+
+use jitterwatch::probe::now_ns;
+
+const BURSTS: usize = 120;
+const BURST_NS: u64 = 200_000;
+
+fn set_fifo(prio: i32) {
+    jitterwatch::sys::set_fifo(prio).expect("SCHED_FIFO");
+}
+
+fn set_other() {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: valid param for this thread.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
+}
+
+#[test]
+fn a_fifo_hog_is_named_with_its_runtime() {
+    if !require_root_btf("a_fifo_hog_is_named_with_its_runtime") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let name = random_name("jwhog");
+    let child = Command::new(bin())
+        .args(["--cpus", &cpu.to_string(), "--duration", "5s", "--no-tui", "--csv"])
+        .arg(&csv)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    let hog = {
+        let name = name.clone();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(1200));
+            pin_self(cpu);
+            set_thread_name(&name);
+            let tid = jitterwatch::sys::gettid();
+            set_fifo(10);
+            let mut bursts = Vec::with_capacity(BURSTS);
+            for _ in 0..BURSTS {
+                let t0 = now_ns();
+                let ran = burn(BURST_NS);
+                bursts.push((t0, now_ns(), ran));
+                thread::sleep(Duration::from_millis(20));
+            }
+            set_other();
+            (tid, bursts)
+        })
+    };
+    let (tid, bursts) = hog.join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("stolen_pct"), "no summary: {stdout}");
+
+    let rows = read_csv(&csv);
+    let me = format!("{name}[{tid}]");
+    let mine: Vec<(u64, u64, u64)> = rows
+        .iter()
+        .filter_map(|r| {
+            r.causes.iter().find(|c| c.0 == "task" && c.1 == me).map(|c| (r.time_ns, r.time_ns + r.gap_ns, c.2))
+        })
+        .collect();
+    let seen = bursts.iter().filter(|&&(b0, b1, _)| mine.iter().any(|&(t0, t1, _)| t0 < b1 && b0 < t1)).count();
+    let attributed: u64 = mine.iter().map(|m| m.2).sum();
+    let measured: u64 = bursts.iter().map(|b| b.2).sum();
+    eprintln!("{seen}/{BURSTS} bursts named; attributed {attributed} ns vs measured {measured} ns");
+    assert!(seen * 10 >= BURSTS * 9, "only {seen} of {BURSTS} bursts named {me}");
+    let ratio = attributed as f64 / measured as f64;
+    assert!((0.8..=1.2).contains(&ratio), "attributed/measured = {ratio:.3}");
+    assert!(stdout.contains(&me), "the summary does not list {me}: {stdout}");
+}
+
+#[test]
+fn stat_refresh_work_items_are_named() {
+    if !require_root_btf("stat_refresh_work_items_are_named") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let child = Command::new(bin())
+        .args(["--cpus", &cpu.to_string(), "--duration", "3s", "--no-tui", "--csv"])
+        .arg(&csv)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    thread::sleep(Duration::from_millis(1000));
+    for _ in 0..10 {
+        stat_refresh();
+        thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = read_csv(&csv);
+    let hits = rows.iter().filter(|r| r.causes.iter().any(|c| c.0 == "work" && c.1 == "refresh_vm_stats")).count();
+    assert!(hits > 0, "no row names work:refresh_vm_stats among {} rows", rows.len());
+    assert!(rows.iter().all(|r| r.cpu as usize == cpu));
+}
+
+#[test]
+fn sigterm_leaves_a_complete_csv_and_no_spinner() {
+    if !require_root_btf("sigterm_leaves_a_complete_csv_and_no_spinner") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let child = Command::new(bin())
+        .args(["--cpus", &cpu.to_string(), "--no-tui", "--threshold", "300ns", "--csv"])
+        .arg(&csv)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    thread::sleep(Duration::from_millis(2000));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let t = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(5), "slow to stop");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("stolen_pct"));
+    let rows = read_csv(&csv);
+    assert!(!rows.is_empty(), "no rows in 2 s at a 300 ns threshold");
+    // The file ends on a whole row.
+    assert!(std::fs::read(&csv).unwrap().ends_with(b"\n"));
+}

@@ -1,0 +1,55 @@
+//! Bad input gets one clear line on stderr and a non-zero exit.
+
+mod common;
+use common::*;
+use std::process::Command;
+use std::time::Duration;
+
+fn one_line_error(args: &[&str]) -> String {
+    let (status, _, err) = run_bin(args, Duration::from_secs(20));
+    assert!(!status.success(), "{args:?} succeeded");
+    let lines: Vec<_> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{args:?}: expected one line, got {err:?}");
+    lines[0].to_string()
+}
+
+#[test]
+fn malformed_cpulist() {
+    let e = one_line_error(&["--cpus", "1-x", "--no-tui"]);
+    assert!(e.contains("malformed CPU list") && e.contains("1-x"), "{e}");
+    let e = one_line_error(&["events", "--cpus", "3-1"]);
+    assert!(e.contains("reversed"), "{e}");
+}
+
+#[test]
+fn cpu_past_the_last_one() {
+    let past = (last_cpu() + 1).to_string();
+    let e = one_line_error(&["--cpus", &past, "--no-tui"]);
+    assert!(e.contains(&format!("CPU {past} does not exist")), "{e}");
+}
+
+#[test]
+fn malformed_durations() {
+    let e = one_line_error(&["--cpus", "0", "--threshold", "fast"]);
+    assert!(e.contains("malformed duration") || e.contains("invalid value"), "{e}");
+}
+
+#[test]
+fn non_root_is_told_to_use_sudo() {
+    // setpriv drops to nobody; as a normal user the binary is already unprivileged.
+    // SAFETY: geteuid cannot fail.
+    let as_root = unsafe { libc::geteuid() } == 0;
+    let cpu = last_cpu().to_string();
+    let out = if as_root {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin(), "--cpus", &cpu, "--no-tui"])
+            .output()
+            .expect("setpriv (util-linux)")
+    } else {
+        Command::new(bin()).args(["--cpus", &cpu, "--no-tui"]).output().unwrap()
+    };
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("must run as root") && err.contains("sudo"), "{err}");
+}

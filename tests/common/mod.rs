@@ -1,0 +1,212 @@
+//! Shared helpers for the integration tests.
+#![allow(dead_code)]
+
+use std::fs::{self, File};
+use std::os::fd::AsRawFd;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_jitterwatch")
+}
+
+/// Root with BTF: the BPF tests run for real. Without them, CI fails
+/// loudly and a developer's run says what it skipped.
+pub fn require_root_btf(test: &str) -> bool {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
+    if root && btf {
+        return true;
+    }
+    let why = if !root { "not root" } else { "no /sys/kernel/btf/vmlinux" };
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{test}: cannot run in CI: {why} (CI must run as root on a kernel with BTF)");
+    }
+    eprintln!("SKIPPED {test}: {why} (run `cargo xtask test`, which uses sudo)");
+    false
+}
+
+/// Tests that spin or inject on a CPU take this, so they never overlap,
+/// across test binaries too.
+pub struct Lock(File);
+
+pub fn lock() -> Lock {
+    let f = File::options().create(true).truncate(false).write(true).open("/tmp/jitterwatch-tests.lock").expect("lock file");
+    // SAFETY: a valid fd we own.
+    assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
+    Lock(f)
+}
+
+pub fn online_cpus() -> Vec<usize> {
+    jitterwatch::cpulist::parse(fs::read_to_string("/sys/devices/system/cpu/online").unwrap().trim()).unwrap()
+}
+
+/// The CPU the spinning tests own: the last online one.
+pub fn last_cpu() -> usize {
+    *online_cpus().last().unwrap()
+}
+
+/// A distinctive task name (at most 15 bytes, the kernel's limit).
+pub fn random_name(prefix: &str) -> String {
+    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() ^ std::process::id();
+    format!("{prefix}{:06x}", n & 0xff_ffff)
+}
+
+/// Names the calling thread (its comm, as the kernel reports it).
+pub fn set_thread_name(name: &str) {
+    let c = std::ffi::CString::new(name).unwrap();
+    // SAFETY: PR_SET_NAME with a NUL-terminated string.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c.as_ptr(), 0, 0, 0) };
+}
+
+pub fn pin_self(cpu: usize) {
+    jitterwatch::sys::pin_to(&[cpu]).unwrap();
+}
+
+/// This thread's CPU time, ns.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Spins until this thread has run `ns` more CPU time.
+pub fn burn(ns: u64) -> u64 {
+    let t0 = thread_cpu_ns();
+    loop {
+        let d = thread_cpu_ns() - t0;
+        if d >= ns {
+            return d;
+        }
+    }
+}
+
+/// Runs jitterwatch, returning (status, stdout, stderr), killing it if it
+/// overstays `limit`.
+pub fn run_bin(args: &[&str], limit: Duration) -> (std::process::ExitStatus, String, String) {
+    let child = Command::new(bin())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn jitterwatch");
+    let pid = child.id();
+    let deadline = Instant::now() + limit;
+    let watchdog = std::thread::spawn(move || {
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            if fs::metadata(format!("/proc/{pid}")).is_err() {
+                return;
+            }
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    });
+    let out = child.wait_with_output().unwrap();
+    drop(watchdog);
+    (out.status, String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// `echo 1 > /proc/sys/vm/stat_refresh`: a refresh_vm_stats work item on every CPU.
+pub fn stat_refresh() {
+    fs::write("/proc/sys/vm/stat_refresh", "1").expect("write /proc/sys/vm/stat_refresh");
+}
+
+/// One CSV row, with its causes split back out.
+#[derive(Debug)]
+pub struct Row {
+    pub time_ns: u64,
+    pub cpu: u32,
+    pub gap_ns: u64,
+    pub explained_ns: u64,
+    pub unexplained_ns: u64,
+    pub top_kind: String,
+    pub causes: Vec<(String, String, u64)>,
+}
+
+/// Splits `kind:name=ns;...`, undoing the `\\` `\;` `\=` escapes.
+pub fn parse_causes(field: &str) -> Vec<(String, String, u64)> {
+    let mut out = Vec::new();
+    for part in split_unescaped(field, ';') {
+        if part.is_empty() {
+            continue;
+        }
+        let eq = part.rfind('=').expect("cause without =");
+        let (kn, ns) = (&part[..eq], &part[eq + 1..]);
+        let (k, n) = kn.split_once(':').expect("cause without kind");
+        out.push((k.to_string(), unescape(n), ns.parse().expect("ns")));
+    }
+    out
+}
+
+fn split_unescaped(s: &str, sep: char) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        if c == '\\' {
+            parts.last_mut().unwrap().push(c);
+            parts.last_mut().unwrap().extend(it.next());
+        } else if c == sep {
+            parts.push(String::new());
+        } else {
+            parts.last_mut().unwrap().push(c);
+        }
+    }
+    parts
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::new();
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        if c == '\\' {
+            match it.next() {
+                Some(n @ ('\\' | ';' | '=')) => out.push(n),
+                Some(n) => {
+                    out.push('\\');
+                    out.push(n);
+                }
+                None => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Reads a hiccups CSV and checks the contract on every row.
+pub fn read_csv(path: &std::path::Path) -> Vec<Row> {
+    let raw = fs::read(path).expect("read csv");
+    assert!(!raw.iter().any(|&b| b < 0x20 && b != b'\n' && b != b'\r'), "raw control byte in the CSV");
+    let mut r = csv::Reader::from_reader(&raw[..]);
+    assert_eq!(
+        r.headers().unwrap().iter().collect::<Vec<_>>(),
+        ["time_ns", "cpu", "gap_ns", "explained_ns", "unexplained_ns", "top_kind", "top_name", "top_ns", "causes"]
+    );
+    r.records()
+        .map(|rec| {
+            let rec = rec.expect("csv record");
+            let n = |i: usize| rec[i].parse::<u64>().unwrap_or_else(|_| panic!("field {i} of {rec:?}"));
+            let row = Row {
+                time_ns: n(0),
+                cpu: n(1) as u32,
+                gap_ns: n(2),
+                explained_ns: n(3),
+                unexplained_ns: n(4),
+                top_kind: rec[5].to_string(),
+                causes: parse_causes(&rec[8]),
+            };
+            assert_eq!(row.explained_ns + row.unexplained_ns, row.gap_ns, "{rec:?}");
+            let named: u64 = row.causes.iter().filter(|c| c.0 != "unexplained").map(|c| c.2).sum();
+            assert_eq!(named, row.explained_ns, "{rec:?}");
+            assert!(row.causes.windows(2).all(|w| w[0].2 >= w[1].2), "not largest first: {rec:?}");
+            if let Some(top) = row.causes.first() {
+                assert_eq!((top.0.as_str(), top.2), (row.top_kind.as_str(), n(7)), "{rec:?}");
+            }
+            row
+        })
+        .collect()
+}

@@ -1,0 +1,59 @@
+//! Root: the decoded kernel stream of the last CPU, through `jitterwatch events`.
+
+mod common;
+use common::*;
+use std::thread;
+use std::time::Duration;
+
+#[test]
+fn events_on_the_watched_cpu_are_decoded_and_named() {
+    if !require_root_btf("events_on_the_watched_cpu_are_decoded_and_named") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let name = random_name("jwev");
+    let cpu_s = cpu.to_string();
+    let inject = {
+        let name = name.clone();
+        thread::spawn(move || {
+            // Let jitterwatch attach first.
+            thread::sleep(Duration::from_millis(800));
+            pin_self(cpu);
+            set_thread_name(&name);
+            for _ in 0..20 {
+                burn(200_000);
+                thread::sleep(Duration::from_millis(20));
+            }
+            stat_refresh();
+            thread::sleep(Duration::from_millis(100));
+            stat_refresh();
+        })
+    };
+    let (status, out, err) = run_bin(&["events", "--cpus", &cpu_s, "--duration", "3s"], Duration::from_secs(30));
+    inject.join().unwrap();
+    assert!(status.success(), "exit {status:?}: {err}");
+
+    let tag = format!("cpu{cpu:<3}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.len() > 50, "only {} events: {err}", lines.len());
+    let foreign: Vec<_> = lines.iter().filter(|l| !l.contains(&tag)).take(3).collect();
+    assert!(foreign.is_empty(), "events from an unwatched CPU: {foreign:?}");
+    let has = |kind: &str, what: &str| lines.iter().any(|l| l.contains(kind) && l.contains(what));
+    assert!(has("sched_switch", &format!("{name}[")), "{name} not in any sched_switch");
+    assert!(has("workqueue_execute_start", "refresh_vm_stats"), "no refresh_vm_stats work item");
+    assert!(has("hrtimer_expire_entry", ""), "no hrtimer events");
+    assert!(has("local_timer_entry", ""), "no local_timer events");
+    assert!(lines.iter().any(|l| l.contains("_exit") && l.contains(" dur=")), "no durations on exits");
+
+    // The drop counters were read and reported.
+    let summary = err.lines().last().unwrap_or_default();
+    let dropped: u64 = summary
+        .split(", ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no drop count in {summary:?}"));
+    assert!(summary.contains(&format!("events from CPU {cpu}")), "{summary}");
+    assert_eq!(dropped, 0, "{summary}");
+}
