@@ -134,7 +134,12 @@ fn collect(
         rb.consume().context("reading the ring buffer")?;
         let drained = now_ns();
         if oldest.get() != u64::MAX {
-            stats.lag_ns = stats.lag_ns.max(drained.saturating_sub(oldest.get()));
+            let lag = drained.saturating_sub(oldest.get());
+            stats.lag_ns = stats.lag_ns.max(lag);
+            stats.lag_max_ns = stats.lag_max_ns.max(lag);
+            if stats.first_event_ns == 0 {
+                stats.first_event_ns = oldest.get();
+            }
         }
         let mut eng = engine.borrow_mut();
         for p in probes {

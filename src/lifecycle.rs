@@ -2,7 +2,7 @@
 //! anywhere, and read by every loop. Statics, because a signal handler and a
 //! panic hook can reach nothing else.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The user (or a signal, or a panic) asked jitterwatch to stop.
 pub static STOP: AtomicBool = AtomicBool::new(false);
@@ -36,4 +36,15 @@ pub fn install_panic_hook() {
         STOP.store(true, Ordering::Relaxed);
         previous(info);
     }));
+}
+
+static MAIN_START: AtomicU64 = AtomicU64::new(0);
+
+/// Notes when main() began (CLOCK_MONOTONIC), for the start-up figures.
+pub fn mark_main_start() {
+    MAIN_START.store(crate::probe::now_ns(), Ordering::Relaxed);
+}
+
+pub fn main_start_ns() -> u64 {
+    MAIN_START.load(Ordering::Relaxed)
 }

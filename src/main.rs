@@ -6,6 +6,7 @@ use jitterwatch::cli::{Cli, Command};
 use jitterwatch::{events_cmd, lifecycle, monitor};
 
 fn main() -> ExitCode {
+    lifecycle::mark_main_start();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) => e.exit(),

@@ -100,8 +100,13 @@ pub struct Stats {
     pub causes: HashMap<CauseKey, CauseStats>,
     pub worst: Vec<Hiccup>,
     pub events: u64,
-    /// Ring-buffer reader lag: how far behind the newest drained event is.
+    /// Consumer lag: age of the oldest record at the drain that read it,
+    /// worst over the last publish period.
     pub lag_ns: u64,
+    /// Worst consumer lag over the whole run.
+    pub lag_max_ns: u64,
+    /// CLOCK_MONOTONIC ns of the first event drained (0: none yet).
+    pub first_event_ns: u64,
     pub missing_tracepoints: Vec<&'static str>,
     /// Per-program BPF run statistics (with --bpf-stats).
     pub prog_stats: Vec<crate::bpf::ProgStat>,
@@ -117,6 +122,8 @@ impl Stats {
             worst: Vec::with_capacity(WORST_KEPT + 1),
             events: 0,
             lag_ns: 0,
+            lag_max_ns: 0,
+            first_event_ns: 0,
             missing_tracepoints: Vec::new(),
             prog_stats: Vec::new(),
         }

@@ -39,10 +39,34 @@ pub struct CauseRow {
     pub p99_ns: u64,
 }
 
+/// jitterwatch's own cost and start-up, for users and `cargo xtask bench`.
+#[derive(Serialize)]
+pub struct Overhead {
+    /// CLOCK_MONOTONIC ns when main() began, the first probe sample, and the
+    /// first kernel event drained.
+    pub main_start_ns: u64,
+    pub first_sample_ns: u64,
+    pub first_event_ns: u64,
+    pub lag_max_ns: u64,
+    pub ringbuf_drops: u64,
+    pub queue_overflows: u64,
+    /// Per BPF program: runs and ns per run (with --bpf-stats).
+    pub bpf_programs: Vec<ProgRow>,
+}
+
+#[derive(Serialize)]
+pub struct ProgRow {
+    pub name: String,
+    pub run_cnt: u64,
+    pub ns_per_run: f64,
+}
+
 #[derive(Serialize)]
 pub struct Summary {
     pub duration_ns: u64,
     pub events: u64,
+    pub events_per_sec: f64,
+    pub overhead: Overhead,
     pub missing_tracepoints: Vec<&'static str>,
     pub cpus: Vec<CpuRow>,
     /// Fix hints matched to the top culprits (from the isolation audit).
@@ -86,6 +110,21 @@ impl Summary {
         Summary {
             duration_ns: s.elapsed_ns(),
             events: s.events,
+            events_per_sec: s.per_sec(s.events),
+            overhead: Overhead {
+                main_start_ns: crate::lifecycle::main_start_ns(),
+                first_sample_ns: s.start_ns,
+                first_event_ns: s.first_event_ns,
+                lag_max_ns: s.lag_max_ns,
+                ringbuf_drops: s.cpus.iter().map(|c| c.drops).sum(),
+                queue_overflows: s.cpus.iter().map(|c| c.overflow).sum(),
+                bpf_programs: s
+                    .prog_stats
+                    .iter()
+                    .filter(|p| p.run_cnt > 0)
+                    .map(|p| ProgRow { name: p.name.clone(), run_cnt: p.run_cnt, ns_per_run: p.run_time_ns as f64 / p.run_cnt as f64 })
+                    .collect(),
+            },
             missing_tracepoints: s.missing_tracepoints.clone(),
             cpus,
             hints: Vec::new(),
@@ -124,6 +163,19 @@ impl Summary {
                     k.p99_ns
                 )?;
             }
+        }
+        let o = &self.overhead;
+        writeln!(
+            out,
+            "\njitterwatch's own cost: {} events ({:.0}/s), {} ring-buffer drops, {} probe-queue overflows, consumer lag up to {}",
+            self.events,
+            self.events_per_sec,
+            o.ringbuf_drops,
+            o.queue_overflows,
+            crate::units::ns(o.lag_max_ns)
+        )?;
+        for p in &o.bpf_programs {
+            writeln!(out, "  bpf {:<32} {:>10} runs {:>8.0} ns/run", p.name, p.run_cnt, p.ns_per_run)?;
         }
         if !self.missing_tracepoints.is_empty() {
             writeln!(out, "\nnot traced (this kernel lacks them): {}", self.missing_tracepoints.join(", "))?;

@@ -1,0 +1,346 @@
+//! Boot parameters and their sysfs/procfs reflections: isolcpus, nohz_full,
+//! rcu_nocbs, irqaffinity, idle limits, lockup watchdogs, clocksource.
+
+use super::{finding, parse_list_file, Ctx, Status};
+use crate::cpulist::{self, Display};
+use crate::sanitize::visible;
+
+const CHECK: &str = "boot";
+const BOOT_HOW: &str = "(GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub and reboot)";
+
+/// `isolcpus=[flag,...,]cpulist` as the kernel reads it. No flag means `domain`.
+pub(crate) struct Isolcpus {
+    pub flags: Vec<String>,
+    pub cpus: Vec<usize>,
+}
+
+pub(crate) fn parse_isolcpus(v: &str, last_cpu: usize) -> Option<Isolcpus> {
+    let mut flags = Vec::new();
+    let mut rest = v;
+    while let Some((head, tail)) = rest.split_once(',') {
+        if head.chars().all(|c| c.is_ascii_alphabetic() || c == '_') && !head.is_empty() && head != "N" {
+            flags.push(head.to_string());
+            rest = tail;
+        } else {
+            break;
+        }
+    }
+    // The kernel accepts `N` for the last CPU.
+    let list = rest.replace('N', &last_cpu.to_string());
+    let cpus = cpulist::parse(&list).ok()?;
+    if flags.is_empty() {
+        flags.push("domain".into());
+    }
+    Some(Isolcpus { flags, cpus })
+}
+
+fn list_param(cx: &Ctx, key: &str) -> Vec<usize> {
+    let last = cx.nr_cpus() - 1;
+    cx.cmdline.get(key).and_then(|v| cpulist::parse(&v.replace('N', &last.to_string())).ok()).unwrap_or_default()
+}
+
+pub(crate) fn check(cx: &mut Ctx) {
+    let w = cx.watched();
+    let last = cx.nr_cpus() - 1;
+    let iso = cx.cmdline.get("isolcpus").and_then(|v| parse_isolcpus(v, last));
+    // Scheduler-domain isolation: isolcpus=domain, or an isolated cpuset partition.
+    let sys_iso = cx.read("sys/devices/system/cpu/isolated").and_then(|s| parse_list_file(&s)).unwrap_or_default();
+    let cg_iso = cx.read_opt("sys/fs/cgroup/cpuset.cpus.isolated").and_then(|s| parse_list_file(&s));
+    let mut isolated: Vec<usize> = sys_iso.clone();
+    if let Some(i) = iso.as_ref().filter(|i| i.flags.iter().any(|f| f == "domain")) {
+        isolated.extend(&i.cpus);
+    }
+    isolated.extend(cg_iso.iter().flatten());
+    let missing: Vec<usize> = cx.cpus.iter().copied().filter(|c| !isolated.contains(c)).collect();
+    let mut all: Vec<usize> = iso.as_ref().map(|i| i.cpus.clone()).unwrap_or_default();
+    all.extend(&cx.cpus);
+    all.sort_unstable();
+    all.dedup();
+    let all = Display(&all).to_string();
+    let mut ev = vec![match cx.cmdline.show("isolcpus") {
+        Some(s) => format!("/proc/cmdline: {s}"),
+        None => "/proc/cmdline: no isolcpus=".into(),
+    }];
+    ev.push(format!("/sys/devices/system/cpu/isolated: {}", if sys_iso.is_empty() { "(empty)".into() } else { Display(&sys_iso).to_string() }));
+    if let Some(cg) = &cg_iso {
+        ev.push(format!("/sys/fs/cgroup/cpuset.cpus.isolated: {}", if cg.is_empty() { "(empty)".into() } else { Display(cg).to_string() }));
+    }
+    let mut f = if missing.is_empty() {
+        finding(CHECK, "isolcpus", Status::Ok, format!("{} isolated from the scheduler (isolcpus / isolated cpuset)", Ctx::cpu_word(&cx.cpus)))
+            .why("no load balancing onto the CPU; unbound kernel threads start on housekeeping CPUs")
+    } else {
+        let title = match &iso {
+            None => format!("{} not isolated: no isolcpus= on the kernel command line", Ctx::cpu_word(&missing)),
+            Some(_) => format!("{} not in isolcpus= (domain)", Ctx::cpu_word(&missing)),
+        };
+        finding(CHECK, "isolcpus", Status::Warn, title)
+            .why("without isolcpus=domain (or an isolated cpuset partition) the scheduler load-balances other tasks onto the CPU and new kernel threads may start there")
+            .fix(format!("boot with: isolcpus=domain,managed_irq,{all} nohz_full={all} rcu_nocbs={all} {BOOT_HOW}; or at run time make an isolated cpuset partition (cpuset.cpus.partition=isolated)"))
+    };
+    f.evidence = ev;
+    cx.push(f);
+
+    // managed_irq keeps kernel-managed (multi-queue) IRQs off isolated CPUs.
+    if let Some(i) = &iso {
+        let in_list = cx.overlap(&i.cpus);
+        if !in_list.is_empty() && !i.flags.iter().any(|f| f == "managed_irq") {
+            let mut flags = i.flags.clone();
+            flags.push("managed_irq".into());
+            let f = finding(CHECK, "isolcpus:managed_irq", Status::Warn, "isolcpus= lacks managed_irq")
+                .why("kernel-managed IRQs (NVMe, virtio-blk/net multiqueue) keep a vector on every CPU and refuse affinity writes; managed_irq steers them to housekeeping CPUs")
+                .ev(format!("/proc/cmdline: {}", cx.cmdline.show("isolcpus").unwrap_or_default()))
+                .fix(format!("boot with: isolcpus={},{all} {BOOT_HOW}", flags.join(",")));
+            cx.push(f);
+        }
+    }
+
+    nohz_and_rcu(cx, iso.as_ref(), &w);
+    irqaffinity(cx);
+    idle(cx);
+    watchdog(cx);
+    clocksource(cx);
+}
+
+fn nohz_and_rcu(cx: &mut Ctx, iso: Option<&Isolcpus>, w: &str) {
+    let cmd_nohz = list_param(cx, "nohz_full");
+    let sys = cx.read_opt("sys/devices/system/cpu/nohz_full");
+    let sys_nohz = sys.as_deref().and_then(parse_list_file);
+    let mut tickless = sys_nohz.clone().unwrap_or_else(|| cmd_nohz.clone());
+    if let Some(i) = iso.filter(|i| i.flags.iter().any(|f| f == "nohz")) {
+        tickless.extend(&i.cpus);
+    }
+    let missing: Vec<usize> = cx.cpus.iter().copied().filter(|c| !tickless.contains(c)).collect();
+    let mut f = if missing.is_empty() {
+        finding(CHECK, "nohz_full", Status::Ok, format!("{} tickless when one task runs (nohz_full)", Ctx::cpu_word(&cx.cpus)))
+            .why("the periodic tick stops while a single task runs")
+    } else {
+        let fix = if sys.is_none() {
+            format!("boot a kernel built with CONFIG_NO_HZ_FULL=y, with: nohz_full={w} {BOOT_HOW}")
+        } else {
+            format!("boot with: nohz_full={w} {BOOT_HOW}")
+        };
+        finding(CHECK, "nohz_full", Status::Warn, format!("scheduler tick still runs on {} (no nohz_full)", Ctx::cpu_word(&missing)))
+            .why("with a periodic tick the CPU takes a local timer interrupt every 1-10 ms (CONFIG_HZ) even with a single task running")
+            .fix(fix)
+    };
+    f = f.ev(match cx.cmdline.show("nohz_full") {
+        Some(s) => format!("/proc/cmdline: {s}"),
+        None => "/proc/cmdline: no nohz_full=".into(),
+    });
+    f = f.ev(match (&sys, &sys_nohz) {
+        (None, _) => "/sys/devices/system/cpu/nohz_full: absent (kernel without CONFIG_NO_HZ_FULL)".into(),
+        (Some(_), Some(v)) if v.is_empty() => "/sys/devices/system/cpu/nohz_full: (none)".into(),
+        (Some(s), _) => format!("/sys/devices/system/cpu/nohz_full: {}", visible(s.trim())),
+    });
+    cx.push(f);
+
+    // nohz_full implies callback offloading for its CPUs.
+    let mut offloaded = list_param(cx, "rcu_nocbs");
+    offloaded.extend(&tickless);
+    let missing: Vec<usize> = cx.cpus.iter().copied().filter(|c| !offloaded.contains(c)).collect();
+    let mut f = if missing.is_empty() {
+        finding(CHECK, "rcu_nocbs", Status::Ok, format!("RCU callbacks of {} offloaded (rcu_nocbs / nohz_full)", Ctx::cpu_word(&cx.cpus)))
+            .why("callbacks run in rcuo kthreads on housekeeping CPUs")
+    } else {
+        finding(CHECK, "rcu_nocbs", Status::Warn, format!("RCU callbacks run on {} (no rcu_nocbs)", Ctx::cpu_word(&missing)))
+            .why("RCU callbacks then run on the CPU itself in RCU softirq context")
+            .fix(format!("boot with: rcu_nocbs={w} (nohz_full={w} implies it) {BOOT_HOW}"))
+    };
+    f = f.ev(format!("/proc/cmdline: {}", cx.cmdline.show("rcu_nocbs").unwrap_or_else(|| "no rcu_nocbs=".into())));
+    cx.push(f);
+    if missing.is_empty() && !cx.cmdline.has("rcu_nocb_poll") {
+        let f = finding(CHECK, "rcu_nocb_poll", Status::Info, "rcu_nocb_poll not set")
+            .why("without it an offloaded CPU wakes its rcuog kthread when it queues callbacks; with it the kthreads poll from housekeeping CPUs")
+            .ev("/proc/cmdline: no rcu_nocb_poll")
+            .fix(format!("boot with: rcu_nocb_poll {BOOT_HOW}"));
+        cx.push(f);
+    }
+}
+
+fn irqaffinity(cx: &mut Ctx) {
+    let hk = cx.hk_list();
+    let f = match cx.cmdline.get("irqaffinity") {
+        Some(v) => {
+            let set = cpulist::parse(v).unwrap_or_default();
+            let bad = cx.overlap(&set);
+            let f = if bad.is_empty() {
+                finding(CHECK, "irqaffinity", Status::Ok, "irqaffinity= keeps boot-time IRQs on housekeeping CPUs")
+            } else {
+                finding(CHECK, "irqaffinity", Status::Warn, format!("irqaffinity= includes {}", Ctx::cpu_word(&bad)))
+                    .fix_opt(hk.map(|hk| format!("boot with: irqaffinity={hk} {BOOT_HOW}")))
+            };
+            f.ev(format!("/proc/cmdline: irqaffinity={}", visible(v)))
+        }
+        None => finding(CHECK, "irqaffinity", Status::Info, "irqaffinity= not set")
+            .ev("/proc/cmdline: no irqaffinity=")
+            .fix_opt(hk.map(|hk| format!("boot with: irqaffinity={hk} {BOOT_HOW}"))),
+    };
+    cx.push(f.why("the default affinity of IRQs set up at boot; see the irq findings for the current state"));
+}
+
+fn idle(cx: &mut Ctx) {
+    let keys = ["idle", "intel_idle.max_cstate", "processor.max_cstate", "cpuidle.off"];
+    let set: Vec<String> = keys.iter().filter_map(|k| cx.cmdline.show(k)).collect();
+    let title = match cx.cmdline.get("idle") {
+        Some("poll") => "idle=poll: idle CPUs spin (lowest wake latency, most power)".to_string(),
+        _ if !set.is_empty() => format!("idle limited: {}", set.join(" ")),
+        _ => "no idle= / max_cstate limit on the command line".to_string(),
+    };
+    let mut f = finding(CHECK, "idle", Status::Info, title)
+        .why("deep C-states add exit latency to every wake-up of an idle CPU; a busy-polling thread never idles, so this matters for interrupt-driven workloads (see the power findings)");
+    f = if set.is_empty() {
+        f.ev("/proc/cmdline: none of idle=, intel_idle.max_cstate=, processor.max_cstate=")
+            .fix(format!("for wake-up latency, boot with: intel_idle.max_cstate=1 processor.max_cstate=1 (or idle=poll) {BOOT_HOW}"))
+    } else {
+        f.ev(format!("/proc/cmdline: {}", set.join(" ")))
+    };
+    cx.push(f);
+}
+
+fn watchdog(cx: &mut Ctx) {
+    let num = |s: Option<String>| s.and_then(|s| s.trim().parse::<i64>().ok());
+    let wd = num(cx.read_opt("proc/sys/kernel/watchdog"));
+    let soft = num(cx.read_opt("proc/sys/kernel/soft_watchdog"));
+    let nmi = num(cx.read_opt("proc/sys/kernel/nmi_watchdog"));
+    let mask_s = cx.read_opt("proc/sys/kernel/watchdog_cpumask");
+    let mask = mask_s.as_deref().and_then(parse_list_file).unwrap_or_else(|| cx.online.clone());
+    let c = &cx.cmdline;
+    let soft_on = wd.unwrap_or(1) != 0 && soft.unwrap_or(1) != 0 && !c.has("nowatchdog") && !c.has("nosoftlockup");
+    let nmi_on = nmi.unwrap_or(0) != 0 && wd.unwrap_or(1) != 0 && !c.has("nowatchdog") && c.get("nmi_watchdog") != Some("0");
+    let mut ev: Vec<String> = ["nowatchdog", "nosoftlockup", "nmi_watchdog", "watchdog_thresh"].iter().filter_map(|k| c.show(k)).map(|s| format!("/proc/cmdline: {s}")).collect();
+    for (name, v) in [("watchdog", wd), ("soft_watchdog", soft), ("nmi_watchdog", nmi)] {
+        if let Some(v) = v {
+            ev.push(format!("/proc/sys/kernel/{name}: {v}"));
+        }
+    }
+    if let Some(s) = &mask_s {
+        ev.push(format!("/proc/sys/kernel/watchdog_cpumask: {}", visible(s.trim())));
+    }
+    let hit = cx.overlap(&mask);
+    let mut f = if (soft_on || nmi_on) && !hit.is_empty() {
+        let which = match (soft_on, nmi_on) {
+            (true, true) => "softlockup and NMI watchdogs run",
+            (true, false) => "softlockup watchdog runs",
+            _ => "NMI watchdog runs",
+        };
+        finding(CHECK, "watchdog", Status::Warn, format!("{which} on {}", Ctx::cpu_word(&hit)))
+            .fix_opt(cx.hk_list().map(|hk| format!("sysctl -w kernel.watchdog_cpumask={hk} (or boot with nowatchdog)")))
+    } else if soft_on || nmi_on {
+        finding(CHECK, "watchdog", Status::Ok, format!("lockup watchdogs kept off {}", Ctx::cpu_word(&cx.cpus)))
+    } else {
+        finding(CHECK, "watchdog", Status::Ok, "lockup watchdogs disabled")
+    };
+    f = f.why("the softlockup watchdog fires an hrtimer (watchdog_timer_fn) every few seconds on each CPU in watchdog_cpumask and wakes its stopper thread (migration/N); the NMI hardlockup detector adds a perf NMI");
+    f.evidence = ev;
+    cx.push(f);
+}
+
+fn clocksource(cx: &mut Ctx) {
+    let base = "sys/devices/system/clocksource/clocksource0";
+    let Some(cur) = cx.read(&format!("{base}/current_clocksource")) else { return };
+    let cur = cur.trim().to_string();
+    let avail = cx.read_opt(&format!("{base}/available_clocksource")).unwrap_or_default();
+    let tsc = cx.cmdline.show("tsc");
+    let good = matches!(cur.as_str(), "tsc" | "kvm-clock" | "arch_sys_counter" | "hyperv_clocksource_tsc_page");
+    let mut f = if good {
+        finding(CHECK, "clocksource", Status::Ok, format!("clocksource is {}", visible(&cur)))
+            .why("clock reads stay in the vDSO (no system call, no trap to the hypervisor)")
+    } else {
+        let fix = if avail.split_whitespace().any(|s| s == "tsc") {
+            format!("echo tsc > /{base}/current_clocksource (boot: clocksource=tsc tsc=reliable)")
+        } else {
+            "use a machine or VM type with a stable TSC (constant_tsc, nonstop_tsc); boot: clocksource=tsc".to_string()
+        };
+        finding(CHECK, "clocksource", Status::Warn, format!("slow clocksource {}", visible(&cur)))
+            .why("every clock_gettime() goes through a system call or an emulated device, stretching each timing loop iteration")
+            .fix(fix)
+    };
+    f = f.ev(format!("/{base}/current_clocksource: {}", visible(&cur)));
+    if !avail.trim().is_empty() {
+        f = f.ev(format!("available: {}", visible(avail.trim())));
+    }
+    f = f.ev(match tsc {
+        Some(t) => format!("/proc/cmdline: {t}"),
+        None => "/proc/cmdline: no tsc= (tsc=reliable also stops the clocksource watchdog timer)".into(),
+    });
+    cx.push(f);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{audit, fixture::Fx, Status};
+    use super::parse_isolcpus;
+
+    #[test]
+    fn isolcpus_flags_and_lists() {
+        let i = parse_isolcpus("domain,managed_irq,2-3,5", 7).unwrap();
+        assert_eq!(i.flags, ["domain", "managed_irq"]);
+        assert_eq!(i.cpus, [2, 3, 5]);
+        let i = parse_isolcpus("1", 7).unwrap();
+        assert_eq!(i.flags, ["domain"]);
+        assert_eq!(parse_isolcpus("nohz,4-N", 7).unwrap().cpus, [4, 5, 6, 7]);
+        assert!(parse_isolcpus("domain,x", 7).is_none());
+    }
+
+    #[test]
+    fn tuned_boot_is_ok() {
+        let fx = Fx::tuned();
+        let r = audit(fx.path(), &[3]);
+        for key in ["isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity", "watchdog", "clocksource"] {
+            assert_eq!(r.find(key).unwrap().status, Status::Ok, "{key}: {:#?}", r.find(key));
+        }
+        assert!(r.find("isolcpus:managed_irq").is_none());
+        assert!(r.find("rcu_nocb_poll").is_none());
+    }
+
+    #[test]
+    fn untuned_boot_warns_with_fixes() {
+        let fx = Fx::untuned();
+        let r = audit(fx.path(), &[1]);
+        let iso = r.find("isolcpus").unwrap();
+        assert_eq!(iso.status, Status::Warn);
+        assert!(iso.fix.as_deref().unwrap().contains("isolcpus=domain,managed_irq,1 nohz_full=1 rcu_nocbs=1"));
+        for key in ["nohz_full", "rcu_nocbs", "watchdog"] {
+            let f = r.find(key).unwrap();
+            assert_eq!(f.status, Status::Warn, "{key}");
+            assert!(f.fix.is_some(), "{key}");
+        }
+        assert!(r.find("nohz_full").unwrap().evidence.iter().any(|e| e.contains("CONFIG_NO_HZ_FULL")));
+        assert_eq!(r.find("watchdog").unwrap().fix.as_deref(), Some("sysctl -w kernel.watchdog_cpumask=0 (or boot with nowatchdog)"));
+        assert_eq!(r.find("irqaffinity").unwrap().status, Status::Info);
+    }
+
+    #[test]
+    fn isolcpus_without_managed_irq_and_bad_clocksource() {
+        let fx = Fx::tuned();
+        fx.write("proc/cmdline", "isolcpus=3 nohz_full=3 irqaffinity=0-3 nowatchdog\n");
+        fx.write("sys/devices/system/clocksource/clocksource0/current_clocksource", "hpet\n");
+        fx.write("sys/devices/system/clocksource/clocksource0/available_clocksource", "tsc hpet acpi_pm\n");
+        let r = audit(fx.path(), &[3]);
+        assert_eq!(r.find("isolcpus").unwrap().status, Status::Ok);
+        let m = r.find("isolcpus:managed_irq").unwrap();
+        assert_eq!(m.status, Status::Warn);
+        assert!(m.fix.as_deref().unwrap().contains("isolcpus=domain,managed_irq,3"));
+        assert_eq!(r.find("irqaffinity").unwrap().status, Status::Warn);
+        assert_eq!(r.find("irqaffinity").unwrap().fix.as_deref().unwrap().split(' ').nth(2), Some("irqaffinity=0-2"));
+        let c = r.find("clocksource").unwrap();
+        assert_eq!(c.status, Status::Warn);
+        assert!(c.fix.as_deref().unwrap().starts_with("echo tsc > /sys/devices/system/clocksource/clocksource0/current_clocksource"));
+        assert_eq!(r.find("rcu_nocb_poll").unwrap().status, Status::Info);
+    }
+
+    #[test]
+    fn cpuset_partition_counts_as_isolation() {
+        let fx = Fx::untuned();
+        fx.write("sys/fs/cgroup/cpuset.cpus.isolated", "1\n");
+        let r = audit(fx.path(), &[1]);
+        assert_eq!(r.find("isolcpus").unwrap().status, Status::Ok);
+    }
+
+    #[test]
+    fn offline_cpu_is_flagged() {
+        let fx = Fx::untuned();
+        let r = audit(fx.path(), &[5]);
+        assert_eq!(r.find("cpus").unwrap().status, Status::Warn);
+    }
+}

@@ -1,0 +1,309 @@
+//! Links a culprit seen at run time (kind + name, as the attribution names
+//! it) to the audit findings whose fixes would remove it.
+
+use super::{Finding, Report, Status};
+use crate::cpulist::Display;
+use crate::sanitize::visible;
+
+struct Hints<'a> {
+    r: &'a Report,
+    out: Vec<String>,
+}
+
+impl Hints<'_> {
+    fn warn(&self, key: &str) -> Option<&Finding> {
+        self.r.find(key).filter(|f| f.status == Status::Warn)
+    }
+
+    /// "{title}: {fix}" for `key` when it is a WARN with a fix.
+    fn add(&mut self, key: &str) -> bool {
+        let Some(f) = self.warn(key) else { return false };
+        let line = match &f.fix {
+            Some(fix) => format!("{}: {fix}", f.title),
+            None => f.title.clone(),
+        };
+        self.push(line);
+        true
+    }
+
+    /// Every WARN whose key starts with `prefix`.
+    fn add_prefix(&mut self, prefix: &str) {
+        let keys: Vec<String> = self.r.findings.iter().filter(|f| f.status == Status::Warn && f.key.starts_with(prefix)).map(|f| f.key.clone()).collect();
+        for k in keys {
+            self.add(&k);
+        }
+    }
+
+    /// IRQ findings for interrupts delivered to a watched CPU now (the ones
+    /// that raise softirqs there), at most a few.
+    fn add_delivered_irqs(&mut self) {
+        const MAX: usize = 6;
+        // Busiest first, by the counts in the evidence ("/proc/interrupts: N on CPUc").
+        let count = |f: &Finding| -> u64 { f.evidence.iter().filter_map(|e| e.strip_prefix("/proc/interrupts: ")?.split(' ').next()?.parse::<u64>().ok()).sum() };
+        let mut hits: Vec<(u64, String)> = self
+            .r
+            .findings
+            .iter()
+            .filter(|f| f.status == Status::Warn && f.key.starts_with("irq:") && f.title.contains(" is delivered to "))
+            .map(|f| (count(f), f.key.clone()))
+            .collect();
+        hits.sort_by_key(|h| std::cmp::Reverse(h.0));
+        let keys: Vec<String> = hits.into_iter().map(|(_, k)| k).collect();
+        for k in keys.iter().take(MAX) {
+            self.add(k);
+        }
+        if keys.len() > MAX {
+            self.push(format!("... and {} more IRQs delivered there (see jitterwatch doctor)", keys.len() - MAX));
+        }
+    }
+
+    fn push(&mut self, s: impl Into<String>) {
+        let s = visible(&s.into()).into_owned();
+        if !self.out.contains(&s) {
+            self.out.push(s);
+        }
+    }
+
+    fn hk(&self) -> Option<String> {
+        let f = self.r.find("cpus")?;
+        let hk = f.evidence.iter().find_map(|e| e.strip_prefix("housekeeping: "))?;
+        (!hk.is_empty()).then(|| hk.to_string())
+    }
+
+    fn cpus(&self) -> String {
+        let c = &self.r.cpus;
+        if c.len() == 1 {
+            format!("CPU {}", c[0])
+        } else {
+            format!("CPUs {}", Display(c))
+        }
+    }
+}
+
+/// One-line hints for a run-time cause (`kind` is task, work, irq, softirq,
+/// timer, ipi, nmi or unexplained; `name` as the attribution formats it).
+pub fn hints(report: &Report, kind: &str, name: &str) -> Vec<String> {
+    let mut h = Hints { r: report, out: Vec::new() };
+    match kind {
+        "irq" => irq(&mut h, name),
+        "softirq" => softirq(&mut h, name),
+        "work" => work(&mut h, name),
+        "task" => task(&mut h, name),
+        "timer" => timer(&mut h, name),
+        "ipi" => ipi(&mut h, name),
+        "nmi" => {
+            h.add("watchdog");
+            h.push("NMIs also come from perf sampling (perf record/top with hardware events) on that CPU");
+        }
+        "unexplained" => {
+            if let Some(f) = report.find("hypervisor").filter(|f| f.status == Status::Info) {
+                h.push(format!("{}: host pauses (vCPU preemption, VM exits) are invisible to the guest; only dedicated, pinned host cores remove them", f.title));
+            } else {
+                h.push("no hypervisor detected: unexplained time is SMIs (firmware), hardware, or kernel activity without a traced event");
+            }
+            h.add("steal");
+        }
+        _ => {}
+    }
+    h.out
+}
+
+fn irq(h: &mut Hints, name: &str) {
+    let num = name.split(':').next().filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    match num {
+        Some(n) => {
+            let key = format!("irq:{n}");
+            match h.warn(&key).cloned() {
+                Some(f) => match f.fix {
+                    Some(fix) if fix.contains("managed") => h.push(format!("irq {n} is kernel-managed and reaches {}: {fix}", h.cpus())),
+                    Some(fix) => h.push(format!("irq {n} has {} in its affinity: {fix}", h.cpus())),
+                    None => h.push(f.title),
+                },
+                None => h.push(format!("irq {n} is not in the audit's warnings: its affinity was changed since, or irqbalance moves it")),
+            }
+            h.add("irqbalance");
+        }
+        None if name.contains("timer") || name == "LOC" => {
+            h.add("nohz_full");
+            h.push("local timer: the tick, or an hrtimer armed on that CPU (jitterwatch names the timer function)");
+        }
+        None => h.push(format!("{}: a per-CPU vector, not a device IRQ", visible(name))),
+    }
+}
+
+fn softirq(h: &mut Hints, name: &str) {
+    match name {
+        "TIMER" | "HRTIMER" => {
+            h.add("nohz_full");
+            h.add("timer_migration");
+        }
+        "RCU" => {
+            h.add("rcu_nocbs");
+        }
+        "SCHED" => {
+            h.add("isolcpus");
+            h.add("nohz_full");
+        }
+        "NET_RX" | "NET_TX" | "BLOCK" | "IRQ_POLL" | "TASKLET" | "HI" => {
+            h.add_delivered_irqs();
+            if name.starts_with("NET") {
+                h.push("packet steering also queues network softirqs: check /sys/class/net/*/queues/rx-*/rps_cpus and tx-*/xps_cpus exclude the watched CPUs");
+            }
+        }
+        _ => {}
+    }
+}
+
+fn work(h: &mut Hints, name: &str) {
+    match name {
+        "vmstat_update" | "refresh_vm_stats" | "vmstat_shepherd" => {
+            // Per-CPU work on mm_percpu_wq: workqueue cpumasks do not apply.
+            h.add("stat_interval");
+            h.add("nohz_full");
+            return;
+        }
+        "wb_workfn" => {
+            h.add("workqueue:writeback");
+        }
+        "lru_add_drain_per_cpu" | "drain_local_pages_wq" => {
+            h.push(format!("{name}: another CPU drains per-CPU page lists on every CPU (mlock, page migration, compaction, memory pressure)"));
+            h.add("thp");
+            h.add("numa_balancing");
+        }
+        "psi_avgs_work" => h.push("psi_avgs_work: pressure-stall averaging every 2 s; boot with psi=0 if /proc/pressure is unused"),
+        n if n.contains("rcu") => {
+            h.add("rcu_nocbs");
+        }
+        n => {
+            if n.starts_with("blk_") {
+                h.add_delivered_irqs();
+            }
+            h.push(format!("{}: unbound work follows the workqueue cpumasks; per-CPU work is queued by code running on, or targeting, that CPU", visible(n)));
+        }
+    }
+    h.add("workqueue:cpumask");
+    h.add_prefix("workqueue:");
+}
+
+fn task(h: &mut Hints, name: &str) {
+    let (comm, pid) = match name.rsplit_once('[') {
+        Some((c, p)) => (c, p.trim_end_matches(']').parse::<u32>().ok()),
+        None => (name, None),
+    };
+    let base = comm.split('/').next().unwrap_or(comm);
+    match base {
+        "swapper" => {
+            h.push(format!("{} went idle: the workload blocked, or was parked by RT throttling or the fair server", visible(comm)));
+            h.add("rt_throttling");
+            h.add("fair_server");
+        }
+        "kworker" => {
+            let unbound = comm.starts_with("kworker/u") || comm.starts_with("kworker/R-");
+            if unbound {
+                h.add("workqueue:cpumask");
+                h.add_prefix("workqueue:");
+            } else {
+                h.push("per-CPU kworker: the work function names the cause (the work view of jitterwatch)");
+                h.add("stat_interval");
+                h.add("workqueue:cpumask");
+            }
+        }
+        "ksoftirqd" => {
+            h.push("softirqs overflowed to ksoftirqd: usually network or block IRQs delivered to that CPU");
+            h.add_delivered_irqs();
+        }
+        "migration" => {
+            h.push("the stopper thread: softlockup watchdog checks, task migration (load balancing), stop_machine");
+            h.add("watchdog");
+            h.add("isolcpus");
+        }
+        "rcuc" | "rcu_preempt" | "rcu_sched" | "rcuop" | "rcuog" | "rcuos" => {
+            h.add("rcu_nocbs");
+            h.add("tasks:kthreads");
+        }
+        "cpuhp" => h.push("CPU hotplug thread: a CPU went on- or offline"),
+        "khugepaged" => {
+            h.add("thp");
+        }
+        "ksmd" => {
+            h.add("ksm");
+        }
+        "irqbalance" => {
+            h.add("irqbalance");
+        }
+        _ => {}
+    }
+    // kworkers cannot be re-pinned (PF_NO_SETAFFINITY); per-CPU threads must stay.
+    let percpu = ["kworker", "ksoftirqd", "migration", "cpuhp", "rcuc", "swapper", "idle_inject"].contains(&base);
+    if let (Some(pid), false) = (pid, percpu) {
+        let label = visible(name);
+        let pinned = h.r.find("tasks:pinned").is_some_and(|f| f.evidence.iter().any(|e| e.contains(label.as_ref())));
+        if pinned {
+            h.push(format!("{label} is pinned to the watched CPUs: part of your workload, or pin it elsewhere"));
+        } else if pid != 0 {
+            if let Some(hk) = h.hk() {
+                h.push(format!("{label} may run on {}: taskset -pc {hk} {pid}", h.cpus()));
+            }
+            h.add("isolcpus");
+        }
+    }
+}
+
+fn timer(h: &mut Hints, name: &str) {
+    match name {
+        "sched_rt_period_timer" => {
+            h.add("rt_throttling");
+            h.add("fair_server");
+        }
+        "tick_nohz_handler" | "tick_sched_timer" | "tick_nohz_highres_handler" | "tick_handle_periodic" => {
+            h.add("nohz_full");
+        }
+        "watchdog_timer_fn" => {
+            h.add("watchdog");
+        }
+        "dl_server_timer" | "dl_task_timer" | "inactive_task_timer" => {
+            h.add("fair_server");
+        }
+        "hrtimer_wakeup" | "it_real_fn" | "posix_timer_fn" | "timerfd_tmrproc" | "alarmtimer_fired" => {
+            h.push(format!("{name}: a timer armed by a task on that CPU (a sleep, timerfd, POSIX timer): the workload's own, or a task that should not be there"));
+            h.add("tasks:user");
+        }
+        "perf_mux_hrtimer_handler" | "perf_swevent_hrtimer" => h.push("perf is running on that CPU (counter multiplexing or sampling)"),
+        "clocksource_watchdog" => {
+            h.push("clocksource watchdog: boot with tsc=reliable when the TSC is constant and nonstop");
+        }
+        "delayed_work_timer_fn" | "process_timeout" => {
+            h.add("timer_migration");
+            h.add("workqueue:cpumask");
+        }
+        _ => {
+            h.add("timer_migration");
+        }
+    }
+}
+
+fn ipi(h: &mut Hints, name: &str) {
+    match name {
+        "reschedule" => {
+            h.push("reschedule IPI: another CPU woke a task onto this one, or kicked it for a nohz_full tick");
+            h.add("tasks:user");
+            h.add("tasks:kthreads");
+        }
+        n if n.contains("flush_tlb") || n.contains("tlb") => {
+            h.push("TLB shootdown: a thread sharing the workload's address space (or the kernel) changed mappings elsewhere (munmap, mprotect, madvise, page migration)");
+            h.add("thp");
+            h.add("ksm");
+            h.add("numa_balancing");
+        }
+        n if n.contains("text_poke") || n == "do_sync_core" => {
+            h.push("kernel code patching (module load, BPF attach, ftrace, static keys): avoid it while measuring");
+        }
+        n if n.contains("rcu_exp") => h.push("expedited RCU grace period: boot with rcupdate.rcu_normal_after_boot=1 to avoid the IPIs"),
+        n if n.contains("aperfmperf") => h.push("reading CPU frequency (/proc/cpuinfo 'cpu MHz', turbostat) sampled every CPU: stop the tool that polls it"),
+        n if n.contains("irq_work") => h.push("irq_work: perf, printk or a BPF ring buffer submitted without BPF_RB_NO_WAKEUP"),
+        n if n.contains("nohz_full_kick") || n.contains("tick") => {
+            h.add("nohz_full");
+        }
+        n => h.push(format!("{}: a cross-CPU function call sent from another CPU (the csd function names it)", visible(n))),
+    }
+}
