@@ -154,14 +154,16 @@ int BPF_PROG(on_work_start, struct work_struct *work)
 }
 
 /*
- * The work item may be freed by now, and the verifier refuses to read a
- * function-pointer argument: pair by the work pointer alone (userspace has
- * the function from the start record).
+ * The verifier refuses to read a function-pointer argument of a tp_btf
+ * program, so the two tracepoints whose function is an argument use
+ * untyped raw_tp, whose arguments are plain u64s (and which, unlike classic
+ * tracepoints, need no tracefs mounted).
  */
-SEC("?tp_btf/workqueue_execute_end")
-int BPF_PROG(on_work_end, struct work_struct *work)
+SEC("?raw_tp/workqueue_execute_end")
+int on_work_end(struct bpf_raw_tracepoint_args *ctx)
 {
-	return emit_func(JW_WORK_END, 0, (__u64)work);
+	/* (struct work_struct *work, work_func_t function) */
+	return emit_func(JW_WORK_END, ctx->args[1], ctx->args[0]);
 }
 
 SEC("?tp_btf/hrtimer_expire_entry")
@@ -201,21 +203,18 @@ VECTOR_PROGS(call_function, JW_VEC_CALL_FUNCTION)
 VECTOR_PROGS(call_function_single, JW_VEC_CALL_FUNCTION_SINGLE)
 VECTOR_PROGS(irq_work, JW_VEC_IRQ_WORK)
 
-/*
- * The callback is the first argument, but a function-pointer argument cannot
- * be read from the context: take it from the csd instead. The csd may be
- * reused once the callback ran, so the exit pairs by pointer only.
- */
-SEC("?tp_btf/csd_function_entry")
-int BPF_PROG(on_csd_entry, void *func, call_single_data_t *csd)
+/* The real cross-CPU callback; csd is NULL when it ran locally. */
+/* (smp_call_func_t func, call_single_data_t *csd) */
+SEC("?raw_tp/csd_function_entry")
+int on_csd_entry(struct bpf_raw_tracepoint_args *ctx)
 {
-	return emit_func(JW_CSD_ENTRY, (__u64)BPF_CORE_READ(csd, func), (__u64)csd);
+	return emit_func(JW_CSD_ENTRY, ctx->args[0], ctx->args[1]);
 }
 
-SEC("?tp_btf/csd_function_exit")
-int BPF_PROG(on_csd_exit, void *func, call_single_data_t *csd)
+SEC("?raw_tp/csd_function_exit")
+int on_csd_exit(struct bpf_raw_tracepoint_args *ctx)
 {
-	return emit_func(JW_CSD_EXIT, 0, (__u64)csd);
+	return emit_func(JW_CSD_EXIT, ctx->args[0], ctx->args[1]);
 }
 
 SEC("?tp_btf/nmi_handler")

@@ -23,7 +23,7 @@ pub enum TracerError {
     MissingTracepoint(&'static str),
     #[error("cannot read the kernel's BTF (/sys/kernel/btf/vmlinux): {0}; jitterwatch needs a kernel built with CONFIG_DEBUG_INFO_BTF=y")]
     Btf(String),
-    #[error("{what} failed: {source}")]
+    #[error("{what} failed: {source} (JITTERWATCH_DEBUG=1 shows libbpf's log)")]
     Bpf { what: &'static str, source: libbpf_rs::Error },
     #[error("CPU {0} is past what the BPF side can watch")]
     CpuTooLarge(usize),
@@ -76,6 +76,10 @@ pub struct Tracer<'obj> {
 impl<'obj> Tracer<'obj> {
     /// Opens, loads and attaches the programs, watching `cpus`.
     pub fn attach(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &[usize]) -> Result<Self, TracerError> {
+        // libbpf's log (verifier output...) is many lines: only on request.
+        if std::env::var_os("JITTERWATCH_DEBUG").is_none() {
+            libbpf_rs::set_print(None);
+        }
         let btf = Btf::from_vmlinux().map_err(|e| TracerError::Btf(e.to_string()))?;
         let has = |tp: &str| btf.type_by_name::<Typedef<'_>>(&format!("btf_trace_{tp}")).is_some();
         if !has("sched_switch") {

@@ -200,7 +200,7 @@ impl Timeline {
             Payload::VectorExit(v) => self.exit(ts, Cause::Vector(v), |f| f.cause == Cause::Vector(v)),
             Payload::CsdEntry { func, csd } => self.enter(ts, Cause::Csd(func), csd, Level::Irq),
             Payload::CsdExit { func, csd } => {
-                self.exit(ts, Cause::Csd(func), |f| matches!(f.cause, Cause::Csd(_)) && f.id == csd)
+                self.exit(ts, Cause::Csd(func), |f| f.cause == Cause::Csd(func) && f.id == csd)
             }
             Payload::Nmi { handler, delta_ns, .. } => {
                 // Reported at its end: cut the open segment where it began.
