@@ -80,7 +80,6 @@ fn a_fifo_hog_is_named_with_its_runtime() {
     assert!(seen * 10 >= BURSTS * 9, "only {seen} of {BURSTS} bursts named {me}");
     let ratio = attributed as f64 / measured as f64;
     assert!((0.8..=1.2).contains(&ratio), "attributed/measured = {ratio:.3}");
-    assert!(stdout.contains(&me), "the summary does not list {me}: {stdout}");
 }
 
 #[test]
