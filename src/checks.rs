@@ -60,6 +60,19 @@ pub fn online_cpus(root: &Path) -> Result<Vec<usize>> {
 /// exist and be online, and one online CPU must stay unwatched for the
 /// collector and the UI.
 pub fn watched_cpus(root: &Path, arg: Option<&str>) -> Result<Vec<usize>> {
+    let cpus = existing_cpus(root, arg)?;
+    let online = online_cpus(root)?;
+    if housekeeping(&online, &cpus).is_empty() {
+        bail!(
+            "--cpus {} covers every online CPU: leave at least one unwatched for jitterwatch's own threads",
+            cpulist::Display(&cpus)
+        );
+    }
+    Ok(cpus)
+}
+
+/// `--cpus` (or the isolated CPUs), each existing and online.
+pub fn existing_cpus(root: &Path, arg: Option<&str>) -> Result<Vec<usize>> {
     let cpus = match arg {
         Some(list) => cpulist::parse(list).map_err(|e| anyhow::anyhow!("--cpus: {e}"))?,
         None => {
@@ -82,12 +95,6 @@ pub fn watched_cpus(root: &Path, arg: Option<&str>) -> Result<Vec<usize>> {
         if !online.contains(&c) {
             bail!("CPU {c} is offline: bring it online (echo 1 > /sys/devices/system/cpu/cpu{c}/online) or pick another");
         }
-    }
-    if housekeeping(&online, &cpus).is_empty() {
-        bail!(
-            "--cpus {} covers every online CPU: leave at least one unwatched for jitterwatch's own threads",
-            cpulist::Display(&cpus)
-        );
     }
     Ok(cpus)
 }

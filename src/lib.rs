@@ -1,5 +1,6 @@
 //! jitterwatch: who steals each isolated CPU, and for how long.
 pub mod cpulist;
+pub mod doctor;
 pub mod sanitize;
 pub mod bpf;
 pub mod events;

@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::Parser;
 use jitterwatch::cli::{Cli, Command};
-use jitterwatch::{events_cmd, lifecycle, monitor};
+use jitterwatch::{checks, doctor, events_cmd, lifecycle, monitor};
 
 fn main() -> ExitCode {
     lifecycle::mark_main_start();
@@ -26,10 +26,18 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => monitor::run(cli.watch),
         Some(Command::Events { cpus, duration }) => events_cmd::run(cpus.as_deref(), duration),
-        Some(Command::Doctor { .. }) => Err(anyhow::anyhow!("doctor: not wired yet")),
+        Some(Command::Doctor { cpus, json }) => {
+            let root = std::path::Path::new("/");
+            checks::existing_cpus(root, cpus.as_deref())
+                .and_then(|cpus| doctor::run(root, &cpus, json, &mut std::io::stdout().lock()))
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),
+        // `jitterwatch ... | head` closing the pipe is a normal way to stop.
+        Err(e) if e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) => {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("jitterwatch: {e:#}");
             ExitCode::FAILURE

@@ -99,7 +99,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let stats = collector.join().map_err(|_| anyhow::anyhow!("the collector thread panicked"))??;
     ui?;
 
-    let summary = Summary::from_stats(&stats);
+    let summary = Summary::from_stats(&stats).with_hints(&crate::doctor::audit(root, &cpus));
     let mut out = std::io::stdout().lock();
     if args.json {
         summary.write_json(&mut out)?;

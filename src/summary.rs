@@ -131,6 +131,21 @@ impl Summary {
         }
     }
 
+    /// Adds the audit's fixes for this run's top culprits (deduplicated).
+    pub fn with_hints(mut self, report: &crate::doctor::Report) -> Self {
+        const CULPRITS: usize = 5;
+        for c in &self.cpus {
+            for k in c.top_causes.iter().take(CULPRITS) {
+                for h in crate::doctor::hints(report, k.kind.as_str(), &k.name) {
+                    if !self.hints.contains(&h) {
+                        self.hints.push(h);
+                    }
+                }
+            }
+        }
+        self
+    }
+
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{:>4} {:>12} {:>9} {:>10} {:>10} {:>12} {:>10}", "cpu", "threshold_ns", "hiccups", "pct99_ns", "pct999_ns", "max_ns", "stolen_pct")?;
         for c in &self.cpus {
