@@ -43,7 +43,7 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>) -> Result<i32> {
     })?;
     let started = Instant::now();
     let mut broken_pipe = false;
-    while !lifecycle::stop_requested() && !duration.is_some_and(|d| started.elapsed() >= d) {
+    while !(lifecycle::stop_requested() || duration.is_some_and(|d| started.elapsed() >= d)) {
         let r = rb.consume();
         if let Some(e) = failed.borrow_mut().take() {
             // A closed pipe (`| head`) is a normal way to stop.

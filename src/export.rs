@@ -166,7 +166,7 @@ mod tests {
         let mut sink = CsvSink::new(Vec::new()).unwrap();
         sink.write(&hostile()).unwrap();
         let bytes = sink.into_inner();
-        assert!(!bytes.iter().any(|&b| b == 0x1b), "raw escape reached the file");
+        assert!(!bytes.contains(&0x1b), "raw escape reached the file");
         let mut r = csv::ReaderBuilder::new().has_headers(true).from_reader(&bytes[..]);
         assert_eq!(r.headers().unwrap().iter().collect::<Vec<_>>(), HEADER);
         let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
