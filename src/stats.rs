@@ -69,22 +69,63 @@ impl CpuStats {
     }
 }
 
+/// Samples kept exactly before a cause gets a histogram. Most causes (one
+/// short-lived task each) never get there, so memory stays small when pids
+/// churn; the frequent ones get an HdrHistogram.
+const EXACT_SAMPLES: usize = 64;
+
+#[derive(Clone)]
+pub enum Dist {
+    Exact(Vec<u64>),
+    Hist(Box<Histogram<u64>>),
+}
+
+impl Dist {
+    fn record(&mut self, v: u64) {
+        match self {
+            Dist::Exact(xs) if xs.len() < EXACT_SAMPLES => xs.push(v),
+            Dist::Exact(xs) => {
+                let mut h = histogram(2);
+                for &x in xs.iter().chain([&v]) {
+                    h.saturating_record(x.max(1));
+                }
+                *self = Dist::Hist(Box::new(h));
+            }
+            Dist::Hist(h) => h.saturating_record(v.max(1)),
+        }
+    }
+
+    /// The value at quantile q (nearest rank for the exact samples).
+    pub fn quantile(&self, q: f64) -> u64 {
+        match self {
+            Dist::Exact(xs) if xs.is_empty() => 0,
+            Dist::Exact(xs) => {
+                let mut v = xs.clone();
+                v.sort_unstable();
+                let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+                v[rank - 1]
+            }
+            Dist::Hist(h) => h.value_at_quantile(q),
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct CauseStats {
     pub count: u64,
     pub total_ns: u64,
     pub max_ns: u64,
-    pub hist: Histogram<u64>,
+    pub dist: Dist,
     pub last_seen_ns: u64,
 }
 
 impl CauseStats {
     fn new() -> Self {
-        Self { count: 0, total_ns: 0, max_ns: 0, hist: histogram(2), last_seen_ns: 0 }
+        Self { count: 0, total_ns: 0, max_ns: 0, dist: Dist::Exact(Vec::new()), last_seen_ns: 0 }
     }
 
     pub fn p99(&self) -> u64 {
-        self.hist.value_at_quantile(0.99)
+        self.dist.quantile(0.99)
     }
 }
 
@@ -110,6 +151,8 @@ pub struct Stats {
     pub missing_tracepoints: Vec<&'static str>,
     /// Per-program BPF run statistics (with --bpf-stats).
     pub prog_stats: Vec<crate::bpf::ProgStat>,
+    /// Shared empty name of unexplained time (no allocation per hiccup).
+    unexplained_name: Arc<str>,
 }
 
 impl Stats {
@@ -126,6 +169,7 @@ impl Stats {
             first_event_ns: 0,
             missing_tracepoints: Vec::new(),
             prog_stats: Vec::new(),
+            unexplained_name: Arc::from(""),
         }
     }
 
@@ -173,13 +217,14 @@ impl Stats {
                 c.worst_per_sec.push_back((sec, h.gap));
             }
         }
-        for (kind, name, ns) in h.all_causes() {
-            let key = (h.cpu, kind, if kind == Kind::Unexplained { Arc::from("") } else { name.into() });
-            let s = self.causes.entry(key).or_insert_with(CauseStats::new);
+        let named = h.causes.iter().map(|(k, n, ns)| (*k, n.clone(), *ns));
+        let unexplained = (h.unexplained > 0).then(|| (Kind::Unexplained, self.unexplained_name.clone(), h.unexplained));
+        for (kind, name, ns) in named.chain(unexplained) {
+            let s = self.causes.entry((h.cpu, kind, name)).or_insert_with(CauseStats::new);
             s.count += 1;
             s.total_ns += ns;
             s.max_ns = s.max_ns.max(ns);
-            s.hist.saturating_record(ns.max(1));
+            s.dist.record(ns);
             s.last_seen_ns = h.t0;
         }
         self.note_worst(h);
@@ -238,11 +283,29 @@ mod tests {
         assert_eq!(c1.worst_per_sec, VecDeque::from(vec![(0, 220), (2, 350)]));
         let hog = &s.causes[&(1, Kind::Task, Arc::from("hog[5]"))];
         assert_eq!((hog.count, hog.total_ns, hog.max_ns, hog.last_seen_ns), (2, 500, 300, 2_000_000_000));
+        assert_eq!(hog.p99(), 300);
         let top: Vec<_> = s.top_causes(Some(1)).iter().map(|(k, _)| k.2.to_string()).collect();
         assert_eq!(top, vec!["hog[5]", "24:eth0", ""]);
         assert_eq!(s.top_causes(Some(3))[0].0 .1, Kind::Unexplained);
         assert!((s.stolen_pct(&s.cpus[0]) - 570.0 / 1e8).abs() < 1e-12);
         assert!((s.per_sec(3) - 0.3).abs() < 1e-9);
+    }
+
+    #[test]
+    fn dist_is_exact_then_a_histogram() {
+        let mut d = Dist::Exact(Vec::new());
+        assert_eq!(d.quantile(0.99), 0);
+        for v in 1..=100u64 {
+            d.record(v * 1000);
+        }
+        assert!(matches!(d, Dist::Hist(_)));
+        let p99 = d.quantile(0.99);
+        assert!((98_000..=100_500).contains(&p99), "{p99}");
+        let mut e = Dist::Exact(Vec::new());
+        for v in [5, 1, 9, 3] {
+            e.record(v);
+        }
+        assert_eq!((e.quantile(0.5), e.quantile(0.99)), (3, 9));
     }
 
     #[test]

@@ -1,0 +1,183 @@
+//! What the bench compiles and runs besides jitterwatch: three small C
+//! programs (written to a temp dir, built with gcc -O2) and the bpftrace
+//! script it compares against.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+use crate::proc;
+
+/// The limit for the probe: a bare clock_gettime loop. Prints its smallest
+/// delta and its mean period over `secs`.
+pub const CLOOP: &str = r#"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static inline uint64_t now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t span = (uint64_t)(atof(argc > 1 ? argv[1] : "1") * 1e9);
+	uint64_t start = now(), prev = start, end = start + span;
+	uint64_t min = UINT64_MAX, n = 0;
+
+	while (prev < end) {
+		uint64_t t = now();
+		if (t - prev < min)
+			min = t - prev;
+		n++;
+		prev = t;
+	}
+	printf("min_ns=%llu mean_ns=%.3f loops=%llu\n", (unsigned long long)min,
+	       (double)(prev - start) / (double)n, (unsigned long long)n);
+	return 0;
+}
+"#;
+
+/// A context-switch storm: PAIRS pairs of threads hand a token back and
+/// forth through a futex; on one CPU every hand-off is a sched_switch.
+/// Runs until killed, or MAX_SECS as a safety net.
+pub const PINGPONG: &str = r#"
+#define _GNU_SOURCE
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+struct pair { _Atomic int turn; } __attribute__((aligned(64)));
+static struct pair pairs[64];
+static _Atomic int stop;
+
+static void *side(void *arg)
+{
+	long k = (long)arg;
+	struct pair *p = &pairs[k >> 1];
+	int me = k & 1;
+	struct timespec tmo = { 0, 10000000 };
+
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		if (atomic_load(&p->turn) != me) {
+			syscall(SYS_futex, &p->turn, FUTEX_WAIT_PRIVATE, !me, &tmo, 0, 0);
+			continue;
+		}
+		atomic_store(&p->turn, !me);
+		syscall(SYS_futex, &p->turn, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int np = argc > 1 ? atoi(argv[1]) : 1;
+	int secs = argc > 2 ? atoi(argv[2]) : 60;
+	pthread_t t[128];
+
+	if (np < 1 || np > 64)
+		return 2;
+	for (long i = 0; i < 2 * np; i++)
+		pthread_create(&t[i], 0, side, (void *)i);
+	sleep(secs);
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 2 * np; i++)
+		pthread_join(t[i], 0);
+	return 0;
+}
+"#;
+
+/// Starves the consumer: SCHED_FIFO busy loop for MS milliseconds (run
+/// pinned to the housekeeping CPU), to show what happens past the buffer.
+pub const HOG: &str = r#"
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+int main(int argc, char **argv)
+{
+	struct sched_param sp = { .sched_priority = 10 };
+	struct timespec a, b;
+	long ms = argc > 1 ? atol(argv[1]) : 200;
+
+	if (sched_setscheduler(0, SCHED_FIFO, &sp)) {
+		perror("sched_setscheduler");
+		return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+	return 0;
+}
+"#;
+
+/// The tracepoints jitterwatch attaches, as bpftrace names them.
+/// irq_work_exit is left out: the kernel refuses perf_event_open on it
+/// (EPERM), and bpftrace's `tracepoint:` goes through perf.
+const TRACEPOINTS: &[&str] = &[
+    "sched:sched_switch",
+    "irq:irq_handler_entry",
+    "irq:irq_handler_exit",
+    "irq:softirq_entry",
+    "irq:softirq_exit",
+    "workqueue:workqueue_execute_start",
+    "workqueue:workqueue_execute_end",
+    "timer:hrtimer_expire_entry",
+    "timer:hrtimer_expire_exit",
+    "irq_vectors:local_timer_entry",
+    "irq_vectors:local_timer_exit",
+    "irq_vectors:reschedule_entry",
+    "irq_vectors:reschedule_exit",
+    "irq_vectors:call_function_entry",
+    "irq_vectors:call_function_exit",
+    "irq_vectors:call_function_single_entry",
+    "irq_vectors:call_function_single_exit",
+    "irq_vectors:irq_work_entry",
+    "csd:csd_function_entry",
+    "csd:csd_function_exit",
+    "nmi:nmi_handler",
+];
+
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// The bpftrace script: every tracepoint of [`TRACEPOINTS`] this kernel
+/// has, filtered to `cpu`, counting per probe. Also returns how many.
+pub fn bpftrace_script(cpu: usize) -> (String, usize) {
+    let probes: Vec<String> = TRACEPOINTS
+        .iter()
+        .filter(|tp| {
+            let (cat, name) = tp.split_once(':').expect("cat:name");
+            Path::new(TRACEFS).join("events").join(cat).join(name).exists()
+        })
+        .map(|tp| format!("tracepoint:{tp}"))
+        .collect();
+    let n = probes.len();
+    let script = format!("{}\n/cpu == {cpu}/\n{{\n\t@[probe] = count();\n}}\n", probes.join(",\n"));
+    (script, n)
+}
+
+/// Writes `src` as NAME.c in `dir` and builds it with gcc -O2.
+pub fn compile(dir: &Path, name: &str, src: &str) -> Result<PathBuf> {
+    let c = dir.join(format!("{name}.c"));
+    let exe = dir.join(name);
+    std::fs::write(&c, src).with_context(|| format!("writing {}", c.display()))?;
+    proc::check(
+        Command::new("gcc")
+            .args(["-O2", "-pthread", "-o"])
+            .arg(&exe)
+            .arg(&c),
+    )?;
+    Ok(exe)
+}
