@@ -73,6 +73,10 @@ pub fn spawn(
             let _ = ready.send(Ok(missing.clone()));
             let r = collect(&tracer, cfg, &probes, kallsyms, &publish, done, missing);
             drop(stats_fd);
+            if r.is_err() {
+                // Nothing left to measure for: stop the run, not just this thread.
+                crate::lifecycle::request_stop();
+            }
             r
         })
         .expect("spawning the collector thread")
