@@ -22,4 +22,5 @@ pub mod lifecycle;
 pub mod eventlog;
 pub mod events_cmd;
 pub mod monitor;
+pub mod tui;
 pub mod units;

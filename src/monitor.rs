@@ -31,7 +31,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let housekeeping = checks::housekeeping(&checks::online_cpus(root)?, &cpus);
     // Every thread spawned from here inherits this; probes re-pin themselves.
     sys::pin_to(&housekeeping).context("cannot pin jitterwatch to the unwatched CPUs")?;
-    let tui = false && !args.no_tui && std::io::stdout().is_terminal();
+    let tui = !args.no_tui && std::io::stdout().is_terminal();
 
     let csv = args.csv.as_deref().map(CsvSink::create).transpose()?;
     let kallsyms = Kallsyms::load(Path::new("/proc/kallsyms")).unwrap_or_else(|_| Kallsyms::empty());
@@ -86,7 +86,9 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         eprintln!("jitterwatch: watching CPU {}; threshold {}", cpulist::Display(&cpus), thr.join(", "));
     }
 
-    let ui: Result<()> = {
+    let ui: Result<()> = if tui {
+        crate::tui::run(&publish, &cpus, args.duration)
+    } else {
         wait_headless(started, args.duration);
         Ok(())
     };

@@ -1,0 +1,252 @@
+//! The four panes: CPU rows, culprits, recent worst stalls, loop-gap
+//! histogram. Figures are right-aligned; names are escaped.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
+
+use crate::attribution::Hiccup;
+use crate::cause::Kind;
+use crate::probe::HIST_BUCKETS;
+use crate::sanitize::visible;
+use crate::stats::CpuStats;
+
+use super::app::{App, Pane, Sort};
+use super::fmt;
+use super::render::Theme;
+
+fn right(s: String) -> Cell<'static> {
+    Cell::from(Line::from(s).right_aligned())
+}
+
+fn right_styled(s: String, st: Style) -> Cell<'static> {
+    Cell::from(Line::styled(s, st).right_aligned())
+}
+
+/// `[first-last of n]` when a list does not fit.
+fn window(first: usize, shown: usize, n: usize) -> String {
+    if shown >= n {
+        String::new()
+    } else {
+        format!(" [{}-{} of {n}] ", first + 1, first + shown)
+    }
+}
+
+/// Fixed CPU-row columns, before the sparkline.
+const CPU_COLS: [u16; 8] = [4, 7, 6, 7, 7, 7, 7, 6];
+
+pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
+    let block = th.block(" CPUs ".into(), app.focus == Pane::Cpus);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let fixed: u16 = CPU_COLS.iter().sum::<u16>() + CPU_COLS.len() as u16;
+    let spark_w = inner.width.saturating_sub(fixed) as usize;
+    let heads = ["CPU", "hiccups", "/s", "p99", "p99.9", "max", "stolen", "floor"];
+    let mut header: Vec<Cell> = heads.iter().map(|h| right(h.to_string())).collect();
+    let spark_head = if spark_w >= 36 { "worst gap of each second (log scale)" } else { "worst gap/s (log)" };
+    header.push(Cell::from(spark_head.chars().take(spark_w).collect::<String>()));
+    let (_, now_sec) = app.spark_clock();
+    let v = &app.view();
+    let rows = v.cpus.iter().enumerate().map(|(i, c)| {
+        let some = |ns: u64| if c.hiccups == 0 { "-".to_string() } else { fmt::dur(ns) };
+        let chosen = app.cpu_filter == Some(c.cpu);
+        let max_style = th.fg(match c.max_ns {
+            0..=99_999 => Color::Reset,
+            100_000..=999_999 => Color::Yellow,
+            _ => Color::Red,
+        });
+        Row::new(vec![
+            right(format!("{}{}", if chosen { "▶" } else { "" }, c.cpu)),
+            right(fmt::count(c.hiccups)),
+            right(fmt::rate(app.hiccups_per_sec(i))),
+            right(some(c.pct(0.99))),
+            right(some(c.pct(0.999))),
+            right_styled(some(c.max_ns), max_style),
+            right(fmt::pct(v.stolen_pct(c))),
+            right(if c.floor_ns == 0 { "-".into() } else { fmt::dur(c.floor_ns) }),
+            Cell::from(Span::styled(sparkline(c, now_sec, spark_w), th.fg(Color::Yellow))),
+        ])
+        .style(if chosen { Style::new().add_modifier(Modifier::BOLD) } else { Style::new() })
+    });
+    let mut widths: Vec<Constraint> = CPU_COLS.iter().map(|&w| Constraint::Length(w)).collect();
+    widths.push(Constraint::Fill(1));
+    Table::new(rows, widths).header(Row::new(header).style(th.head())).column_spacing(1).render(inner, buf);
+}
+
+/// The worst gap of each of the last `width` seconds, newest at the right,
+/// on a log scale from the threshold to the largest in view.
+pub fn sparkline(c: &CpuStats, now_sec: u64, width: usize) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let first = (now_sec + 1).saturating_sub(width as u64);
+    let mut vals = vec![0u64; width];
+    for &(s, w) in &c.worst_per_sec {
+        if s >= first && s <= now_sec {
+            vals[(s - first) as usize + width - (now_sec + 1 - first) as usize] = w;
+        }
+    }
+    let base = c.threshold_ns.max(1) as f64 / 2.0;
+    let level = |w: u64| (w as f64 / base).log2().max(0.5);
+    let top = vals.iter().copied().filter(|&w| w > 0).map(level).fold(1.0, f64::max);
+    vals.iter()
+        .map(|&w| if w == 0 { ' ' } else { BARS[((level(w) / top * 8.0).ceil() as usize).clamp(1, 8) - 1] })
+        .collect()
+}
+
+pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
+    let list = app.culprits();
+    let rows_fit = area.height.saturating_sub(3) as usize;
+    let first = app.scroll(Pane::Culprits).min(list.len().saturating_sub(1));
+    let shown = rows_fit.min(list.len() - first.min(list.len()));
+    let cpu = app.cpu_filter.map_or("all".into(), |c| c.to_string());
+    let title = format!(" Culprits · sort {} (s) · cpu {cpu} (c) {}", app.sort.label(), window(first, shown, list.len()));
+    let block = th.block(title, app.focus == Pane::Culprits);
+    let v = &app.view();
+    let mark = |s: Sort, h: &str| if app.sort == s { format!("{h}▼") } else { h.to_string() };
+    let header = Row::new(vec![
+        right("CPU".into()),
+        Cell::from("kind"),
+        Cell::from(if app.sort == Sort::Name { "name▲" } else { "name" }),
+        right(mark(Sort::Count, "count")),
+        right(mark(Sort::Total, "total")),
+        right(mark(Sort::Max, "max")),
+        right("share".into()),
+        right(mark(Sort::Recent, "last")),
+    ])
+    .style(th.head());
+    let rows = list.iter().skip(first).take(shown).map(|((cpu, kind, name), s)| {
+        let stolen = v.cpus.iter().find(|c| c.cpu == *cpu).map_or(0, |c| c.stolen_ns);
+        let share = if stolen == 0 { 0.0 } else { 100.0 * s.total_ns as f64 / stolen as f64 };
+        let name = if *kind == Kind::Unexplained {
+            Span::styled(if area.width >= 92 { "(no kernel event: host, SMI, hw)" } else { "(no kernel event)" }, th.dim())
+        } else {
+            Span::raw(visible(name).into_owned())
+        };
+        Row::new(vec![
+            right(cpu.to_string()),
+            Cell::from(Span::styled(kind.as_str(), th.kind(*kind))),
+            Cell::from(name),
+            right(fmt::count(s.count)),
+            right(fmt::dur(s.total_ns)),
+            right(fmt::dur(s.max_ns)),
+            right(fmt::pct(share)),
+            right(fmt::age(v.now_ns.saturating_sub(s.last_seen_ns))),
+        ])
+    });
+    let widths = [4, 11, 0, 6, 8, 8, 7, 6].map(|w| if w == 0 { Constraint::Fill(1) } else { Constraint::Length(w) });
+    let table = Table::new(rows, widths).header(header).column_spacing(1).block(block);
+    if list.is_empty() {
+        let inner = table_inner(area);
+        Widget::render(table, area, buf);
+        Paragraph::new(Line::styled("no hiccup yet", th.dim()).centered()).render(Rect { y: inner.y + 1, height: 1, ..inner }, buf);
+    } else {
+        Widget::render(table, area, buf);
+    }
+}
+
+fn table_inner(area: Rect) -> Rect {
+    Rect { x: area.x + 1, y: area.y + 1, width: area.width.saturating_sub(2), height: area.height.saturating_sub(2) }
+}
+
+/// A cause as the breakdown names it: tasks, work items and timers by
+/// name alone, the rest with their kind.
+fn cause_label(kind: Kind, name: &str) -> String {
+    match kind {
+        Kind::Unexplained => "unexplained".into(),
+        Kind::Task | Kind::Work | Kind::Timer => visible(name).into_owned(),
+        _ => format!("{kind}:{}", visible(name)),
+    }
+}
+
+/// `kworker/6:1[412] 2µs + vmstat_update 42µs + irq:local_timer 3µs + unexplained 1µs`
+pub fn breakdown(h: &Hiccup, th: Theme) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
+    for (i, (kind, name, ns)) in h.all_causes().into_iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::styled(" + ", th.dim()));
+        }
+        spans.push(Span::styled(cause_label(kind, name), th.kind(kind)));
+        spans.push(Span::raw(format!(" {}", fmt::dur(ns))));
+    }
+    spans
+}
+
+pub fn stalls(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
+    let n = app.stalls().count();
+    let fit = area.height.saturating_sub(2) as usize;
+    let first = app.scroll(Pane::Stalls).min(n.saturating_sub(1));
+    let shown = fit.min(n - first.min(n));
+    let title = format!(" Recent worst stalls (last 60 s) · cpu {} {}", app.cpu_filter.map_or("all".into(), |c| c.to_string()), window(first, shown, n));
+    let now = app.view().now_ns;
+    let mut lines: Vec<Line> = app
+        .stalls()
+        .skip(first)
+        .take(shown)
+        .map(|h| {
+            let mut spans = vec![
+                Span::styled(format!("{:>8}", fmt::dur(h.gap)), Style::new().add_modifier(Modifier::BOLD)),
+                Span::raw(format!(" cpu {:<3}", h.cpu)),
+                Span::styled(format!("{:>6} ago  ", fmt::age(now.saturating_sub(h.t0))), th.dim()),
+            ];
+            spans.extend(breakdown(h, th));
+            Line::from(spans)
+        })
+        .collect();
+    if lines.is_empty() {
+        lines.push(Line::styled("no stall yet", th.dim()).centered());
+    }
+    Paragraph::new(lines).block(th.block(title, app.focus == Pane::Stalls)).render(area, buf);
+}
+
+/// Lower bound of a log2 bucket: 0, then 2^(k-1).
+fn bucket_lo(k: usize) -> u64 {
+    if k == 0 {
+        0
+    } else {
+        1u64 << (k - 1)
+    }
+}
+
+pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
+    let block = th.block(" Loop gaps, log2 buckets (▓ ≥ threshold) ".into(), app.focus == Pane::Histogram);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    const LABEL: u16 = 9;
+    let all: Vec<&CpuStats> = app.view().cpus.iter().filter(|c| app.cpu_filter.is_none_or(|f| c.cpu == f)).collect();
+    let cols = (inner.width.saturating_sub(LABEL) / 14).max(1) as usize;
+    let cpus = &all[..all.len().min(cols)];
+    let nonzero = |c: &&CpuStats| (0..HIST_BUCKETS).filter(|&k| c.loop_hist[k] > 0).collect::<Vec<_>>();
+    let used: Vec<usize> = cpus.iter().flat_map(nonzero).collect();
+    let (Some(&lo), Some(&hi)) = (used.iter().min(), used.iter().max()) else {
+        Paragraph::new(Line::styled("no loop yet", th.dim()).centered()).render(inner, buf);
+        return;
+    };
+    let rows = inner.height.saturating_sub(1) as usize;
+    // Too many buckets: the fastest go (the CPU row gives the floor).
+    let lo = lo.max((hi + 1).saturating_sub(rows));
+    let top = cpus.iter().flat_map(|c| c.loop_hist[lo..=hi].iter()).copied().max().unwrap_or(1).max(1);
+    let col_w = ((inner.width - LABEL) as usize / cpus.len()).max(14);
+    let bar_w = col_w - 8;
+    let mut header = vec![Span::styled(format!("{:>8} ", "gap ≥"), th.head())];
+    for c in cpus {
+        header.push(Span::styled(format!("{:>6}  {:<w$}", format!("cpu {}", c.cpu), "", w = bar_w), th.head()));
+    }
+    if all.len() > cpus.len() {
+        header.push(Span::styled(format!("+{} (c)", all.len() - cpus.len()), th.dim()));
+    }
+    let mut lines = vec![Line::from(header)];
+    for k in (lo..=hi).rev() {
+        let mut l = vec![Span::raw(format!("{:>8} ", fmt::dur(bucket_lo(k))))];
+        for c in cpus {
+            let n = c.loop_hist[k];
+            let len = if n == 0 { 0 } else { (((n as f64).log10() + 1.0) / ((top as f64).log10() + 1.0) * bar_w as f64).ceil() as usize };
+            let over = c.threshold_ns > 0 && bucket_lo(k) >= c.threshold_ns;
+            let (ch, st) = if over { ('▓', th.fg(Color::Red)) } else { ('█', th.fg(Color::Green)) };
+            l.push(Span::raw(format!("{:>6}  ", if n == 0 { String::new() } else { fmt::count(n) })));
+            l.push(Span::styled(format!("{:<w$}", ch.to_string().repeat(len.min(bar_w)), w = bar_w), st));
+        }
+        lines.push(Line::from(l));
+    }
+    Paragraph::new(lines).render(inner, buf);
+}

@@ -1,0 +1,264 @@
+//! Drawing the view model: layout, header, footer and help overlay here,
+//! the panes in `panes.rs`. Every string from `Stats` goes through
+//! `sanitize::visible`; colour only adds to what the text already says.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget, Wrap};
+
+use crate::cause::Kind;
+
+use super::app::{App, Pane};
+use super::fmt;
+use super::input::{FOOTER_KEYS, KEYS};
+use super::panes;
+
+/// Styles, with or without colour (NO_COLOR): without, only bold and
+/// reverse video remain, and the text carries the meaning.
+#[derive(Clone, Copy)]
+pub struct Theme {
+    pub color: bool,
+}
+
+impl Theme {
+    pub fn fg(self, c: Color) -> Style {
+        if self.color {
+            Style::new().fg(c)
+        } else {
+            Style::new()
+        }
+    }
+
+    pub fn warn(self) -> Style {
+        let s = Style::new().add_modifier(Modifier::BOLD);
+        if self.color {
+            s.fg(Color::White).bg(Color::Red)
+        } else {
+            s.add_modifier(Modifier::REVERSED)
+        }
+    }
+
+    pub fn dim(self) -> Style {
+        self.fg(Color::DarkGray)
+    }
+
+    pub fn head(self) -> Style {
+        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn key(self) -> Style {
+        if self.color {
+            Style::new().fg(Color::Black).bg(Color::Cyan)
+        } else {
+            Style::new().add_modifier(Modifier::REVERSED)
+        }
+    }
+
+    pub fn kind(self, k: Kind) -> Style {
+        self.fg(match k {
+            Kind::Task => Color::Yellow,
+            Kind::Work => Color::Magenta,
+            Kind::Irq => Color::Red,
+            Kind::Softirq => Color::LightRed,
+            Kind::Timer => Color::Blue,
+            Kind::Ipi => Color::Cyan,
+            Kind::Nmi => Color::LightMagenta,
+            Kind::Unexplained => Color::Gray,
+        })
+    }
+
+    /// A pane's frame; the focused one is drawn thick and marked ▶.
+    pub fn block(self, title: String, focused: bool) -> Block<'static> {
+        let b = Block::bordered().title(if focused { format!("▶{title}") } else { title });
+        if focused {
+            b.border_type(BorderType::Thick).border_style(self.fg(Color::Cyan)).title_style(Style::new().add_modifier(Modifier::BOLD))
+        } else {
+            b.border_style(self.dim())
+        }
+    }
+}
+
+/// Wide enough to show every pane at once.
+fn large(area: Rect) -> bool {
+    area.width >= 120 && area.height >= 36
+}
+
+impl Widget for &App {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let th = Theme { color: self.color };
+        if area.width < 40 || area.height < 12 {
+            Paragraph::new("terminal too small (need 40×12); q quits").wrap(Wrap { trim: true }).render(area, buf);
+            return;
+        }
+        let big = large(area);
+        let shown = self.view().cpus.len().clamp(1, if big { 12 } else { 4 });
+        let head = header_lines(self, th, area.width);
+        let [top, cpus, body, foot] = Layout::vertical([
+            Constraint::Length(head.len() as u16),
+            Constraint::Length(shown as u16 + 3),
+            Constraint::Fill(1),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        Paragraph::new(head).render(top, buf);
+        panes::cpus(self, th, cpus, buf);
+        if big {
+            let [upper, stalls] = Layout::vertical([Constraint::Percentage(60), Constraint::Fill(1)]).areas(body);
+            let hist_w = (upper.width * 2 / 5).min(64);
+            let [culprits, hist] = Layout::horizontal([Constraint::Fill(1), Constraint::Length(hist_w)]).areas(upper);
+            panes::culprits(self, th, culprits, buf);
+            panes::histogram(self, th, hist, buf);
+            panes::stalls(self, th, stalls, buf);
+        } else if self.focus == Pane::Histogram {
+            panes::histogram(self, th, body, buf);
+        } else {
+            let [culprits, stalls] = Layout::vertical([Constraint::Percentage(55), Constraint::Fill(1)]).areas(body);
+            panes::culprits(self, th, culprits, buf);
+            panes::stalls(self, th, stalls, buf);
+        }
+        footer(self, th, foot, buf);
+        if self.help {
+            help(self, th, area, buf);
+        }
+    }
+}
+
+fn sep(th: Theme) -> Span<'static> {
+    Span::styled(" · ", th.dim())
+}
+
+/// Thresholds of the watched CPUs: one figure, or a range.
+fn thresholds(app: &App) -> String {
+    let t: Vec<u64> = app.view().cpus.iter().map(|c| c.threshold_ns).filter(|&t| t > 0).collect();
+    match (t.iter().min(), t.iter().max()) {
+        (Some(&lo), Some(&hi)) if lo == hi => fmt::dur(lo),
+        (Some(&lo), Some(&hi)) => format!("{}–{}", fmt::dur(lo), fmt::dur(hi)),
+        _ => "calibrating".into(),
+    }
+}
+
+/// jitterwatch's own cost: (drops, overflows, BPF ns per event if known).
+pub fn cost(app: &App) -> (u64, u64, Option<u64>) {
+    let drops = app.view().cpus.iter().map(|c| c.drops).sum();
+    let overflow = app.view().cpus.iter().map(|c| c.overflow).sum();
+    let (ns, cnt) = app.view().prog_stats.iter().fold((0u64, 0u64), |a, p| (a.0 + p.run_time_ns, a.1 + p.run_cnt));
+    (drops, overflow, (cnt > 0).then(|| ns / cnt))
+}
+
+/// The header's lines: who and where, what is watched, and how it goes
+/// (with jitterwatch's own cost). Two lines when they fit, else three.
+fn header_lines(app: &App, th: Theme, width: u16) -> Vec<Line<'static>> {
+    let v = &app.view();
+    let who = vec![
+        Span::styled("jitterwatch ", th.head()),
+        Span::raw(app.info.host.clone()),
+        sep(th),
+        Span::raw(format!("kernel {}", app.info.kernel)),
+    ];
+    let what = vec![
+        Span::raw(format!("CPU {}", app.info.cpus_summary())),
+        sep(th),
+        Span::raw(format!("threshold {}", thresholds(app))),
+    ];
+    let (drops, overflow, bpf) = cost(app);
+    let flag = |n: u64| if n > 0 { th.warn() } else { Style::new() };
+    let mut how = vec![
+        Span::raw(format!("elapsed {}", fmt::clock(v.elapsed_ns()))),
+        Span::styled(if app.reset_active() { " (reset)" } else { "" }, th.dim()),
+        sep(th),
+        Span::raw(format!("{} ev/s", fmt::rate(app.events_per_sec()))),
+        sep(th),
+        Span::styled(format!("drops {}", fmt::count(drops)), flag(drops)),
+        sep(th),
+        Span::styled(format!("overflow {}", fmt::count(overflow)), flag(overflow)),
+        sep(th),
+        Span::raw(format!("lag {}", fmt::dur(v.lag_ns))),
+    ];
+    if let Some(ns) = bpf {
+        how.extend([sep(th), Span::raw(format!("bpf {ns}ns/ev"))]);
+    }
+    if !v.missing_tracepoints.is_empty() {
+        how.extend([sep(th), Span::styled(format!("{} tracepoints missing (?)", v.missing_tracepoints.len()), th.fg(Color::Yellow))]);
+    }
+    let (who, what, how) = (Line::from(who), Line::from(what), Line::from(how));
+    if who.width() + 3 + what.width() <= width as usize {
+        let mut first = who;
+        first.push_span(sep(th));
+        first.spans.extend(what.spans);
+        vec![first, how]
+    } else if what.width() + 3 + how.width() <= width as usize {
+        let mut second = what;
+        second.push_span(sep(th));
+        second.spans.extend(how.spans);
+        vec![who, second]
+    } else {
+        vec![who, what, how]
+    }
+}
+
+fn footer(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
+    let mut spans = Vec::new();
+    for (k, what) in &KEYS[..FOOTER_KEYS] {
+        spans.push(Span::styled(format!(" {k} "), th.key()));
+        spans.push(Span::raw(format!(" {what}  ")));
+    }
+    Paragraph::new(Line::from(spans)).render(area, buf);
+    let mut state = Vec::new();
+    if app.stale && !app.paused {
+        state.push(Span::styled(" NO DATA ", th.warn()));
+    }
+    if app.paused {
+        state.push(Span::styled(" PAUSED ", th.warn()));
+    }
+    Paragraph::new(Line::from(state).right_aligned()).render(area, buf);
+}
+
+fn help(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
+    let mut lines = vec![Line::styled("Keys", th.head())];
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    for pair in KEYS.chunks(2) {
+        let mut l = Vec::new();
+        for (k, what) in pair {
+            l.extend([Span::styled(format!("  {k:<13}"), bold), Span::raw(format!("{what:<20}"))]);
+        }
+        lines.push(Line::from(l));
+    }
+    lines.push(Line::styled("Cost of jitterwatch", th.head()));
+    let v = &app.view();
+    for c in &v.cpus {
+        lines.push(Line::raw(format!("  cpu {:<4} ring-buffer drops {:>6}  probe-queue overflows {:>6}", c.cpu, c.drops, c.overflow)));
+    }
+    lines.push(Line::raw(format!(
+        "  consumer lag {} (worst {})   events traced {}",
+        fmt::dur(v.lag_ns),
+        fmt::dur(v.lag_max_ns.max(v.lag_ns)),
+        fmt::count(v.events)
+    )));
+    if v.prog_stats.is_empty() {
+        lines.push(Line::styled("  BPF run time per program: run with --bpf-stats", th.dim()));
+    }
+    for p in &v.prog_stats {
+        let per = p.run_time_ns.checked_div(p.run_cnt).unwrap_or(0);
+        let name = crate::sanitize::visible(&p.name);
+        lines.push(Line::raw(format!("  {name:<28} {per:>6} ns/event {:>10} runs", fmt::count(p.run_cnt))));
+    }
+    if !v.missing_tracepoints.is_empty() {
+        lines.push(Line::styled(format!("  not traced (kernel lacks): {}", v.missing_tracepoints.join(", ")), th.fg(Color::Yellow)));
+    }
+    lines.push(Line::styled("Reading", th.head()));
+    for l in [
+        "  stolen: hiccup time / elapsed; floor: the probe's fastest loop",
+        "  sparkline: worst gap of each second (log scale), newest right",
+        "  histogram: every probe loop gap, log2 buckets; ▓ at/over threshold",
+        "  unexplained: time no kernel event covers (hypervisor, SMI, hw)",
+    ] {
+        lines.push(Line::raw(l));
+    }
+    let w = area.width.saturating_sub(4).min(76);
+    let h = (lines.len() as u16 + 2).min(area.height.saturating_sub(2));
+    let r = Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h };
+    Clear.render(r, buf);
+    Paragraph::new(lines).block(th.block(" Help (? or Esc closes) ".into(), true)).render(r, buf);
+}

@@ -1,0 +1,92 @@
+//! What the header says about the machine: host, kernel, and how each
+//! watched CPU is isolated. Read once when the UI starts.
+
+use std::path::Path;
+
+use crate::cpulist;
+use crate::sanitize;
+
+/// How the kernel treats a watched CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Isolation {
+    pub isolcpus: bool,
+    pub nohz_full: bool,
+}
+
+impl Isolation {
+    pub fn label(self) -> &'static str {
+        match (self.isolcpus, self.nohz_full) {
+            (true, true) => "isolcpus+nohz_full",
+            (true, false) => "isolcpus",
+            (false, true) => "nohz_full",
+            (false, false) => "neither",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SysInfo {
+    pub host: String,
+    pub kernel: String,
+    /// (cpu, isolation), in the order the CPUs are watched.
+    pub cpus: Vec<(usize, Isolation)>,
+}
+
+impl SysInfo {
+    /// Reads under `root` (normally "/"); anything missing reads as unknown
+    /// or "not isolated" (a kernel without NO_HZ_FULL has no nohz_full file,
+    /// one with it but unset says "(null)").
+    pub fn read(root: &Path, cpus: &[usize]) -> Self {
+        let text = |p: &str| std::fs::read_to_string(root.join(p)).map(|s| s.trim().to_string());
+        let list = |p: &str| text(p).ok().and_then(|s| cpulist::parse(&s).ok()).unwrap_or_default();
+        let isolated = list("sys/devices/system/cpu/isolated");
+        let nohz = list("sys/devices/system/cpu/nohz_full");
+        Self {
+            host: sanitize::visible(&text("proc/sys/kernel/hostname").unwrap_or_else(|_| "?".into())).into_owned(),
+            kernel: sanitize::visible(&text("proc/sys/kernel/osrelease").unwrap_or_else(|_| "?".into())).into_owned(),
+            cpus: cpus
+                .iter()
+                .map(|&c| (c, Isolation { isolcpus: isolated.contains(&c), nohz_full: nohz.contains(&c) }))
+                .collect(),
+        }
+    }
+
+    /// The watched CPUs grouped by isolation state: `6-7 isolcpus+nohz_full, 8 neither`.
+    pub fn cpus_summary(&self) -> String {
+        let mut groups: Vec<(Isolation, Vec<usize>)> = Vec::new();
+        for &(c, iso) in &self.cpus {
+            match groups.iter_mut().find(|g| g.0 == iso) {
+                Some(g) => g.1.push(c),
+                None => groups.push((iso, vec![c])),
+            }
+        }
+        groups
+            .iter()
+            .map(|(iso, cs)| format!("{} {}", cpulist::Display(cs), iso.label()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_isolation_from_sysfs() {
+        let d = tempfile::tempdir().unwrap();
+        let w = |p: &str, s: &str| {
+            let p = d.path().join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, s).unwrap();
+        };
+        w("sys/devices/system/cpu/isolated", "6-7\n");
+        w("sys/devices/system/cpu/nohz_full", "7\n");
+        w("proc/sys/kernel/hostname", "box\x1b]0;x\n");
+        let i = SysInfo::read(d.path(), &[6, 7, 8]);
+        assert_eq!(i.cpus_summary(), "6 isolcpus, 7 isolcpus+nohz_full, 8 neither");
+        assert_eq!((i.host.as_str(), i.kernel.as_str()), ("box\\x1b]0;x", "?"));
+        w("sys/devices/system/cpu/nohz_full", "(null)\n");
+        assert_eq!(SysInfo::read(d.path(), &[8, 9]).cpus_summary(), "8-9 neither");
+    }
+}

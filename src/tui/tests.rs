@@ -1,0 +1,221 @@
+//! The screen drawn from a fixed state with ratatui's TestBackend, and the
+//! keys acting on the view model.
+
+use std::sync::Arc;
+
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::Color;
+use ratatui::Terminal;
+
+use super::app::{Action, App, Sort};
+use super::sysinfo::{Isolation, SysInfo};
+use crate::attribution::Hiccup;
+use crate::bpf::ProgStat;
+use crate::cause::Kind;
+use crate::stats::Stats;
+
+const S: u64 = 1_000_000_000;
+const START: u64 = 100 * S;
+
+fn hiccup(cpu: u32, t0: u64, parts: &[(Kind, &str, u64)], unexplained: u64) -> Hiccup {
+    let causes: Vec<_> = parts.iter().map(|&(k, n, ns)| (k, Arc::from(n), ns)).collect();
+    let gap = causes.iter().map(|c| c.2).sum::<u64>() + unexplained;
+    Hiccup { cpu, t0, gap, causes, unexplained }
+}
+
+fn stats() -> Stats {
+    let mut s = Stats::new(&[6, 7], START);
+    s.record(&hiccup(
+        6,
+        START + 2 * S,
+        &[(Kind::Work, "vmstat_update", 42_000), (Kind::Irq, "local_timer", 3_000), (Kind::Task, "kworker/6:1[412]", 2_000)],
+        1_000,
+    ));
+    s.record(&hiccup(6, START + 5 * S, &[(Kind::Task, "evil\x1b[2J[666]", 1_500_000)], 0));
+    for i in 0..5 {
+        s.record(&hiccup(7, START + (3 + i) * S, &[(Kind::Irq, "24:virtio0-input.0", 8_000)], 2_000));
+    }
+    for c in &mut s.cpus {
+        c.threshold_ns = 1_000;
+        c.floor_ns = 25;
+        c.loop_hist[5] = 40_000_000;
+        c.loop_hist[6] = 120_000;
+        c.loop_hist[11] = 300;
+        c.loop_hist[21] = 1;
+    }
+    s.cpus[0].drops = 3;
+    s.events = 123_456;
+    s.lag_ns = 2_500_000;
+    s.prog_stats = vec![ProgStat { name: "on_switch".into(), run_cnt: 1000, run_time_ns: 85_000 }];
+    s.now_ns = START + 10 * S;
+    s
+}
+
+fn info() -> SysInfo {
+    let iso = Isolation { isolcpus: true, nohz_full: true };
+    SysInfo { host: "testhost".into(), kernel: "6.18.0-test".into(), cpus: vec![(6, iso), (7, iso)] }
+}
+
+fn app() -> App {
+    App::new(info(), stats(), true)
+}
+
+fn draw(app: &App, w: u16, h: u16) -> Buffer {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| f.render_widget(app, f.area())).unwrap();
+    t.backend().buffer().clone()
+}
+
+fn text(b: &Buffer) -> String {
+    let w = b.area.width as usize;
+    b.content.chunks(w).map(|row| row.iter().map(|c| c.symbol()).collect::<String>() + "\n").collect()
+}
+
+fn line_with<'a>(screen: &'a str, needle: &str) -> &'a str {
+    screen.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no line with {needle:?} in\n{screen}"))
+}
+
+#[test]
+fn small_terminal_shows_every_essential() {
+    let b = draw(&app(), 80, 24);
+    let s = text(&b);
+    assert!(s.contains("jitterwatch testhost · kernel 6.18.0-test"), "{s}");
+    assert!(s.contains("CPU 6-7 isolcpus+nohz_full") && s.contains("threshold 1.0µs"), "{s}");
+    assert!(s.contains("drops 3") && s.contains("lag 2.5ms") && s.contains("bpf 85ns/ev"), "{s}");
+    // A row per CPU, figures right-aligned in their columns.
+    let cpu6 = line_with(&s, "   6       2");
+    assert!(cpu6.contains("1.5ms") && cpu6.contains("25ns"), "{cpu6}");
+    let cpu7 = line_with(&s, "   7       5");
+    assert!(cpu7.contains("10.0µs"), "{cpu7}");
+    // Culprits, largest total first; the hostile name shows escaped.
+    let evil = s.find("evil\\x1b[2J[666]").expect("escaped name shown");
+    let irq = s.find("24:virtio0-input.0").expect("irq shown");
+    assert!(evil < irq, "{s}");
+    assert!(!b.content.iter().any(|c| c.symbol().chars().any(|ch| ch.is_control())), "raw control character on screen");
+    for k in [" q ", "quit", " space ", "pause", " Tab ", "pane", " s ", "sort", " c ", "cpu", " r ", "reset", " ? ", "help"] {
+        assert!(line_with(&s, "quit").contains(k), "footer lacks {k:?}");
+    }
+}
+
+#[test]
+fn large_terminal_shows_all_panes() {
+    let s = text(&draw(&app(), 160, 48));
+    assert!(s.lines().next().unwrap().contains("kernel 6.18.0-test · CPU 6-7 isolcpus+nohz_full · threshold 1.0µs"), "{s}");
+    assert!(s.contains("Culprits") && s.contains("Loop gaps") && s.contains("Recent worst stalls"), "{s}");
+    assert!(s.contains("vmstat_update 42.0µs + irq:local_timer 3.0µs + kworker/6:1[412] 2.0µs + unexplained 1.0µs"), "{s}");
+    assert!(s.contains("worst gap of each second (log scale)"), "{s}");
+    // Histogram: log2 buckets, ≥ threshold marked ▓ (2^20 ns = 1.0ms).
+    assert!(line_with(&s, "  1.0ms").contains('▓'), "{s}");
+    assert!(line_with(&s, "  16ns").contains("40.0M"), "{s}");
+    // Sparkline: a bar at the second of each hiccup, newest at the right.
+    let cpu7 = line_with(&s, "   7       5");
+    assert!(cpu7.trim_end_matches('│').ends_with("█████   "), "{cpu7:?}");
+    assert!(s.contains("(no kernel event"), "{s}");
+}
+
+#[test]
+fn sort_cycles_and_reorders_culprits() {
+    let mut a = app();
+    let first = |a: &App| a.culprits()[0].0 .2.to_string();
+    assert_eq!((a.sort, first(&a)), (Sort::Total, "evil\x1b[2J[666]".into()));
+    a.apply(Action::CycleSort);
+    assert_eq!(a.sort, Sort::Count);
+    assert_eq!(first(&a), "24:virtio0-input.0");
+    assert!(text(&draw(&a, 80, 24)).contains("count▼"));
+    for _ in 0..4 {
+        a.apply(Action::CycleSort);
+    }
+    assert_eq!(a.sort, Sort::Total);
+}
+
+#[test]
+fn cpu_filter_cycles_through_each_cpu() {
+    let mut a = app();
+    let mut seen = vec![a.cpu_filter];
+    for _ in 0..3 {
+        a.apply(Action::CycleCpu);
+        seen.push(a.cpu_filter);
+    }
+    assert_eq!(seen, vec![None, Some(6), Some(7), None]);
+    a.apply(Action::CycleCpu);
+    assert!(a.culprits().iter().all(|(k, _)| k.0 == 6));
+    let s = text(&draw(&a, 80, 24));
+    assert!(s.contains("cpu 6 (c)") && !s.contains("24:virtio0"), "{s}");
+}
+
+#[test]
+fn pause_freezes_the_view() {
+    let mut a = app();
+    a.apply(Action::Pause);
+    let mut later = stats();
+    later.record(&hiccup(6, START + 11 * S, &[(Kind::Task, "late[9]", 5_000)], 0));
+    later.now_ns = START + 12 * S;
+    a.update(later.clone());
+    assert_eq!(a.view().cpus[0].hiccups, 2);
+    assert!(text(&draw(&a, 80, 24)).contains("PAUSED"));
+    a.apply(Action::Pause);
+    a.update(later);
+    assert_eq!(a.view().cpus[0].hiccups, 3);
+}
+
+#[test]
+fn reset_zeroes_what_the_user_sees() {
+    let mut a = app();
+    a.apply(Action::Reset);
+    assert!(a.view().cpus.iter().all(|c| c.hiccups == 0 && c.max_ns == 0 && c.drops == 0));
+    assert!(a.culprits().is_empty() && a.stalls().next().is_none());
+    let s = text(&draw(&a, 80, 24));
+    assert!(s.contains("no hiccup yet") && s.contains("elapsed 0:00") && s.contains("drops 0"), "{s}");
+    let mut later = stats();
+    later.record(&hiccup(7, START + 11 * S, &[(Kind::Task, "late[9]", 5_000)], 0));
+    later.now_ns = START + 12 * S;
+    a.update(later);
+    assert_eq!((a.view().cpus[0].hiccups, a.view().cpus[1].hiccups, a.view().cpus[1].max_ns), (0, 1, 5_000));
+    assert_eq!(a.culprits().len(), 1);
+}
+
+#[test]
+fn help_toggles_and_shows_the_cost() {
+    let mut a = app();
+    a.apply(Action::Help);
+    let s = text(&draw(&a, 80, 24));
+    assert!(s.contains("Help") && s.contains("Cost of jitterwatch") && s.contains("on_switch"), "{s}");
+    assert!(line_with(&s, "on_switch").contains("85 ns/event"), "{s}");
+    a.apply(Action::Help);
+    assert!(!text(&draw(&a, 80, 24)).contains("Cost of jitterwatch"));
+}
+
+#[test]
+fn tab_moves_between_panes_and_small_screens_swap_in_the_histogram() {
+    let mut a = app();
+    let panes: Vec<_> = (0..4)
+        .map(|_| {
+            a.apply(Action::NextPane);
+            a.focus
+        })
+        .collect();
+    assert_eq!(panes.len(), 4);
+    assert_eq!(a.focus, super::Pane::Culprits);
+    while a.focus != super::Pane::Histogram {
+        a.apply(Action::NextPane);
+    }
+    let s = text(&draw(&a, 80, 24));
+    assert!(s.contains("▶ Loop gaps") && !s.contains("Culprits"), "{s}");
+}
+
+#[test]
+fn no_color_means_no_colour() {
+    let mut a = app();
+    a.color = false;
+    let b = draw(&a, 160, 48);
+    assert!(b.content.iter().all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
+    // Drops are still flagged, by reverse video.
+    let s = text(&b);
+    assert!(s.contains("drops 3"));
+}
+
+#[test]
+fn tiny_terminal_says_so() {
+    assert!(text(&draw(&app(), 30, 8)).contains("too small"));
+}
