@@ -28,6 +28,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let cpus = checks::watched_cpus(root, args.cpus.as_deref())?;
     checks::privileges()?;
     checks::btf(root)?;
+    checks::no_other_probe(root, &cpus)?;
     let housekeeping = checks::housekeeping(&checks::online_cpus(root)?, &cpus);
     // Every thread spawned from here inherits this; probes re-pin themselves.
     sys::pin_to(&housekeeping).context("cannot pin jitterwatch to the unwatched CPUs")?;
