@@ -4,6 +4,7 @@
 //! with `pub fn run(args: &[String]) -> anyhow::Result<()>`, declare it
 //! below and add a row to the table.
 
+mod bench;
 mod build;
 mod deps;
 mod proc;
@@ -25,6 +26,12 @@ const COMMANDS: &[(&str, &str, &str, Cmd)] = &[
         deps::run,
     ),
     ("build", "build", "deps, then cargo build --release", build::run),
+    (
+        "bench",
+        "bench [--quick]",
+        "measure jitterwatch's own cost (as root, ~5 min) and write BENCHMARKS.md",
+        bench::run,
+    ),
     (
         "run",
         "run [-- ARGS]",
