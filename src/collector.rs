@@ -206,6 +206,10 @@ fn refresh(stats: &mut Stats, tracer: &Tracer<'_>, probes: &[Arc<ProbeShared>], 
             let floor = p.floor_ns.load(Relaxed);
             c.floor_ns = if floor == u64::MAX { 0 } else { floor };
             c.loop_hist = p.histogram();
+            let (loops, first) = (p.loops.load(Relaxed), p.first_sample_ns.load(Relaxed));
+            if loops > 0 && first > 0 {
+                c.loop_mean_ns = p.progress.load(Relaxed).saturating_sub(first) as f64 / loops as f64;
+            }
             c.overflow = p.overflow.load(Relaxed);
             c.drops = drops.get(p.cpu as usize).copied().unwrap_or(0);
         }

@@ -29,6 +29,8 @@ pub struct CpuStats {
     pub cpu: u32,
     pub threshold_ns: u64,
     pub floor_ns: u64,
+    /// Mean probe loop period, ns (time measured / iterations).
+    pub loop_mean_ns: f64,
     pub hiccups: u64,
     pub stolen_ns: u64,
     pub explained_ns: u64,
@@ -48,6 +50,7 @@ impl CpuStats {
             cpu,
             threshold_ns: 0,
             floor_ns: 0,
+            loop_mean_ns: 0.0,
             hiccups: 0,
             stolen_ns: 0,
             explained_ns: 0,
