@@ -1,0 +1,243 @@
+//! `cargo xtask bench [--quick]`: measures jitterwatch's own cost and writes
+//! BENCHMARKS.md at the repository root.
+//!
+//! Six figures, each as ratios within one run with alternation and
+//! repetitions (this VM's host pauses vCPUs; medians and ranges matter):
+//! 1. the probe's loop floor against a bare C clock_gettime loop (+ the
+//!    auto-threshold); 6. start-up, from the same runs;
+//! 2. perf bench sched pipe on the housekeeping CPU alone / while
+//!    jitterwatch watches the last CPU / while bpftrace traces it;
+//! 3. each BPF program's ns per run (--bpf-stats) under a switch storm;
+//! 4. the event rate drained without ring-buffer drops;
+//! 5. peak RSS over a long run at a high rate.
+//!
+//! Needs root (BPF): a non-root user builds, then the bench re-runs itself
+//! through sudo.
+
+mod assets;
+mod capacity;
+mod machine;
+mod measure;
+mod quiet;
+mod report;
+mod util;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::{deps, proc};
+
+const USAGE: &str = "usage: cargo xtask bench [--quick]";
+/// Internal: the sudo'd re-run, after the user's build.
+const BUILT: &str = "--built";
+
+pub fn run(args: &[String]) -> Result<()> {
+    let (mut quick, mut built) = (false, false);
+    for a in args {
+        match a.as_str() {
+            "--quick" => quick = true,
+            BUILT => built = true,
+            _ => bail!("{USAGE}"),
+        }
+    }
+    let started = Instant::now();
+    if !proc::is_root() {
+        // Build as the user (target/ stays theirs), measure as root.
+        let mut sudo = proc::sudo()?;
+        deps::ensure(false)?;
+        build()?;
+        let exe = std::env::current_exe().context("locating the xtask binary")?;
+        sudo.arg("-E").arg(exe).args(["bench", BUILT]);
+        if quick {
+            sudo.arg("--quick");
+        }
+        println!("bench: BPF needs root; running the measurements through sudo");
+        let st = proc::status(&mut sudo)?;
+        return if st.success() { Ok(()) } else { Err(proc::ChildExit(proc::exit_code(st)).into()) };
+    }
+    if !built {
+        deps::ensure(false)?;
+        build()?;
+    }
+    let bin = proc::target_dir().join("release/jitterwatch");
+    if !bin.is_file() {
+        bail!("{} is missing after the build", bin.display());
+    }
+    let cpus = online_cpus()?;
+    if cpus.len() < 2 {
+        bail!("the bench needs at least 2 online CPUs (one watched, one housekeeping); this machine has {}", cpus.len());
+    }
+    let (house, watched) = (cpus[0], cpus[cpus.len() - 1]);
+    // xtask and everything it spawns stay off the watched CPU unless pinned there.
+    util::pin_self(house)?;
+    let _tracefs = TraceFs::ensure()?;
+
+    let tmp = std::env::temp_dir().join(format!("jw-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let _cleanup = RmDir(tmp.clone());
+    let (script, bt_probes) = assets::bpftrace_script(watched);
+    let bt_script = tmp.join("same-tracepoints.bt");
+    std::fs::write(&bt_script, script)?;
+    let cx = measure::Ctx {
+        bin,
+        watched,
+        house,
+        quick,
+        cloop: assets::compile(&tmp, "cloop", assets::CLOOP)?,
+        pingpong: assets::compile(&tmp, "pingpong", assets::PINGPONG)?,
+        hog: assets::compile(&tmp, "hog", assets::HOG)?,
+        bt_script,
+    };
+
+    println!("bench: watched CPU {watched}, housekeeping CPU {house}{}", if quick { " (quick mode)" } else { "" });
+    let quiet = quiet::quiet_check();
+    // Other tracers or builds started meanwhile skew the figures: note them.
+    let mut seen: Vec<String> = vec![];
+    let mut lap = Instant::now();
+    let mut check = |phase: &str| {
+        println!("bench:   ({phase} took {:.0} s)", lap.elapsed().as_secs_f64());
+        lap = Instant::now();
+        for p in quiet::intruders() {
+            println!("bench: WARNING: {p} was running after {phase}");
+            seen.push(format!("{p} (after {phase})"));
+        }
+    };
+    println!("bench: 1+6/6 probe floor vs a C clock_gettime loop, and start-up");
+    let floor = measure::floor(&cx)?;
+    check("figure 1");
+    println!("bench: 2/6 perf bench sched pipe on CPU {house}: alone / jitterwatch / bpftrace / spin loop / alone");
+    let machine = machine::machine_cost(&cx)?;
+    check("figure 2");
+    println!("bench: 3/6 BPF ns per run under a context-switch load");
+    let bpf = measure::bpf_cost(&cx)?;
+    check("figure 3");
+    println!("bench: 4/6 ring-buffer capacity under context-switch storms on CPU {watched}");
+    let cap = capacity::capacity(&cx)?;
+    check("figure 4");
+    println!("bench: 5/6 memory over a long run at a high event rate");
+    let mem = capacity::memory(&cx)?;
+    check("figure 5");
+
+    let results = report::Results { floor, machine, bpf, cap, mem, bt_probes };
+    let mut mc = machine_info(watched, house, started.elapsed().as_secs_f64(), quick);
+    mc.quiet = if seen.is_empty() { quiet } else { format!("{quiet}; **seen during the bench**: {}", seen.join(", ")) };
+    let md = report::markdown(&mc, &results);
+    let out = proc::root().join("BENCHMARKS.md");
+    std::fs::write(&out, md).with_context(|| format!("writing {}", out.display()))?;
+    give_back(&out);
+    report::print(&results);
+    println!("bench: wrote {} in {:.0} s", out.display(), started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn build() -> Result<()> {
+    proc::check(proc::cargo().args(["build", "--release", "--bin", "jitterwatch"]))
+}
+
+/// The online CPUs, from the kernel's cpulist ("0-1", "0,2-3").
+fn online_cpus() -> Result<Vec<usize>> {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/online").context("reading the online CPUs")?;
+    let mut v = vec![];
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (usize, usize) = (a.parse()?, b.parse()?);
+        v.extend(a..=b);
+    }
+    Ok(v)
+}
+
+/// bpftrace's `tracepoint:` probes need tracefs; mount it for the bench
+/// when it is not, and unmount it after.
+struct TraceFs(bool);
+
+impl TraceFs {
+    fn ensure() -> Result<TraceFs> {
+        if Path::new(assets::TRACEFS).join("events").exists() {
+            return Ok(TraceFs(false));
+        }
+        println!("bench: mounting tracefs on {} for bpftrace (unmounted after)", assets::TRACEFS);
+        proc::check(Command::new("mount").args(["-t", "tracefs", "nodev", assets::TRACEFS]))?;
+        Ok(TraceFs(true))
+    }
+}
+
+impl Drop for TraceFs {
+    fn drop(&mut self) {
+        if self.0 {
+            let _ = Command::new("umount").arg(assets::TRACEFS).status();
+        }
+    }
+}
+
+struct RmDir(PathBuf);
+
+impl Drop for RmDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Under sudo, hand the report back to the user who asked for it.
+fn give_back(path: &Path) {
+    let id = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
+    if let (Some(uid), Some(gid)) = (id("SUDO_UID"), id("SUDO_GID")) {
+        let _ = std::os::unix::fs::chown(path, Some(uid), Some(gid));
+    }
+}
+
+fn first_line(cmd: &mut Command) -> String {
+    cmd.output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(if o.stdout.is_empty() { &o.stderr } else { &o.stdout }).lines().next().unwrap_or("").trim().to_string())
+        .unwrap_or_default()
+}
+
+fn machine_info(watched: usize, house: usize, runtime_s: f64, quick: bool) -> report::Machine {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default().trim().to_string();
+    let cpuinfo = read("/proc/cpuinfo");
+    let cpu_model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_string()))
+        .unwrap_or_else(|| "unknown".into());
+    let virt = match proc::which("systemd-detect-virt").map(|p| first_line(Command::new(p).arg("--vm"))) {
+        Some(v) if !v.is_empty() && v != "none" => format!("guest ({v})"),
+        _ if cpuinfo.contains(" hypervisor") => "guest (hypervisor CPU flag)".into(),
+        _ => "none detected".into(),
+    };
+    let root = proc::root();
+    let mut commit = first_line(Command::new("git").arg("-C").arg(root).args(["rev-parse", "--short", "HEAD"]));
+    let dirty = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["status", "--porcelain", "--", ".", ":!BENCHMARKS.md"])
+        .output()
+        .map(|o| !o.stdout.is_empty())
+        .unwrap_or(false);
+    if dirty {
+        commit.push_str(" + uncommitted changes");
+    }
+    let tools = format!(
+        "{}; {}; gcc {}",
+        first_line(Command::new("perf").arg("--version")),
+        first_line(Command::new("bpftrace").arg("--version")),
+        first_line(Command::new("gcc").arg("-dumpfullversion"))
+    );
+    report::Machine {
+        date: first_line(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"])),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        cpu_model,
+        nproc: online_cpus().map(|v| v.len()).unwrap_or(0),
+        clocksource: read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        virt,
+        commit,
+        tools,
+        watched,
+        house,
+        runtime_s,
+        quick,
+        quiet: String::new(),
+    }
+}

@@ -1,0 +1,173 @@
+//! Figures 4 and 5: the event rate the consumer drains without drops, and
+//! the peak RSS over a long run at a high rate.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::measure::Ctx;
+use super::util::{self, num, Bg, Jw, Mem};
+
+/// A context-switch load on the watched CPU.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Load {
+    Idle,
+    PerfPipe,
+    PingPong(u32),
+}
+
+impl Load {
+    pub fn describe(self) -> String {
+        match self {
+            Load::Idle => "idle (probe only)".into(),
+            Load::PerfPipe => "perf bench sched pipe -T".into(),
+            Load::PingPong(n) => format!("futex ping-pong × {n} pairs"),
+        }
+    }
+
+    /// Starts the load; the ping-pong ends by itself after `max_s` at most.
+    fn start(self, cx: &Ctx, max_s: u64) -> Result<Option<Bg>> {
+        let cpu = cx.watched.to_string();
+        let mut cmd = Command::new("taskset");
+        cmd.args(["-c", &cpu]).stdout(Stdio::null()).stderr(Stdio::null());
+        match self {
+            Load::Idle => return Ok(None),
+            Load::PerfPipe => cmd.args(["perf", "bench", "sched", "pipe", "-T", "-l", "1000000000"]),
+            Load::PingPong(n) => cmd.arg(&cx.pingpong).args([n.to_string(), max_s.to_string()]),
+        };
+        let bg = Bg::spawn(&mut cmd)?;
+        // Let it reach its rate before jitterwatch starts counting.
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(Some(bg))
+    }
+}
+
+/// One jitterwatch run under a load.
+pub struct RateRun {
+    pub load: Load,
+    /// The housekeeping CPU was taken from the consumer for this long (ms).
+    pub stall_ms: u64,
+    pub events_per_sec: f64,
+    pub events: f64,
+    pub drops: f64,
+    pub lag_max_ms: f64,
+}
+
+fn rate_run(cx: &Ctx, load: Load, secs: f64, stall_ms: u64) -> Result<RateRun> {
+    let _load = load.start(cx, secs as u64 + 10)?;
+    let run = if stall_ms == 0 {
+        util::jw_run(&cx.bin, cx.watched, secs, &[], None)?
+    } else {
+        let (c, d) = (cx.watched.to_string(), format!("{}ms", (secs * 1000.0) as u64));
+        let mut j = Jw::spawn(&cx.bin, &["--cpus", &c, "--no-tui", "--json", "--duration", &d], None)?;
+        j.wait_ready(Duration::from_secs(20))?;
+        std::thread::sleep(Duration::from_millis(500));
+        util::output(
+            Command::new("taskset")
+                .args(["-c", &cx.house.to_string()])
+                .arg(&cx.hog)
+                .arg(stall_ms.to_string()),
+        )?;
+        j.finish()?
+    };
+    let v = &run.json;
+    Ok(RateRun {
+        load,
+        stall_ms,
+        events_per_sec: num(v, "/events_per_sec"),
+        events: num(v, "/events"),
+        drops: num(v, "/overhead/ringbuf_drops"),
+        lag_max_ms: num(v, "/overhead/lag_max_ns") / 1e6,
+    })
+}
+
+pub struct Capacity {
+    pub secs: f64,
+    pub runs: Vec<RateRun>,
+    /// Highest events/s of a run without drops (stall runs excluded).
+    pub max_clean: f64,
+    /// Highest events/s reached at all (stall runs excluded).
+    pub max_rate: f64,
+    pub lag_max_ms: f64,
+}
+
+/// 4: steps of load on the watched CPU, up then down; then the largest
+/// load with the consumer starved by a SCHED_FIFO hog on its CPU.
+pub fn capacity(cx: &Ctx) -> Result<Capacity> {
+    let secs = if cx.quick { 1.5 } else { 3.0 };
+    let steps = [Load::Idle, Load::PerfPipe, Load::PingPong(1), Load::PingPong(2), Load::PingPong(4), Load::PingPong(8), Load::PingPong(16)];
+    let mut order: Vec<Load> = steps.to_vec();
+    if !cx.quick {
+        order.extend(steps.iter().rev());
+    }
+    let mut runs = vec![];
+    for load in order {
+        let r = rate_run(cx, load, secs, 0)?;
+        println!(
+            "bench:   {:<28} {:>9.0} events/s, {} drops, lag ≤ {:.1} ms",
+            load.describe(),
+            r.events_per_sec,
+            r.drops,
+            r.lag_max_ms
+        );
+        runs.push(r);
+    }
+    let clean = |r: &&RateRun| r.stall_ms == 0;
+    let max_clean = runs.iter().filter(clean).filter(|r| r.drops == 0.0).map(|r| r.events_per_sec).fold(0.0, f64::max);
+    let max_rate = runs.iter().filter(clean).map(|r| r.events_per_sec).fold(0.0, f64::max);
+    let lag_max_ms = runs.iter().map(|r| r.lag_max_ms).fold(0.0, f64::max);
+    for stall_ms in [100, 400] {
+        let r = rate_run(cx, Load::PingPong(4), secs, stall_ms)?;
+        println!(
+            "bench:   consumer starved {stall_ms} ms: {:.0} events/s, {} drops, lag ≤ {:.1} ms",
+            r.events_per_sec, r.drops, r.lag_max_ms
+        );
+        runs.push(r);
+    }
+    Ok(Capacity { secs, runs, max_clean, max_rate, lag_max_ms })
+}
+
+pub struct Memory {
+    pub secs: f64,
+    pub load: Load,
+    pub mem: Mem,
+    pub events_per_sec: f64,
+    pub drops: f64,
+    pub lag_max_ms: f64,
+    /// From the spawn to the exit, s (the run asked for `secs`).
+    pub wall_s: f64,
+    /// VmRSS (kB) a quarter into the run and at its end.
+    pub rss_early_kb: u64,
+    pub rss_end_kb: u64,
+    /// CPU used on the housekeeping CPUs (all threads but the probes), %.
+    pub house_cpu_pct: f64,
+}
+
+/// 5: a long run at a high event rate, VmRSS sampled every 100 ms.
+pub fn memory(cx: &Ctx) -> Result<Memory> {
+    let secs = if cx.quick { 5.0 } else { 30.0 };
+    let load = Load::PingPong(4);
+    // A bounded storm: jitterwatch has been seen to outlive its --duration
+    // until the storm ends; this keeps the bench bounded and shows it.
+    let _load = load.start(cx, secs as u64 + 10)?;
+    let run = util::jw_run(&cx.bin, cx.watched, secs, &[], Some(Duration::from_millis(100)))?;
+    let mem = run.mem.unwrap_or_default();
+    let v = &run.json;
+    let t_early = run.t0_ns + (secs * 0.25 * 1e9) as u64;
+    let rss_early_kb = mem.rss_trace.iter().find(|s| s.0 >= t_early).map_or(0, |s| s.1);
+    let rss_end_kb = mem.rss_trace.last().map_or(0, |s| s.1);
+    let dur = num(v, "/duration_ns") / 1e9;
+    Ok(Memory {
+        secs,
+        load,
+        events_per_sec: num(v, "/events_per_sec"),
+        drops: num(v, "/overhead/ringbuf_drops"),
+        lag_max_ms: num(v, "/overhead/lag_max_ns") / 1e6,
+        wall_s: (run.exit_ns - run.t0_ns) as f64 / 1e9,
+        rss_early_kb,
+        rss_end_kb,
+        house_cpu_pct: 100.0 * mem.ns_other as f64 / 1e9 / dur,
+        mem,
+    })
+}

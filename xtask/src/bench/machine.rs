@@ -1,0 +1,185 @@
+//! Figure 2: what jitterwatch costs the CPUs it does not watch, against
+//! bpftrace on the same tracepoints. `perf bench sched pipe` on the
+//! housekeeping CPU, in five conditions rotated within each repetition.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use super::measure::Ctx;
+use super::util::{self, num, Bg, Jw, Spread};
+
+/// The conditions, in the order of the first repetition.
+pub const CONDITIONS: [&str; 5] = ["alone", "jitterwatch", "bpftrace", "bare spin loop", "alone again"];
+const ALONE: usize = 0;
+const JW: usize = 1;
+const BT: usize = 2;
+const SPIN: usize = 3;
+const ALONE2: usize = 4;
+
+pub struct MachineCost {
+    pub reps: usize,
+    pub loops: u64,
+    /// ops/s per condition.
+    pub ops: [Spread; 5],
+    /// Per repetition: ops(condition) / mean of that repetition's two alone runs.
+    pub ratio: [Spread; 5],
+    /// Best run of a condition over the best alone run.
+    pub best_ratio: [f64; 5],
+    /// The null control: alone again / alone, per repetition.
+    pub null: Spread,
+    /// Events each tracer saw on the watched CPU meanwhile (sanity).
+    pub jw_events: Spread,
+    pub bt_events: Spread,
+    /// CPU used by jitterwatch's own non-probe threads during its perf runs,
+    /// % of one CPU (they run on the housekeeping CPUs).
+    pub jw_threads_pct: Spread,
+}
+
+impl MachineCost {
+    /// Throughput lost under jitterwatch, % (median of the paired ratios).
+    pub fn jw_cost_pct(&self) -> f64 {
+        100.0 * (1.0 - self.ratio[JW].median)
+    }
+
+    pub fn bt_cost_pct(&self) -> f64 {
+        100.0 * (1.0 - self.ratio[BT].median)
+    }
+}
+
+/// bpftrace on the watched CPU, attached.
+fn bpftrace(cx: &Ctx) -> Result<(Bg, Receiver<String>)> {
+    let mut bg = Bg::spawn(
+        Command::new("bpftrace")
+            .arg(&cx.bt_script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    )?;
+    let out = bg.0.stdout.take().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    // "Attaching N probes..." comes before the attach; give it a moment after.
+    loop {
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(l) if l.starts_with("Attaching") => break,
+            Ok(_) => {}
+            Err(_) => bail!("bpftrace did not start (run `bpftrace {}` to see why)", cx.bt_script.display()),
+        }
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    if let Ok(Some(st)) = bg.0.try_wait() {
+        bail!("bpftrace exited while attaching ({st})");
+    }
+    Ok((bg, rx))
+}
+
+/// Stops bpftrace and sums the counts it prints.
+fn bpftrace_stop(mut bg: Bg, rx: Receiver<String>) -> Result<f64> {
+    util::signal(&bg.0, libc::SIGINT);
+    let st = bg.0.wait().context("waiting for bpftrace")?;
+    if !st.success() {
+        bail!("bpftrace failed ({st})");
+    }
+    Ok(rx
+        .try_iter()
+        .filter_map(|l| l.rsplit_once("]: ").and_then(|(_, n)| n.trim().parse::<f64>().ok()))
+        .sum())
+}
+
+/// One perf run under condition `c`; tracer event counts go to `events`.
+fn one(cx: &Ctx, c: usize, loops: u64, events: &mut [Vec<f64>; 2], house: &mut Vec<f64>) -> Result<f64> {
+    match c {
+        JW => {
+            let wcpu = cx.watched.to_string();
+            let mut j = Jw::spawn(&cx.bin, &["--cpus", &wcpu, "--no-tui", "--json", "--duration", "10m"], None)?;
+            j.wait_ready(Duration::from_secs(20))?;
+            std::thread::sleep(Duration::from_millis(200));
+            let (cpu0, t0) = (util::thread_ns(j.pid()).map_or(0, |t| t.0), util::mono_ns());
+            let ops = util::perf_pipe(cx.house, loops)?;
+            let (cpu1, t1) = (util::thread_ns(j.pid()).map_or(0, |t| t.0), util::mono_ns());
+            house.push(100.0 * cpu1.saturating_sub(cpu0) as f64 / (t1 - t0) as f64);
+            j.interrupt();
+            events[0].push(num(&j.finish()?.json, "/events"));
+            Ok(ops)
+        }
+        BT => {
+            let (b, rx) = bpftrace(cx)?;
+            let ops = util::perf_pipe(cx.house, loops)?;
+            events[1].push(bpftrace_stop(b, rx)?);
+            Ok(ops)
+        }
+        SPIN => {
+            let _spin = Bg::spawn(
+                Command::new("taskset")
+                    .args(["-c", &cx.watched.to_string()])
+                    .arg(&cx.cloop)
+                    .arg("600")
+                    .stdout(Stdio::null()),
+            )?;
+            std::thread::sleep(Duration::from_millis(200));
+            util::perf_pipe(cx.house, loops)
+        }
+        _ => util::perf_pipe(cx.house, loops),
+    }
+}
+
+/// perf bench sched pipe on the housekeeping CPU: alone, while jitterwatch
+/// watches the other CPU, while bpftrace traces it, while a bare loop spins
+/// there, and alone again (the null control).
+pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
+    let reps = cx.reps(7);
+    // Size a run to ~1.5 s from a warm-up (which also warms caches and perf).
+    let warm = util::perf_pipe(cx.house, 100_000)?;
+    let secs = if cx.quick { 0.5 } else { 1.5 };
+    let loops = ((warm * secs) as u64).max(20_000);
+    let mut ops: [Vec<f64>; 5] = Default::default();
+    let mut ratio: [Vec<f64>; 5] = Default::default();
+    let mut null = vec![];
+    let mut events: [Vec<f64>; 2] = Default::default();
+    let mut house = vec![];
+    for rep in 0..reps {
+        let mut got = [f64::NAN; 5];
+        // Rotate the order: ABCDE, BCDEA, CDEAB, ...
+        for step in 0..5 {
+            let c = (rep + step) % 5;
+            got[c] = one(cx, c, loops, &mut events, &mut house)?;
+        }
+        let base = (got[ALONE] + got[ALONE2]) / 2.0;
+        for c in 0..5 {
+            ops[c].push(got[c]);
+            ratio[c].push(got[c] / base);
+        }
+        null.push(got[ALONE2] / got[ALONE]);
+        let d = |c: usize| 100.0 * (got[c] / base - 1.0);
+        println!(
+            "bench:   rep {}: alone {:.0} ops/s; jitterwatch {:+.1}%, bpftrace {:+.1}%, bare spin {:+.1}%, alone vs alone again {:+.1}%",
+            rep + 1,
+            base,
+            d(JW),
+            d(BT),
+            d(SPIN),
+            100.0 * (got[ALONE2] / got[ALONE] - 1.0)
+        );
+    }
+    let best = |c: usize| ops[c].iter().copied().fold(f64::NAN, f64::max);
+    let best_alone = best(ALONE).max(best(ALONE2));
+    Ok(MachineCost {
+        reps,
+        loops,
+        ops: std::array::from_fn(|c| Spread::of(&ops[c])),
+        ratio: std::array::from_fn(|c| Spread::of(&ratio[c])),
+        best_ratio: std::array::from_fn(|c| best(c) / best_alone),
+        null: Spread::of(&null),
+        jw_events: Spread::of(&events[0]),
+        bt_events: Spread::of(&events[1]),
+        jw_threads_pct: Spread::of(&house),
+    })
+}

@@ -1,0 +1,209 @@
+//! Figures 1, 3 and 6: the probe's floor against a bare C loop (its runs
+//! also give the start-up times), and each BPF program's run time.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::util::{self, num, Bg, Spread};
+
+/// What every measurement needs.
+pub struct Ctx {
+    pub bin: PathBuf,
+    pub watched: usize,
+    pub house: usize,
+    pub quick: bool,
+    pub cloop: PathBuf,
+    pub pingpong: PathBuf,
+    pub hog: PathBuf,
+    pub bt_script: PathBuf,
+}
+
+impl Ctx {
+    pub fn reps(&self, full: usize) -> usize {
+        if self.quick { 2.min(full) } else { full }
+    }
+}
+
+pub struct Floor {
+    pub reps: usize,
+    pub secs: f64,
+    pub c_min: Spread,
+    pub c_mean: Spread,
+    pub jw_floor: Spread,
+    pub jw_mean: Spread,
+    pub threshold: Spread,
+    pub ratio_floor: Spread,
+    pub ratio_mean: Spread,
+    /// Where jitterwatch's mean period came from, None if the JSON lacks it.
+    pub mean_source: Option<&'static str>,
+    pub startup: Startup,
+}
+
+/// Start-up, ms from the spawn.
+pub struct Startup {
+    pub to_main: Spread,
+    pub to_first_sample: Spread,
+    pub to_first_event: Spread,
+}
+
+/// jitterwatch's mean loop period from the summary, if it carries one.
+fn jw_mean_period(v: &serde_json::Value) -> Option<(f64, &'static str)> {
+    if let Some(m) = v.pointer("/cpus/0/loop_mean_ns").and_then(|x| x.as_f64()) {
+        return Some((m, "cpus[].loop_mean_ns"));
+    }
+    let loops = v.pointer("/cpus/0/loops").and_then(|x| x.as_f64())?;
+    let dur = v.pointer("/duration_ns").and_then(|x| x.as_f64())?;
+    (loops > 0.0).then(|| (dur / loops, "duration_ns / cpus[].loops"))
+}
+
+/// 1 and 6: alternating C loop / jitterwatch runs on the watched CPU.
+pub fn floor(cx: &Ctx) -> Result<Floor> {
+    let reps = cx.reps(7);
+    let secs = if cx.quick { 0.5 } else { 1.0 };
+    let cpu = cx.watched.to_string();
+    let (mut c_min, mut c_mean, mut jw_floor, mut jw_mean, mut thr) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut r_floor, mut r_mean) = (vec![], vec![]);
+    let (mut to_main, mut to_sample, mut to_event) = (vec![], vec![], vec![]);
+    let mut mean_source = None;
+    for rep in 0..reps {
+        let mut c = (0.0, 0.0);
+        let mut j = (f64::NAN, f64::NAN);
+        // Alternate which goes first, so a drift does not favour one.
+        for step in 0..2 {
+            if (rep + step) % 2 == 0 {
+                let out = util::output(Command::new("taskset").args(["-c", &cpu]).arg(&cx.cloop).arg(secs.to_string()))?;
+                c = (util::field(&out, "min_ns")?, util::field(&out, "mean_ns")?);
+            } else {
+                let run = util::jw_run(&cx.bin, cx.watched, secs, &[], None)?;
+                let v = &run.json;
+                let mean = jw_mean_period(v);
+                mean_source = mean_source.or(mean.map(|m| m.1));
+                j = (num(v, "/cpus/0/loop_floor_ns"), mean.map_or(f64::NAN, |m| m.0));
+                thr.push(num(v, "/cpus/0/threshold_ns"));
+                let ms = |ptr: &str| (num(v, ptr) - run.t0_ns as f64) / 1e6;
+                to_main.push(ms("/overhead/main_start_ns"));
+                to_sample.push(ms("/overhead/first_sample_ns"));
+                to_event.push(ms("/overhead/first_event_ns"));
+            }
+        }
+        c_min.push(c.0);
+        c_mean.push(c.1);
+        jw_floor.push(j.0);
+        jw_mean.push(j.1);
+        r_floor.push(j.0 / c.0);
+        r_mean.push(j.1 / c.1);
+    }
+    Ok(Floor {
+        reps,
+        secs,
+        c_min: Spread::of(&c_min),
+        c_mean: Spread::of(&c_mean),
+        jw_floor: Spread::of(&jw_floor),
+        jw_mean: Spread::of(&jw_mean),
+        threshold: Spread::of(&thr),
+        ratio_floor: Spread::of(&r_floor),
+        ratio_mean: Spread::of(&r_mean),
+        mean_source,
+        startup: Startup {
+            to_main: Spread::of(&to_main),
+            to_first_sample: Spread::of(&to_sample),
+            to_first_event: Spread::of(&to_event),
+        },
+    })
+}
+
+pub struct ProgCost {
+    pub name: String,
+    pub run_cnt: Spread,
+    pub ns_per_run: Spread,
+}
+
+pub struct BpfCost {
+    pub reps: usize,
+    pub secs: f64,
+    /// Load on the watched CPU: the programs' real work.
+    pub watched: Vec<ProgCost>,
+    pub watched_events_per_sec: Spread,
+    /// Load on the housekeeping CPU: mostly the early return.
+    pub unwatched: Vec<ProgCost>,
+}
+
+impl BpfCost {
+    /// % of a CPU the programs took with the load on the housekeeping CPU.
+    pub fn busy_pct_unwatched(&self) -> f64 {
+        let ns: f64 = self.unwatched.iter().map(|p| p.run_cnt.median * p.ns_per_run.median).sum();
+        100.0 * ns / (self.secs * 1e9)
+    }
+}
+
+fn prog_costs(runs: &[serde_json::Value]) -> Vec<ProgCost> {
+    let mut names: Vec<String> = vec![];
+    for v in runs {
+        for p in v.pointer("/overhead/bpf_programs").and_then(|p| p.as_array()).into_iter().flatten() {
+            if let Some(n) = p["name"].as_str() {
+                if !names.iter().any(|x| x == n) {
+                    names.push(n.to_string());
+                }
+            }
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let pick = |key: &str| -> Vec<f64> {
+                runs.iter()
+                    .filter_map(|v| {
+                        v.pointer("/overhead/bpf_programs")?.as_array()?.iter().find(|p| p["name"] == name.as_str())?[key].as_f64()
+                    })
+                    .collect()
+            };
+            ProgCost { run_cnt: Spread::of(&pick("run_cnt")), ns_per_run: Spread::of(&pick("ns_per_run")), name }
+        })
+        .collect()
+}
+
+/// 3: --bpf-stats while perf bench sched pipe runs on the watched CPU, then
+/// on the housekeeping CPU (alternating).
+pub fn bpf_cost(cx: &Ctx) -> Result<BpfCost> {
+    let reps = cx.reps(3);
+    let secs = if cx.quick { 1.0 } else { 3.0 };
+    let (mut on_w, mut on_h) = (vec![], vec![]);
+    for _ in 0..reps {
+        for cpu in [cx.watched, cx.house] {
+            let _load = Bg::spawn(
+                Command::new("taskset")
+                    .args(["-c", &cpu.to_string(), "perf", "bench", "sched", "pipe", "-T", "-l", "1000000000"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null()),
+            )?;
+            std::thread::sleep(Duration::from_millis(300));
+            let run = util::jw_run(&cx.bin, cx.watched, secs, &["--bpf-stats"], None)?;
+            if cpu == cx.watched { &mut on_w } else { &mut on_h }.push(run.json);
+        }
+    }
+    Ok(BpfCost {
+        reps,
+        secs,
+        watched: prog_costs(&on_w),
+        watched_events_per_sec: Spread::of(&on_w.iter().map(|v| num(v, "/events_per_sec")).collect::<Vec<_>>()),
+        unwatched: prog_costs(&on_h),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_period_from_either_field() {
+        let v = serde_json::json!({"duration_ns": 1000, "cpus": [{"loop_mean_ns": 24.5}]});
+        assert_eq!(jw_mean_period(&v), Some((24.5, "cpus[].loop_mean_ns")));
+        let v = serde_json::json!({"duration_ns": 1000, "cpus": [{"loops": 40}]});
+        assert_eq!(jw_mean_period(&v).unwrap().0, 25.0);
+        let v = serde_json::json!({"duration_ns": 1000, "cpus": [{"loop_floor_ns": 22}]});
+        assert_eq!(jw_mean_period(&v), None);
+    }
+}
