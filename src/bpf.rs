@@ -114,6 +114,13 @@ impl<'obj> Tracer<'obj> {
         b.build().map_err(bpf("opening the ring buffer"))
     }
 
+    /// Stops every program from recording (they return after their lookup).
+    pub fn unwatch(&self) -> Result<(), TracerError> {
+        let bss = &self.skel.maps.bss;
+        let zeros = vec![0u8; bss.value_size() as usize];
+        bss.update(&0u32.to_ne_bytes(), &zeros, MapFlags::ANY).map_err(bpf("clearing the watched CPUs"))
+    }
+
     /// Failed ring-buffer reservations, indexed by CPU.
     pub fn drops(&self) -> Result<Vec<u64>, TracerError> {
         let per_cpu = self

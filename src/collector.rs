@@ -24,8 +24,15 @@ use crate::kallsyms::Kallsyms;
 use crate::probe::{now_ns, ProbeShared};
 use crate::stats::Stats;
 
-/// How often the ring buffer is drained.
+/// How often the ring buffer is drained: often under load, less when quiet
+/// (each wakeup costs the housekeeping CPU a little).
 pub const POLL: Duration = Duration::from_millis(2);
+const POLL_QUIET: Duration = Duration::from_millis(5);
+/// Fewer records than this in a drain counts as quiet.
+const QUIET_RECORDS: u64 = 256;
+/// Records read per drain at most, so a producer faster than the reader
+/// cannot keep it in one drain for ever.
+const MAX_PER_DRAIN: usize = 1 << 16;
 /// Records reserved before a drain but not yet committed block it for at
 /// most a few µs; a gap is attributed once the drain is this far past it.
 const MARGIN_NS: u64 = 1_000_000;
@@ -126,16 +133,33 @@ fn collect(
     stats.missing_tracepoints = missing;
     let mut csv_err = None;
     let mut next_publish = attach_ns;
+    let mut watermark = attach_ns;
     let mut started = false;
     loop {
         let last = done.load(Relaxed);
         if last {
-            // Let records stamped before the probes stopped be committed.
+            // Stop producing (a storm could outrun the reader for ever), then
+            // let records stamped before that be committed.
+            tracer.unwatch()?;
             thread::sleep(Duration::from_nanos(MARGIN_NS));
         }
         let drain_start = now_ns();
         oldest.set(u64::MAX);
-        rb.consume().context("reading the ring buffer")?;
+        let before = events.get();
+        loop {
+            let n = rb.consume_raw_n(MAX_PER_DRAIN);
+            if n < 0 {
+                return Err(std::io::Error::from_raw_os_error(-n)).context("reading the ring buffer");
+            }
+            // The last drain empties the buffer; the others take one batch.
+            if !last || (n as usize) < MAX_PER_DRAIN {
+                break;
+            }
+        }
+        let drained_records = events.get() - before;
+        // A capped drain that filled its batch may have left older records
+        // behind: only an emptied buffer moves the watermark.
+        let exhausted = drained_records < MAX_PER_DRAIN as u64 || last;
         let drained = now_ns();
         if oldest.get() != u64::MAX {
             let lag = drained.saturating_sub(oldest.get());
@@ -151,7 +175,9 @@ fn collect(
                 eng.on_gap(g);
             }
         }
-        let watermark = if last { drain_start } else { drain_start.saturating_sub(MARGIN_NS) };
+        if exhausted {
+            watermark = if last { drain_start } else { drain_start.saturating_sub(MARGIN_NS) };
+        }
         eng.attribute_ready(watermark, |h| {
             stats.record(&h);
             if let (Some(csv), None) = (cfg.csv.as_mut(), &csv_err) {
@@ -187,7 +213,7 @@ fn collect(
         if last {
             break;
         }
-        thread::sleep(POLL);
+        thread::sleep(if drained_records < QUIET_RECORDS { POLL_QUIET } else { POLL });
     }
     if let Some(csv) = cfg.csv.as_mut() {
         csv.flush().context("writing the CSV")?;

@@ -44,7 +44,8 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>) -> Result<i32> {
     let started = Instant::now();
     let mut broken_pipe = false;
     while !(lifecycle::stop_requested() || duration.is_some_and(|d| started.elapsed() >= d)) {
-        let r = rb.consume();
+        // Bounded: a storm could produce faster than lines can be printed.
+        let r = rb.consume_raw_n(1 << 14);
         if let Some(e) = failed.borrow_mut().take() {
             // A closed pipe (`| head`) is a normal way to stop.
             broken_pipe = e.kind() == std::io::ErrorKind::BrokenPipe;
@@ -53,7 +54,9 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>) -> Result<i32> {
             }
             return Err(e).context("writing events");
         }
-        r.context("reading the ring buffer")?;
+        if r < 0 {
+            return Err(std::io::Error::from_raw_os_error(-r)).context("reading the ring buffer");
+        }
         if let Err(e) = out.borrow_mut().flush() {
             broken_pipe = e.kind() == std::io::ErrorKind::BrokenPipe;
             if broken_pipe {
@@ -64,6 +67,7 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>) -> Result<i32> {
         thread::sleep(collector::POLL);
     }
     if !broken_pipe {
+        tracer.unwatch()?;
         rb.consume().context("reading the ring buffer")?;
         out.borrow_mut().flush().ok();
     }

@@ -140,3 +140,54 @@ fn sigterm_leaves_a_complete_csv_and_no_spinner() {
     // The file ends on a whole row.
     assert!(std::fs::read(&csv).unwrap().ends_with(b"\n"));
 }
+
+/// Two threads on `cpu` handing a byte back and forth until `stop` (or 20 s):
+/// a context switch per hand-off, faster than a reader may drain.
+fn storm(cpu: usize, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Vec<thread::JoinHandle<()>> {
+    use std::io::{Read, Write};
+    let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    [a, b]
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut s)| {
+            let stop = stop.clone();
+            thread::spawn(move || {
+                pin_self(cpu);
+                let mut buf = [0u8; 1];
+                if i == 0 {
+                    let _ = s.write_all(&buf);
+                }
+                let stop = stop.clone();
+                while std::time::Instant::now() < deadline && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if !matches!(s.read(&mut buf), Ok(1)) || s.write_all(&buf).is_err() {
+                        break;
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn stops_on_time_under_a_context_switch_storm() {
+    if !require_root_btf("stops_on_time_under_a_context_switch_storm") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    // The storm outlives the run: jitterwatch must not wait for it.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let threads = storm(cpu, stop.clone());
+    let t = std::time::Instant::now();
+    let (status, out, err) = run_bin(&["--cpus", &cpu.to_string(), "--duration", "2s", "--json"], Duration::from_secs(30));
+    let took = t.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in threads {
+        h.join().unwrap();
+    }
+    assert!(status.success(), "{err}");
+    assert!(took < Duration::from_secs(8), "asked for 2 s, took {took:?}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    assert!(v["events"].as_u64().unwrap() > 10_000, "no storm seen: {out}");
+}
