@@ -141,29 +141,36 @@ fn sigterm_leaves_a_complete_csv_and_no_spinner() {
     assert!(std::fs::read(&csv).unwrap().ends_with(b"\n"));
 }
 
-/// Two threads on `cpu` handing a byte back and forth until `stop` (or 20 s):
-/// a context switch per hand-off, faster than a reader may drain.
+fn futex(word: &std::sync::atomic::AtomicU32, op: i32, val: u32) {
+    // SAFETY: a futex call on a live, aligned u32.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op | libc::FUTEX_PRIVATE_FLAG, val, std::ptr::null::<libc::timespec>()) };
+}
+
+/// Two threads on `cpu` handing a turn back and forth through a futex until
+/// `stop`: a context switch per hand-off, as fast as the kernel switches.
 fn storm(cpu: usize, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Vec<thread::JoinHandle<()>> {
-    use std::io::{Read, Write};
-    let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    [a, b]
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut s)| {
-            let stop = stop.clone();
+    use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+    let turn = std::sync::Arc::new(AtomicU32::new(0));
+    (0..2u32)
+        .map(|me| {
+            let (turn, stop) = (turn.clone(), stop.clone());
             thread::spawn(move || {
                 pin_self(cpu);
-                let mut buf = [0u8; 1];
-                if i == 0 {
-                    let _ = s.write_all(&buf);
-                }
-                let stop = stop.clone();
-                while std::time::Instant::now() < deadline && !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    if !matches!(s.read(&mut buf), Ok(1)) || s.write_all(&buf).is_err() {
-                        break;
+                let deadline = std::time::Instant::now() + Duration::from_secs(20);
+                while !stop.load(SeqCst) && std::time::Instant::now() < deadline {
+                    while turn.load(SeqCst) != me {
+                        if stop.load(SeqCst) {
+                            turn.store(1 - me, SeqCst);
+                            futex(&turn, libc::FUTEX_WAKE, 1);
+                            return;
+                        }
+                        futex(&turn, libc::FUTEX_WAIT, 1 - me);
                     }
+                    turn.store(1 - me, SeqCst);
+                    futex(&turn, libc::FUTEX_WAKE, 1);
                 }
+                turn.store(1 - me, SeqCst);
+                futex(&turn, libc::FUTEX_WAKE, 1);
             })
         })
         .collect()
@@ -178,7 +185,8 @@ fn stops_on_time_under_a_context_switch_storm() {
     let cpu = last_cpu();
     // The storm outlives the run: jitterwatch must not wait for it.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let threads = storm(cpu, stop.clone());
+    // Several pairs: together they outrun a reader that drains until empty.
+    let threads: Vec<_> = (0..4).flat_map(|_| storm(cpu, stop.clone())).collect();
     let t = std::time::Instant::now();
     let (status, out, err) = run_bin(&["--cpus", &cpu.to_string(), "--duration", "2s", "--json"], Duration::from_secs(30));
     let took = t.elapsed();
@@ -189,5 +197,6 @@ fn stops_on_time_under_a_context_switch_storm() {
     assert!(status.success(), "{err}");
     assert!(took < Duration::from_secs(8), "asked for 2 s, took {took:?}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    eprintln!("storm: {} events/s, took {took:?}", v["events_per_sec"]);
     assert!(v["events"].as_u64().unwrap() > 10_000, "no storm seen: {out}");
 }
