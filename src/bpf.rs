@@ -162,6 +162,3 @@ impl<'obj> Tracer<'obj> {
             .collect()
     }
 }
-
-/// The size of one ring-buffer record, for rate and capacity figures.
-pub const EVENT_SIZE: usize = std::mem::size_of::<types::jw_event>();

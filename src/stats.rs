@@ -151,6 +151,10 @@ pub struct Stats {
     pub lag_max_ns: u64,
     /// CLOCK_MONOTONIC ns of the first event drained (0: none yet).
     pub first_event_ns: u64,
+    /// Events stamped slightly out of order on their CPU (clamped), and
+    /// timeline segments evicted because a window was full.
+    pub reordered_events: u64,
+    pub evicted_segments: u64,
     pub missing_tracepoints: Vec<&'static str>,
     /// Per-program BPF run statistics (with --bpf-stats).
     pub prog_stats: Vec<crate::bpf::ProgStat>,
@@ -170,6 +174,8 @@ impl Stats {
             lag_ns: 0,
             lag_max_ns: 0,
             first_event_ns: 0,
+            reordered_events: 0,
+            evicted_segments: 0,
             missing_tracepoints: Vec::new(),
             prog_stats: Vec::new(),
             unexplained_name: Arc::from(""),

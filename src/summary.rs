@@ -49,6 +49,8 @@ pub struct Overhead {
     pub first_sample_ns: u64,
     pub first_event_ns: u64,
     pub lag_max_ns: u64,
+    pub reordered_events: u64,
+    pub evicted_segments: u64,
     pub ringbuf_drops: u64,
     pub queue_overflows: u64,
     /// Per BPF program: runs and ns per run (with --bpf-stats).
@@ -118,6 +120,8 @@ impl Summary {
                 first_sample_ns: s.start_ns,
                 first_event_ns: s.first_event_ns,
                 lag_max_ns: s.lag_max_ns,
+                reordered_events: s.reordered_events,
+                evicted_segments: s.evicted_segments,
                 ringbuf_drops: s.cpus.iter().map(|c| c.drops).sum(),
                 queue_overflows: s.cpus.iter().map(|c| c.overflow).sum(),
                 bpf_programs: s
@@ -191,6 +195,10 @@ impl Summary {
             o.queue_overflows,
             crate::units::ns(o.lag_max_ns)
         )?;
+        if o.evicted_segments > 0 {
+            // Gaps longer than the window lose their oldest part to "unexplained".
+            writeln!(out, "  {} timeline segments evicted (window full)", o.evicted_segments)?;
+        }
         for p in &o.bpf_programs {
             writeln!(out, "  bpf {:<32} {:>10} runs {:>8.0} ns/run", p.name, p.run_cnt, p.ns_per_run)?;
         }

@@ -31,9 +31,3 @@ pub fn set_fifo(prio: i32) -> io::Result<()> {
     }
     Ok(())
 }
-
-/// The CPU the calling thread runs on now.
-pub fn current_cpu() -> usize {
-    // SAFETY: no arguments.
-    unsafe { libc::sched_getcpu() as usize }
-}

@@ -249,11 +249,6 @@ impl Timeline {
         }
     }
 
-    /// Where the timeline knows nothing before (oldest segment start).
-    pub fn oldest(&self) -> u64 {
-        self.segments.front().map_or(self.last, |s| s.start)
-    }
-
     pub fn len(&self) -> usize {
         self.segments.len()
     }

@@ -80,6 +80,8 @@ struct RateRef {
 
 pub struct App {
     pub info: SysInfo,
+    /// The isolation audit taken at start, to name a fix for the culprits.
+    pub audit: Option<crate::doctor::Report>,
     pub color: bool,
     /// Latest snapshot from the collector (frozen while paused).
     raw: Stats,
@@ -103,6 +105,7 @@ impl App {
     pub fn new(info: SysInfo, stats: Stats, color: bool) -> Self {
         let mut app = Self {
             info,
+            audit: None,
             color,
             raw: stats,
             since_reset: None,
@@ -202,6 +205,17 @@ impl App {
             Sort::Name => v.sort_by(|a, b| (&a.0 .2, a.0 .1, a.0 .0).cmp(&(&b.0 .2, b.0 .1, b.0 .0))),
         }
         v
+    }
+
+    /// The audit's fix for the biggest culprits of the chosen CPU (or all),
+    /// the first one that has one.
+    pub fn hint(&self) -> Option<String> {
+        let report = self.audit.as_ref()?;
+        self.view()
+            .top_causes(self.cpu_filter)
+            .into_iter()
+            .take(3)
+            .find_map(|((_, kind, name), _)| crate::doctor::hints(report, kind.as_str(), name).into_iter().next())
     }
 
     /// Recent worst stalls of the chosen CPU (or all), largest first.

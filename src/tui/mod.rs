@@ -52,6 +52,7 @@ pub fn run(publish: &Arc<Mutex<Stats>>, cpus: &[usize], duration: Option<Duratio
     let info = SysInfo::read(Path::new("/"), cpus);
     let first = snapshot(publish, None).unwrap_or_else(|| Stats::new(cpus, 0));
     let mut app = App::new(info, first, color_wanted());
+    app.audit = Some(crate::doctor::audit(Path::new("/"), cpus));
     let mut keys = keys::Keys::open();
     let mut term = terminal::Guard::enter()?;
     let mut last_change = Instant::now();

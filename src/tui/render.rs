@@ -95,13 +95,18 @@ impl Widget for &App {
         let big = large(area);
         let shown = self.view().cpus.len().clamp(1, if big { 12 } else { 4 });
         let head = header_lines(self, th, area.width);
-        let [top, cpus, body, foot] = Layout::vertical([
+        let hint = self.hint();
+        let [top, cpus, body, hint_area, foot] = Layout::vertical([
             Constraint::Length(head.len() as u16),
             Constraint::Length(shown as u16 + 3),
             Constraint::Fill(1),
+            Constraint::Length(hint.is_some() as u16),
             Constraint::Length(1),
         ])
         .areas(area);
+        if let Some(h) = hint {
+            Paragraph::new(Line::styled(format!(" hint: {}", crate::sanitize::visible(&h)), th.dim())).render(hint_area, buf);
+        }
         Paragraph::new(head).render(top, buf);
         panes::cpus(self, th, cpus, buf);
         if big {

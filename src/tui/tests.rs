@@ -219,3 +219,27 @@ fn no_color_means_no_colour() {
 fn tiny_terminal_says_so() {
     assert!(text(&draw(&app(), 30, 8)).contains("too small"));
 }
+
+#[test]
+fn hint_line_names_the_fix_for_the_top_culprit() {
+    use crate::doctor::{Finding, Report, Status};
+    let mut a = app();
+    assert!(!text(&draw(&a, 80, 24)).contains("hint:"), "no audit, no hint");
+    a.audit = Some(Report {
+        cpus: vec![6, 7],
+        findings: vec![Finding {
+            check: "irq".into(),
+            status: Status::Warn,
+            title: "IRQ 24 (virtio0-input.0) is delivered to CPU 7".into(),
+            why: String::new(),
+            evidence: vec![],
+            fix: Some("echo 0-5 > /proc/irq/24/smp_affinity_list".into()),
+            key: "irq:24".into(),
+        }],
+        unreadable: vec![],
+    });
+    a.cpu_filter = Some(7);
+    let screen = text(&draw(&a, 160, 48));
+    let line = line_with(&screen, "hint:");
+    assert!(line.contains("echo 0-5 > /proc/irq/24/smp_affinity_list"), "{line}");
+}
