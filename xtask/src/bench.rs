@@ -126,6 +126,7 @@ pub fn run(args: &[String]) -> Result<()> {
     mc.quiet = if seen.is_empty() { quiet } else { format!("{quiet}; **seen during the bench**: {}", seen.join(", ")) };
     let md = report::markdown(&mc, &results);
     let out = proc::root().join("BENCHMARKS.md");
+    let md = md + &kept_history(&out);
     std::fs::write(&out, md).with_context(|| format!("writing {}", out.display()))?;
     give_back(&out);
     report::print(&results);
@@ -239,5 +240,17 @@ fn machine_info(watched: usize, house: usize, runtime_s: f64, quick: bool) -> re
         runtime_s,
         quick,
         quiet: String::new(),
+    }
+}
+
+/// The hand-kept record of optimisations (its heading to the end of the
+/// file) survives each regeneration of BENCHMARKS.md.
+const HISTORY: &str = "## Before and after";
+
+fn kept_history(path: &std::path::Path) -> String {
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    match old.find(HISTORY) {
+        Some(i) => format!("\n{}", &old[i..]),
+        None => String::new(),
     }
 }
