@@ -22,6 +22,22 @@ fn set_other() {
     unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
 }
 
+/// Starts `jitterwatch --cpus CPU --no-tui ARGS --csv <tmp>/out.csv`.
+fn watch_to_csv(cpu: usize, args: &[&str]) -> (std::process::Child, tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let child = Command::new(bin())
+        .args(["--cpus", &cpu.to_string(), "--no-tui"])
+        .args(args)
+        .arg("--csv")
+        .arg(&csv)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (child, dir, csv)
+}
+
 #[test]
 fn a_fifo_hog_is_named_with_its_runtime() {
     if !require_root_btf("a_fifo_hog_is_named_with_its_runtime") {
@@ -29,16 +45,8 @@ fn a_fifo_hog_is_named_with_its_runtime() {
     }
     let _g = lock();
     let cpu = last_cpu();
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("out.csv");
     let name = random_name("jwhog");
-    let child = Command::new(bin())
-        .args(["--cpus", &cpu.to_string(), "--duration", "5s", "--no-tui", "--csv"])
-        .arg(&csv)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, _dir, csv) = watch_to_csv(cpu, &["--duration", "5s"]);
 
     let hog = {
         let name = name.clone();
@@ -89,15 +97,7 @@ fn stat_refresh_work_items_are_named() {
     }
     let _g = lock();
     let cpu = last_cpu();
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("out.csv");
-    let child = Command::new(bin())
-        .args(["--cpus", &cpu.to_string(), "--duration", "3s", "--no-tui", "--csv"])
-        .arg(&csv)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, _dir, csv) = watch_to_csv(cpu, &["--duration", "3s"]);
     thread::sleep(Duration::from_millis(1000));
     for _ in 0..10 {
         stat_refresh();
@@ -118,15 +118,7 @@ fn sigterm_leaves_a_complete_csv_and_no_spinner() {
     }
     let _g = lock();
     let cpu = last_cpu();
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("out.csv");
-    let child = Command::new(bin())
-        .args(["--cpus", &cpu.to_string(), "--no-tui", "--threshold", "300ns", "--csv"])
-        .arg(&csv)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, _dir, csv) = watch_to_csv(cpu, &["--threshold", "300ns"]);
     thread::sleep(Duration::from_millis(2000));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
