@@ -64,14 +64,9 @@ static __always_inline void submit(struct jw_event *e)
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
-	     struct task_struct *next, unsigned int prev_state)
+static __always_inline void fill_switch(struct jw_event *e, struct task_struct *prev,
+					struct task_struct *next, __u32 prev_state)
 {
-	struct jw_event *e = reserve(JW_SWITCH, preempt);
-
-	if (!e)
-		return 0;
 	e->u.sw.prev_pid = prev->pid;
 	e->u.sw.prev_tgid = prev->tgid;
 	e->u.sw.next_pid = next->pid;
@@ -79,8 +74,94 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
 	e->u.sw.prev_prio = prev->prio;
 	e->u.sw.next_prio = next->prio;
 	e->u.sw.prev_state = prev_state;
+	e->u.sw.prev_ran_ns = 0;
 	__builtin_memcpy(e->u.sw.prev_comm, prev->comm, JW_COMM_LEN);
 	__builtin_memcpy(e->u.sw.next_comm, next->comm, JW_COMM_LEN);
+}
+
+/* The same from pointers the verifier cannot trust (read through probes). */
+static __always_inline void fill_switch_probed(struct jw_event *e, struct task_struct *prev,
+					       struct task_struct *next, __u32 prev_state,
+					       __u32 prev_ran_ns)
+{
+	e->u.sw.prev_pid = BPF_CORE_READ(prev, pid);
+	e->u.sw.prev_tgid = BPF_CORE_READ(prev, tgid);
+	e->u.sw.next_pid = BPF_CORE_READ(next, pid);
+	e->u.sw.next_tgid = BPF_CORE_READ(next, tgid);
+	e->u.sw.prev_prio = BPF_CORE_READ(prev, prio);
+	e->u.sw.next_prio = BPF_CORE_READ(next, prio);
+	e->u.sw.prev_state = prev_state;
+	e->u.sw.prev_ran_ns = prev_ran_ns;
+	bpf_probe_read_kernel(e->u.sw.prev_comm, JW_COMM_LEN, prev->comm);
+	bpf_probe_read_kernel(e->u.sw.next_comm, JW_COMM_LEN, next->comm);
+}
+
+/*
+ * Context switches come from a per-CPU software perf event
+ * (PERF_COUNT_SW_CONTEXT_SWITCHES, period 1, opened on each watched CPU only):
+ * an unwatched CPU then pays a hash lookup per switch and never enters BPF,
+ * where the sched_switch tracepoint would run a program on every switch of
+ * every CPU. The event fires in prepare_task_switch(): current is still the
+ * outgoing task and rq->curr already the incoming one. The runqueue is
+ * reached through the outgoing task's cfs_rq (CONFIG_FAIR_GROUP_SCHED, which
+ * userspace checks), because the per-CPU runqueues symbol needs
+ * CONFIG_KALLSYMS_ALL. The idle task has no cfs_rq, so each CPU remembers its
+ * runqueue from the first other task switched out there (userspace makes
+ * one at attach).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} rq_of_cpu SEC(".maps");
+
+SEC("?perf_event")
+int on_switch_out(struct bpf_perf_event_data *ctx)
+{
+	struct task_struct *prev = bpf_get_current_task_btf();
+	struct rq *rq = BPF_CORE_READ(prev, se.cfs_rq, rq);
+	struct task_struct *next;
+	__u32 zero = 0;
+	__u64 *known = bpf_map_lookup_elem(&rq_of_cpu, &zero);
+	__u64 arrived, ran;
+	__u32 state;
+	struct jw_event *e;
+
+	if (!known)
+		return 0;
+	if (rq)
+		*known = (__u64)rq;
+	else
+		rq = (struct rq *)*known;
+	next = BPF_CORE_READ(rq, curr);
+	if (!next)
+		return 0;
+	state = BPF_CORE_READ(prev, __state);
+	/* Both on the rq clock, as updated at the start of each __schedule(). */
+	arrived = BPF_CORE_READ(prev, sched_info.last_arrival);
+	ran = BPF_CORE_READ(rq, clock) - arrived;
+	if (!arrived || ran > 0xffffffffULL)
+		ran = 0;
+	/* The tracepoint's preempt flag: switched out while still runnable. */
+	e = reserve(JW_SWITCH, state == 0);
+	if (!e)
+		return 0;
+	fill_switch_probed(e, prev, next, state, ran);
+	submit(e);
+	return 0;
+}
+
+/* The fallback where the perf event cannot be opened: runs on every CPU. */
+SEC("?tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	struct jw_event *e = reserve(JW_SWITCH, preempt);
+
+	if (!e)
+		return 0;
+	fill_switch(e, prev, next, prev_state);
 	submit(e);
 	return 0;
 }

@@ -43,7 +43,13 @@ struct jw_switch {
 	__u32 next_tgid;
 	__s32 prev_prio;
 	__s32 next_prio;
-	__u64 prev_state;
+	__u32 prev_state;
+	/*
+	 * How long prev ran since it was switched in (rq clock; 0: unknown).
+	 * The per-CPU perf event never sees the idle task switch out, so this
+	 * tells userspace where the missing idle -> prev switch was.
+	 */
+	__u32 prev_ran_ns;
 	char prev_comm[JW_COMM_LEN];
 	char next_comm[JW_COMM_LEN];
 };

@@ -123,7 +123,12 @@ impl Engine {
     fn attribute(&mut self, g: Gap, watermark: u64) -> Hiccup {
         let slot = self.slot(g.cpu).expect("pending gaps are on watched CPUs");
         self.scratch.clear();
-        let mut unexplained = self.timelines[slot].charge(g.t0, g.t1, watermark, &mut self.scratch);
+        // The probe ran at both ends of its gap: that places switches into
+        // it that no event reported.
+        let tl = &mut self.timelines[slot];
+        tl.probe_ran_at(g.t0);
+        let mut unexplained = tl.charge(g.t0, g.t1, watermark, &mut self.scratch);
+        tl.probe_ran_at(g.t1);
         let mut causes = Vec::with_capacity(self.scratch.len());
         for &(cause, ns) in &self.scratch {
             if cause.is_unexplained() {

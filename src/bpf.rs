@@ -3,12 +3,12 @@
 //! detached) when that thread leaves its scope, on every exit path.
 
 use std::mem::MaybeUninit;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 
-use libbpf_rs::btf::types::Typedef;
+use libbpf_rs::btf::types::{Struct, Typedef};
 use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
 
 mod skel {
     #![allow(clippy::all, non_camel_case_types, non_snake_case, dead_code, unused_imports)]
@@ -68,9 +68,54 @@ pub struct ProgStat {
 }
 
 pub struct Tracer<'obj> {
+    // Before `skel`: fields drop in order, so switches detach first.
+    _switch_links: Vec<Link>,
     skel: JitterwatchSkel<'obj>,
     /// Tracepoints this kernel lacks (their programs were not loaded).
     pub missing: Vec<&'static str>,
+    /// Where context switches come from, for the summary and the TUI.
+    pub switch_hook: SwitchHook,
+}
+
+/// How sched switches are hooked. The per-CPU perf event leaves unwatched
+/// CPUs out of BPF entirely; the tracepoint runs a program on every CPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SwitchHook {
+    PerCpuPerfEvent,
+    /// The tracepoint, and why the perf event could not be used.
+    Tracepoint(String),
+}
+
+impl std::fmt::Display for SwitchHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::PerCpuPerfEvent => f.write_str("per-CPU perf event (unwatched CPUs never enter BPF)"),
+            Self::Tracepoint(why) => write!(f, "tp_btf/sched_switch on every CPU ({why})"),
+        }
+    }
+}
+
+/// A software context-switch counter on `cpu` that overflows on every switch,
+/// for a BPF program to hang on.
+fn open_switch_event(cpu: usize) -> std::io::Result<OwnedFd> {
+    use libbpf_rs::libbpf_sys as sys;
+    let mut attr = sys::perf_event_attr {
+        type_: sys::PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<sys::perf_event_attr>() as u32,
+        config: u64::from(sys::PERF_COUNT_SW_CONTEXT_SWITCHES),
+        ..Default::default()
+    };
+    attr.__bindgen_anon_1.sample_period = 1;
+    let cpu = i32::try_from(cpu).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: attr is a valid, fully initialised perf_event_attr that outlives the call.
+    let fd = unsafe {
+        libc::syscall(libc::SYS_perf_event_open, &attr as *const _, -1i32, cpu, -1i32, sys::PERF_FLAG_FD_CLOEXEC as libc::c_ulong)
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a new fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 impl<'obj> Tracer<'obj> {
@@ -91,10 +136,23 @@ impl<'obj> Tracer<'obj> {
         for &c in cpus {
             *bss.watched.get_mut(c).ok_or(TracerError::CpuTooLarge(c))? = 1;
         }
+        // The perf-event program finds the runqueue via task->se.cfs_rq->rq,
+        // which exists with CONFIG_FAIR_GROUP_SCHED only.
+        let has_member = |ty: &str, member: &str| {
+            btf.type_by_name::<Struct<'_>>(ty)
+                .is_some_and(|s| s.iter().any(|m| m.name.is_some_and(|n| n == member)))
+        };
+        let perf_ok = has_member("sched_entity", "cfs_rq") && has_member("cfs_rq", "rq");
         let mut missing = Vec::new();
         for mut prog in open.open_object_mut().progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
-            if let Some(&(_, tp)) = TRACEPOINTS.iter().find(|(p, _)| *p == name) {
+            if name == "on_switch_out" {
+                prog.set_autoload(perf_ok);
+            } else if name == "on_sched_switch" {
+                // Loaded always (it is the fallback), attached only if needed.
+                prog.set_autoload(true);
+                prog.set_autoattach(false);
+            } else if let Some(&(_, tp)) = TRACEPOINTS.iter().find(|(p, _)| *p == name) {
                 let present = has(tp);
                 prog.set_autoload(present);
                 if !present {
@@ -104,7 +162,32 @@ impl<'obj> Tracer<'obj> {
         }
         let mut skel = open.load().map_err(bpf("loading the BPF programs"))?;
         skel.attach().map_err(bpf("attaching the BPF programs"))?;
-        Ok(Self { skel, missing })
+        let (switch_hook, links) = match perf_ok.then(|| Self::attach_perf(&skel, cpus)) {
+            Some(Ok(links)) => (SwitchHook::PerCpuPerfEvent, links),
+            failed => {
+                let why = match failed {
+                    Some(Err(e)) => format!("the per-CPU perf event failed: {e}"),
+                    _ => "this kernel has no CONFIG_FAIR_GROUP_SCHED".to_string(),
+                };
+                let link = skel.progs.on_sched_switch.attach().map_err(bpf("attaching tp_btf/sched_switch"))?;
+                (SwitchHook::Tracepoint(why), vec![link])
+            }
+        };
+        Ok(Self { _switch_links: links, skel, missing, switch_hook })
+    }
+
+    /// One perf event per watched CPU with the program on it; on error the
+    /// links made so far are dropped (detached).
+    fn attach_perf(skel: &JitterwatchSkel<'obj>, cpus: &[usize]) -> Result<Vec<Link>, String> {
+        let mut links = Vec::with_capacity(cpus.len());
+        for &cpu in cpus {
+            let fd = open_switch_event(cpu).map_err(|e| format!("perf_event_open on CPU {cpu}: {e}"))?;
+            let link = skel.progs.on_switch_out.attach_perf_event(fd.as_raw_fd()).map_err(|e| e.to_string())?;
+            // The link closes the perf event when it is destroyed.
+            let _ = fd.into_raw_fd();
+            links.push(link);
+        }
+        Ok(links)
     }
 
     /// A ring-buffer reader that hands each raw record to `cb`.

@@ -131,6 +131,7 @@ fn collect(
 
     let mut stats = Stats::new(&cfg.cpus, attach_ns);
     stats.missing_tracepoints = missing;
+    stats.switch_hook = tracer.switch_hook.to_string();
     let mut csv_err = None;
     let mut next_publish = attach_ns;
     let mut watermark = attach_ns;

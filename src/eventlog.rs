@@ -20,7 +20,7 @@ pub struct Printer {
     irq_names: HashMap<i32, String>,
 }
 
-fn state(s: u64) -> Cow<'static, str> {
+fn state(s: u32) -> Cow<'static, str> {
     if s == 0 {
         return "R".into();
     }
@@ -71,7 +71,8 @@ impl Printer {
 
     pub fn print(&mut self, ev: &Event, out: &mut impl Write) -> io::Result<()> {
         let (kind, detail, took): (&str, String, Option<u64>) = match ev.payload {
-            Payload::Switch { prev, next, prev_state, .. } => (
+            // The time shown is how long prev ran (known with the perf-event hook).
+            Payload::Switch { prev, next, prev_state, prev_ran_ns, .. } => (
                 "sched_switch",
                 format!(
                     "{}[{}] prio={} state={} ==> {}[{}] prio={}",
@@ -83,7 +84,7 @@ impl Printer {
                     next.pid,
                     next.prio
                 ),
-                None,
+                (prev_ran_ns > 0).then_some(u64::from(prev_ran_ns)),
             ),
             Payload::IrqEntry { irq, name } => {
                 self.irq_names.insert(irq, c_str(&name).into_owned());
@@ -190,7 +191,7 @@ mod tests {
         let mut comm = [0u8; 16];
         comm[..8].copy_from_slice(b"bad\x1b[2Jx");
         let t = Task { pid: 7, tgid: 7, prio: 120, comm };
-        let s = line(&mut p, 1_500_000_000, Payload::Switch { prev: t, next: t, prev_state: 1, preempt: false });
+        let s = line(&mut p, 1_500_000_000, Payload::Switch { prev: t, next: t, prev_state: 1, prev_ran_ns: 0, preempt: false });
         assert!(s.starts_with("     1.500000000 cpu1   sched_switch"), "{s}");
         assert!(s.contains("bad\\x1b[2Jx[7] prio=120 state=S"), "{s}");
         line(&mut p, 10, Payload::WorkStart { func: 0xffffffff81001000, work: 9 });

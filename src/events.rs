@@ -49,7 +49,9 @@ pub struct Task {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Payload {
-    Switch { prev: Task, next: Task, prev_state: u64, preempt: bool },
+    /// `prev_ran_ns`: how long prev had run (0: unknown), which places a
+    /// switch into prev that was not seen (see bpf/jitterwatch.h).
+    Switch { prev: Task, next: Task, prev_state: u32, prev_ran_ns: u32, preempt: bool },
     IrqEntry { irq: i32, name: [u8; 24] },
     IrqExit { irq: i32, ret: i32 },
     SoftirqEntry { vec: u16 },
@@ -104,6 +106,7 @@ impl Event {
                         prev: Task { pid: s.prev_pid, tgid: s.prev_tgid, prio: s.prev_prio, comm: bytes(&s.prev_comm) },
                         next: Task { pid: s.next_pid, tgid: s.next_tgid, prio: s.next_prio, comm: bytes(&s.next_comm) },
                         prev_state: s.prev_state,
+                        prev_ran_ns: s.prev_ran_ns,
                         preempt: e.sub != 0,
                     }
                 }
@@ -161,6 +164,7 @@ pub(crate) mod tests {
                     prev_prio: 120,
                     next_prio: 120,
                     prev_state: 1,
+                    prev_ran_ns: 7,
                     prev_comm: comm("bash"),
                     next_comm: comm("swapper/3"),
                 },
@@ -169,8 +173,8 @@ pub(crate) mod tests {
         let ev = Event::decode(&raw(&e)).unwrap();
         assert_eq!((ev.ts, ev.cpu), (42, 3));
         match ev.payload {
-            Payload::Switch { prev, next, prev_state, preempt } => {
-                assert_eq!((prev.pid, prev.tgid, next.pid, prev_state, preempt), (10, 9, 0, 1, true));
+            Payload::Switch { prev, next, prev_state, prev_ran_ns, preempt } => {
+                assert_eq!((prev.pid, prev.tgid, next.pid, prev_state, prev_ran_ns, preempt), (10, 9, 0, 1, 7, true));
                 assert_eq!(&prev.comm[..5], b"bash\0");
                 assert_eq!(&next.comm[..9], b"swapper/3");
             }

@@ -156,6 +156,8 @@ pub struct Stats {
     pub reordered_events: u64,
     pub evicted_segments: u64,
     pub missing_tracepoints: Vec<&'static str>,
+    /// How context switches are hooked (see bpf::SwitchHook).
+    pub switch_hook: String,
     /// Per-program BPF run statistics (with --bpf-stats).
     pub prog_stats: Vec<crate::bpf::ProgStat>,
     /// Shared empty name of unexplained time (no allocation per hiccup).
@@ -177,6 +179,7 @@ impl Stats {
             reordered_events: 0,
             evicted_segments: 0,
             missing_tracepoints: Vec::new(),
+            switch_hook: String::new(),
             prog_stats: Vec::new(),
             unexplained_name: Arc::from(""),
         }
@@ -266,6 +269,7 @@ impl Stats {
             .map(|c| CpuStats { threshold_ns: c.threshold_ns, floor_ns: c.floor_ns, ..CpuStats::new(c.cpu) })
             .collect();
         fresh.missing_tracepoints = std::mem::take(&mut self.missing_tracepoints);
+        fresh.switch_hook = std::mem::take(&mut self.switch_hook);
         *self = fresh;
     }
 }

@@ -71,6 +71,8 @@ pub struct Summary {
     pub events_per_sec: f64,
     pub overhead: Overhead,
     pub missing_tracepoints: Vec<&'static str>,
+    /// How context switches were hooked.
+    pub switch_hook: String,
     pub cpus: Vec<CpuRow>,
     /// Fix hints matched to the top culprits (from the isolation audit).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -132,6 +134,7 @@ impl Summary {
                     .collect(),
             },
             missing_tracepoints: s.missing_tracepoints.clone(),
+            switch_hook: s.switch_hook.clone(),
             cpus,
             hints: Vec::new(),
         }
@@ -195,6 +198,9 @@ impl Summary {
             o.queue_overflows,
             crate::units::ns(o.lag_max_ns)
         )?;
+        if !self.switch_hook.is_empty() {
+            writeln!(out, "  context switches: {}", visible(&self.switch_hook))?;
+        }
         if o.evicted_segments > 0 {
             // Gaps longer than the window lose their oldest part to "unexplained".
             writeln!(out, "  {} timeline segments evicted (window full)", o.evicted_segments)?;

@@ -53,6 +53,8 @@ struct Frame {
     /// Pairs an exit with its entry (irq number, work/timer/csd object...).
     id: u64,
     level: Level,
+    /// When it was entered.
+    since: u64,
 }
 
 const MAX_DEPTH: usize = 16;
@@ -66,6 +68,9 @@ pub struct Timeline {
     suspended: HashMap<u32, Frame>,
     /// Start of the open segment (charged to the top of the stack).
     last: u64,
+    /// The task the last switch went to, and when that switch was.
+    cur_pid: Option<u32>,
+    last_switch: u64,
     probe_tids: Vec<u32>,
     /// Events older than `last` (nested BPF programs can reorder a few ns).
     pub reordered: u64,
@@ -83,6 +88,8 @@ impl Timeline {
             stack: Vec::with_capacity(MAX_DEPTH),
             suspended: HashMap::with_capacity(64),
             last: start,
+            cur_pid: None,
+            last_switch: 0,
             probe_tids: Vec::new(),
             reordered: 0,
             evicted: 0,
@@ -128,7 +135,7 @@ impl Timeline {
             // Exits were lost; the oldest frames are the stalest.
             self.stack.remove(0);
         }
-        self.stack.push(Frame { cause, id, level });
+        self.stack.push(Frame { cause, id, level, since: ts });
     }
 
     /// Leaves the frame matching `matches`. An exit whose entry we never saw
@@ -143,6 +150,50 @@ impl Timeline {
                 self.push_segment(self.last, ts, cause);
                 self.last = ts;
             }
+        }
+    }
+
+    /// A switch into `to` at `at` that no event reported: the per-CPU perf
+    /// event never fires when the idle task is switched out, so the next
+    /// switch-out of `to` says when it arrived. Time already closed since
+    /// then was charged to the old task and moves to `to`.
+    ///
+    /// Interrupt frames entered before it are stale (no switch happens in
+    /// interrupt context): their exits were never seen, e.g. IPIs that came
+    /// while the exit programs were still being attached.
+    fn unseen_switch(&mut self, at: u64, to: Cause) {
+        let from = self.base;
+        let stale = |f: &Frame| f.level == Level::Irq && f.since < at;
+        if at >= self.last {
+            self.close(at);
+        } else {
+            let mut i = self.segments.partition_point(|s| s.end <= at);
+            while i < self.segments.len() {
+                let s = self.segments[i];
+                if s.cause == from || self.stack.iter().any(|f| stale(f) && f.cause == s.cause) {
+                    if s.start < at {
+                        self.segments[i].end = at;
+                        i += 1;
+                        self.segments.insert(i, Segment { start: at, end: s.end, cause: to });
+                    } else {
+                        self.segments[i].cause = to;
+                    }
+                }
+                i += 1;
+            }
+        }
+        self.stack.retain(|f| !stale(f));
+        self.base = to;
+    }
+
+    /// The probe read its clock at `t`, so it was running then. If no switch
+    /// was seen since `t` and the timeline names another task, the switch
+    /// into the probe was unseen (out of the idle task, after RT throttling
+    /// parked the probe): from `t` on, the time is the probe's.
+    pub fn probe_ran_at(&mut self, t: u64) {
+        if self.base != Cause::Probe && t >= self.last_switch && !self.probe_tids.is_empty() {
+            self.unseen_switch(t, Cause::Probe);
+            self.cur_pid = self.probe_tids.first().copied();
         }
     }
 
@@ -162,7 +213,11 @@ impl Timeline {
             ev.ts
         };
         match ev.payload {
-            Payload::Switch { prev, next, .. } => {
+            Payload::Switch { prev, next, prev_ran_ns, .. } => {
+                if prev_ran_ns > 0 && self.cur_pid != Some(prev.pid) {
+                    let at = ts.saturating_sub(u64::from(prev_ran_ns));
+                    self.unseen_switch(at, self.task_cause(prev.pid, prev.comm));
+                }
                 self.close(ts);
                 // Interrupt frames cannot be open across a switch: their exits were lost.
                 self.stack.retain(|f| f.level == Level::Task);
@@ -179,6 +234,8 @@ impl Timeline {
                     self.stack.push(f);
                 }
                 self.base = self.task_cause(next.pid, next.comm);
+                self.cur_pid = Some(next.pid);
+                self.last_switch = ts;
             }
             Payload::IrqEntry { irq, .. } => self.enter(ts, Cause::Irq(irq), irq as u64, Level::Irq),
             Payload::IrqExit { irq, .. } => {

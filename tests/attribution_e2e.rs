@@ -192,3 +192,39 @@ fn stops_on_time_under_a_context_switch_storm() {
     eprintln!("storm: {} events/s, took {took:?}", v["events_per_sec"]);
     assert!(v["events"].as_u64().unwrap() > 10_000, "no storm seen: {out}");
 }
+
+/// RT throttling parks a SCHED_FIFO probe ~50 ms a second; the idle task then
+/// runs, and the switch back into the probe is one the per-CPU perf event
+/// never reports (it does not fire for the idle task). The parks must be
+/// named swapper, and the host pauses after them must not be.
+#[test]
+fn rt_throttling_parks_are_idle_and_nothing_after_them_is() {
+    if !require_root_btf("rt_throttling_parks_are_idle_and_nothing_after_them_is") {
+        return;
+    }
+    let rt_runtime = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap_or_default();
+    if rt_runtime.trim() == "-1" {
+        eprintln!("RT throttling is off (sched_rt_runtime_us=-1): nothing parks the probe here");
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let (child, _dir, csv) = watch_to_csv(cpu, &["--rt", "--duration", "3500ms", "--json"]);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    let hook = v["switch_hook"].as_str().unwrap_or_default().to_string();
+    let idle = format!("swapper/{cpu}[0]");
+    let rows = read_csv(&csv);
+    let idle_ns = |r: &common::Row| r.causes.iter().find(|c| c.0 == "task" && c.1 == idle).map_or(0, |c| c.2);
+    let parks: Vec<u64> = rows.iter().map(idle_ns).filter(|&ns| ns >= 10_000_000).collect();
+    let small = rows.iter().filter(|r| (1..10_000_000).contains(&idle_ns(r))).count();
+    eprintln!("hook: {hook}; {} rows, parks (ms): {:?}, rows with a little idle time: {small}", rows.len(), parks.iter().map(|p| p / 1_000_000).collect::<Vec<_>>());
+    assert!((2..=5).contains(&parks.len()), "expected 3 or so throttling parks named {idle}: {parks:?}");
+    // Each park is one gap; host pauses afterwards must stay unexplained.
+    assert!(small <= 2 * parks.len() + 2, "{small} other gaps charged to {idle}: the probe's return was missed");
+    // IPIs caught half-attached at start (entry seen, exit not) must not
+    // swallow the host pauses that follow until the first park.
+    let ipi = rows.iter().filter(|r| r.top_kind == "ipi").count();
+    assert!(ipi * 10 < rows.len(), "{ipi} of {} gaps charged to IPIs: a stale interrupt frame", rows.len());
+}

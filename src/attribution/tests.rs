@@ -26,7 +26,12 @@ fn ev(ts: u64, payload: Payload) -> Event {
 }
 
 fn switch(ts: u64, prev: Task, next: Task) -> Event {
-    ev(ts, Payload::Switch { prev, next, prev_state: 0, preempt: true })
+    ev(ts, Payload::Switch { prev, next, prev_state: 0, prev_ran_ns: 0, preempt: true })
+}
+
+/// A switch as the per-CPU perf event reports it: with how long prev ran.
+fn switch_ran(ts: u64, prev: Task, next: Task, ran: u32) -> Event {
+    ev(ts, Payload::Switch { prev, next, prev_state: 1, prev_ran_ns: ran, preempt: false })
 }
 
 fn engine() -> Engine {
@@ -247,4 +252,70 @@ fn all_causes_puts_unexplained_in_order() {
     let kinds: Vec<_> = h.all_causes().iter().map(|c| c.0).collect();
     assert_eq!(kinds, vec![Kind::Task, Kind::Unexplained, Kind::Irq]);
     assert_eq!(h.explained(), 70);
+}
+
+#[test]
+fn unseen_switch_out_of_idle_is_placed_by_the_run_time() {
+    // The perf event misses swapper -> hog at 200; hog's switch-out says it
+    // ran 100 ns, so [200, 300) is hog's, not the idle task's.
+    let evs = [
+        switch_ran(100, probe(), task(0, "swapper/1"), 40),
+        switch_ran(300, task(50, "hog"), probe(), 100),
+    ];
+    assert_eq!(run(&evs, 90, 310, 1000), (vec!["task:hog[50]=100".into(), "task:swapper/1[0]=100".into()], 20));
+}
+
+#[test]
+fn unseen_switch_moves_time_already_closed() {
+    // An interrupt inside hog's run closed pieces before hog was known:
+    // those pieces move from the idle task to hog, the IRQ stays an IRQ.
+    let evs = [
+        switch_ran(100, probe(), task(0, "swapper/1"), 40),
+        ev(150, Payload::IrqEntry { irq: 9, name: [0; 24] }),
+        ev(160, Payload::IrqExit { irq: 9, ret: 1 }),
+        ev(250, Payload::IrqEntry { irq: 9, name: [0; 24] }),
+        ev(260, Payload::IrqExit { irq: 9, ret: 1 }),
+        switch_ran(300, task(50, "hog"), probe(), 120),
+    ];
+    assert_eq!(
+        run(&evs, 100, 300, 1000),
+        (vec!["task:hog[50]=110".into(), "task:swapper/1[0]=70".into(), "irq:9=20".into()], 0)
+    );
+}
+
+#[test]
+fn without_a_run_time_a_switch_changes_nothing_before_it() {
+    // The tracepoint hook sees every switch and reports no run time.
+    let evs = [switch(100, probe(), task(0, "swapper/1")), switch(300, task(50, "hog"), probe())];
+    assert_eq!(run(&evs, 100, 300, 1000), (vec!["task:swapper/1[0]=200".into()], 0));
+}
+
+#[test]
+fn the_probe_resuming_ends_an_idle_stretch_no_event_closed() {
+    // RT throttling parks the probe (seen), the idle task runs, and the
+    // switch back into the probe is unseen: the next gap, a host pause with
+    // no events, is unexplained, not the idle task's.
+    let mut e = engine();
+    e.on_event(&switch_ran(100, probe(), task(0, "swapper/1"), 5000));
+    e.on_gap(Gap { cpu: CPU, t0: 90, t1: 300 });
+    e.on_gap(Gap { cpu: CPU, t0: 400, t1: 500 });
+    let mut got = Vec::new();
+    e.attribute_ready(1000, |h| got.push(h));
+    let rows: Vec<_> = got
+        .iter()
+        .map(|h| (h.causes.iter().map(|(k, n, ns)| format!("{k}:{n}={ns}")).collect::<Vec<_>>(), h.unexplained))
+        .collect();
+    assert_eq!(rows, vec![(vec!["task:swapper/1[0]=200".to_string()], 10), (vec![], 100)]);
+}
+
+#[test]
+fn an_unseen_switch_drops_interrupt_frames_that_never_exited() {
+    // An IPI entry whose exit program was not attached yet, then the probe
+    // starts on an idle CPU (unseen switch): a later host pause is not the IPI's.
+    let mut e = engine();
+    e.on_event(&ev(50, Payload::VectorEntry(Vector::CallFunctionSingle)));
+    e.on_gap(Gap { cpu: CPU, t0: 400, t1: 500 });
+    let mut got = Vec::new();
+    e.attribute_ready(1000, |h| got.push(h));
+    assert_eq!((got[0].causes.len(), got[0].unexplained), (0, 100), "{:?}", got[0]);
 }

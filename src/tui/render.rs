@@ -241,6 +241,9 @@ fn help(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         fmt::dur(v.lag_max_ns.max(v.lag_ns)),
         fmt::count(v.events)
     )));
+    if !v.switch_hook.is_empty() {
+        lines.push(Line::raw(format!("  context switches: {}", crate::sanitize::visible(&v.switch_hook))));
+    }
     if v.prog_stats.is_empty() {
         lines.push(Line::styled("  BPF run time per program: run with --bpf-stats", th.dim()));
     }

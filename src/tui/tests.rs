@@ -48,6 +48,7 @@ fn stats() -> Stats {
     s.events = 123_456;
     s.lag_ns = 2_500_000;
     s.prog_stats = vec![ProgStat { name: "on_switch".into(), run_cnt: 1000, run_time_ns: 85_000 }];
+    s.switch_hook = "per-CPU perf event (unwatched CPUs never enter BPF)".into();
     s.now_ns = START + 10 * S;
     s
 }
@@ -182,6 +183,7 @@ fn help_toggles_and_shows_the_cost() {
     let s = text(&draw(&a, 80, 24));
     assert!(s.contains("Help") && s.contains("Cost of jitterwatch") && s.contains("on_switch"), "{s}");
     assert!(line_with(&s, "on_switch").contains("85 ns/event"), "{s}");
+    assert!(line_with(&s, "context switches").contains("per-CPU perf event"), "{s}");
     a.apply(Action::Help);
     assert!(!text(&draw(&a, 80, 24)).contains("Cost of jitterwatch"));
 }
