@@ -105,35 +105,21 @@ static __always_inline void fill_switch_probed(struct jw_event *e, struct task_s
  * outgoing task and rq->curr already the incoming one. The runqueue is
  * reached through the outgoing task's cfs_rq (CONFIG_FAIR_GROUP_SCHED, which
  * userspace checks), because the per-CPU runqueues symbol needs
- * CONFIG_KALLSYMS_ALL. The idle task has no cfs_rq, so each CPU remembers its
- * runqueue from the first other task switched out there (userspace makes
- * one at attach).
+ * CONFIG_KALLSYMS_ALL. The event never fires when the idle task is switched
+ * out: each record says how long prev ran, which places that switch.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} rq_of_cpu SEC(".maps");
-
 SEC("?perf_event")
 int on_switch_out(struct bpf_perf_event_data *ctx)
 {
 	struct task_struct *prev = bpf_get_current_task_btf();
 	struct rq *rq = BPF_CORE_READ(prev, se.cfs_rq, rq);
 	struct task_struct *next;
-	__u32 zero = 0;
-	__u64 *known = bpf_map_lookup_elem(&rq_of_cpu, &zero);
 	__u64 arrived, ran;
 	__u32 state;
 	struct jw_event *e;
 
-	if (!known)
+	if (!rq)
 		return 0;
-	if (rq)
-		*known = (__u64)rq;
-	else
-		rq = (struct rq *)*known;
 	next = BPF_CORE_READ(rq, curr);
 	if (!next)
 		return 0;
@@ -141,8 +127,10 @@ int on_switch_out(struct bpf_perf_event_data *ctx)
 	/* Both on the rq clock, as updated at the start of each __schedule(). */
 	arrived = BPF_CORE_READ(prev, sched_info.last_arrival);
 	ran = BPF_CORE_READ(rq, clock) - arrived;
-	if (!arrived || ran > 0xffffffffULL)
+	if (!arrived)
 		ran = 0;
+	else if (ran > 0xffffffffULL)
+		ran = 0xffffffffULL; /* over 4.3 s: userspace clamps to its last switch */
 	/* The tracepoint's preempt flag: switched out while still runnable. */
 	e = reserve(JW_SWITCH, state == 0);
 	if (!e)

@@ -215,7 +215,8 @@ impl Timeline {
         match ev.payload {
             Payload::Switch { prev, next, prev_ran_ns, .. } => {
                 if prev_ran_ns > 0 && self.cur_pid != Some(prev.pid) {
-                    let at = ts.saturating_sub(u64::from(prev_ran_ns));
+                    // Not before the last switch seen: prev came after it.
+                    let at = ts.saturating_sub(u64::from(prev_ran_ns)).max(self.last_switch);
                     self.unseen_switch(at, self.task_cause(prev.pid, prev.comm));
                 }
                 self.close(ts);

@@ -319,3 +319,17 @@ fn an_unseen_switch_drops_interrupt_frames_that_never_exited() {
     e.attribute_ready(1000, |h| got.push(h));
     assert_eq!((got[0].causes.len(), got[0].unexplained), (0, 100), "{:?}", got[0]);
 }
+
+#[test]
+fn an_unseen_switch_never_reaches_back_past_the_last_seen_one() {
+    // hog reports a run longer than the idle stretch before it: only the
+    // time since the last seen switch can be hog's; the earlier idle
+    // stretch stays idle.
+    let evs = [
+        switch_ran(100, probe(), task(0, "swapper/1"), 40),
+        switch_ran(150, task(0, "swapper/1"), probe(), 0),
+        switch_ran(200, probe(), task(0, "swapper/1"), 40),
+        switch_ran(300, task(50, "hog"), probe(), 250),
+    ];
+    assert_eq!(run(&evs, 90, 310, 1000), (vec!["task:hog[50]=100".into(), "task:swapper/1[0]=50".into()], 70));
+}
