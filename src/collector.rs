@@ -27,7 +27,7 @@ use crate::stats::Stats;
 /// How often the ring buffer is drained: often under load, less when quiet
 /// (each wakeup costs the housekeeping CPU a little).
 pub const POLL: Duration = Duration::from_millis(2);
-const POLL_QUIET: Duration = Duration::from_millis(5);
+const POLL_QUIET: Duration = Duration::from_millis(20);
 /// Fewer records than this in a drain counts as quiet.
 const QUIET_RECORDS: u64 = 256;
 /// Records read per drain at most, so a producer faster than the reader
@@ -46,6 +46,9 @@ pub struct Config {
     pub housekeeping: Vec<usize>,
     pub csv: Option<CsvSink<BufWriter<File>>>,
     pub bpf_stats: bool,
+    /// A live view reads the published aggregates; without one, they are
+    /// only needed at the end (publishing clones every histogram).
+    pub live: bool,
 }
 
 /// What the collector says once attached: tracepoints this kernel lacks.
@@ -205,7 +208,7 @@ fn collect(
                 started = true;
             }
         }
-        if drained >= next_publish || last {
+        if (cfg.live && drained >= next_publish) || last {
             next_publish = drained + PUBLISH_NS;
             refresh(&mut stats, tracer, probes, events.get(), drained, cfg.bpf_stats);
             if let Ok(mut g) = publish.try_lock() {

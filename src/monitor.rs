@@ -52,7 +52,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let publish = Arc::new(Mutex::new(Stats::new(&cpus, 0)));
     let (ready_tx, ready_rx) = mpsc::channel();
     let collector = collector::spawn(
-        collector::Config { cpus: cpus.clone(), housekeeping, csv, bpf_stats: args.bpf_stats },
+        collector::Config { cpus: cpus.clone(), housekeeping, csv, bpf_stats: args.bpf_stats, live: tui },
         probes.iter().map(|p| p.shared.clone()).collect(),
         kallsyms,
         ready_tx,
