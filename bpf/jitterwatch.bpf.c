@@ -79,23 +79,6 @@ static __always_inline void fill_switch(struct jw_event *e, struct task_struct *
 	__builtin_memcpy(e->u.sw.next_comm, next->comm, JW_COMM_LEN);
 }
 
-/* The same from pointers the verifier cannot trust (read through probes). */
-static __always_inline void fill_switch_probed(struct jw_event *e, struct task_struct *prev,
-					       struct task_struct *next, __u32 prev_state,
-					       __u32 prev_ran_ns)
-{
-	e->u.sw.prev_pid = BPF_CORE_READ(prev, pid);
-	e->u.sw.prev_tgid = BPF_CORE_READ(prev, tgid);
-	e->u.sw.next_pid = BPF_CORE_READ(next, pid);
-	e->u.sw.next_tgid = BPF_CORE_READ(next, tgid);
-	e->u.sw.prev_prio = BPF_CORE_READ(prev, prio);
-	e->u.sw.next_prio = BPF_CORE_READ(next, prio);
-	e->u.sw.prev_state = prev_state;
-	e->u.sw.prev_ran_ns = prev_ran_ns;
-	bpf_probe_read_kernel(e->u.sw.prev_comm, JW_COMM_LEN, prev->comm);
-	bpf_probe_read_kernel(e->u.sw.next_comm, JW_COMM_LEN, next->comm);
-}
-
 /*
  * Context switches come from a per-CPU software perf event
  * (PERF_COUNT_SW_CONTEXT_SWITCHES, period 1, opened on each watched CPU only):
@@ -112,21 +95,25 @@ SEC("?perf_event")
 int on_switch_out(struct bpf_perf_event_data *ctx)
 {
 	struct task_struct *prev = bpf_get_current_task_btf();
-	struct rq *rq = BPF_CORE_READ(prev, se.cfs_rq, rq);
+	struct cfs_rq *cfs = prev->se.cfs_rq;
+	struct rq *rq;
 	struct task_struct *next;
 	__u64 arrived, ran;
 	__u32 state;
 	struct jw_event *e;
 
+	if (!cfs)
+		return 0;
+	rq = cfs->rq;
 	if (!rq)
 		return 0;
-	next = BPF_CORE_READ(rq, curr);
+	next = rq->curr;
 	if (!next)
 		return 0;
-	state = BPF_CORE_READ(prev, __state);
+	state = prev->__state;
 	/* Both on the rq clock, as updated at the start of each __schedule(). */
-	arrived = BPF_CORE_READ(prev, sched_info.last_arrival);
-	ran = BPF_CORE_READ(rq, clock) - arrived;
+	arrived = prev->sched_info.last_arrival;
+	ran = rq->clock - arrived;
 	if (!arrived)
 		ran = 0;
 	else if (ran > 0xffffffffULL)
@@ -135,7 +122,8 @@ int on_switch_out(struct bpf_perf_event_data *ctx)
 	e = reserve(JW_SWITCH, state == 0);
 	if (!e)
 		return 0;
-	fill_switch_probed(e, prev, next, state, ran);
+	fill_switch(e, prev, next, state);
+	e->u.sw.prev_ran_ns = ran;
 	submit(e);
 	return 0;
 }

@@ -89,6 +89,7 @@ pub fn run(args: &[String]) -> Result<()> {
         cloop: assets::compile(&tmp, "cloop", assets::CLOOP)?,
         pingpong: assets::compile(&tmp, "pingpong", assets::PINGPONG)?,
         hog: assets::compile(&tmp, "hog", assets::HOG)?,
+        hookcost: assets::compile(&tmp, "hookcost", assets::HOOKCOST)?,
         bt_script,
     };
 

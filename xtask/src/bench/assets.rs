@@ -97,6 +97,101 @@ int main(int argc, char **argv)
 }
 "#;
 
+/// What the per-CPU context-switch perf event on the watched CPU costs the
+/// other CPUs, by paired batches (see its comment). jitterwatch opens the
+/// same event; the BPF program on it never runs on other CPUs.
+pub const HOOKCOST: &str = r#"
+/*
+ * What a per-CPU context-switch perf event on CPU W costs the other CPUs:
+ * a pipe ping-pong between two processes on this CPU, in batches, with the
+ * event opened on W for every other batch. Each "on" batch is compared with
+ * the mean of its two "off" neighbours, so slow drifts of the host cancel.
+ * Usage: hookcost W BATCHES ROUND_TRIPS_PER_BATCH; W = -1 opens nothing
+ * (the null control: what the pairing alone reads).
+ */
+#define _GNU_SOURCE
+#include <linux/perf_event.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	int cpu = argc > 1 ? atoi(argv[1]) : 1;
+	int batches = argc > 2 ? atoi(argv[2]) : 601;
+	int per = argc > 3 ? atoi(argv[3]) : 2000;
+	int a[2], b[2];
+	char c = 0;
+
+	if (batches < 3 || batches > 100001 || per < 1 || pipe(a) || pipe(b))
+		return 2;
+	pid_t kid = fork();
+	if (kid == 0) {
+		close(a[1]);
+		while (read(a[0], &c, 1) == 1)
+			if (write(b[1], &c, 1) != 1)
+				break;
+		_exit(0);
+	}
+	double *ns = malloc(sizeof(double) * batches);
+	double *ratio = malloc(sizeof(double) * batches);
+	for (int i = 0; i < batches; i++) {
+		int fd = -1;
+		if ((i & 1) && cpu >= 0) {
+			struct perf_event_attr at;
+			memset(&at, 0, sizeof(at));
+			at.type = PERF_TYPE_SOFTWARE;
+			at.size = sizeof(at);
+			at.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+			at.sample_period = 1;
+			fd = syscall(SYS_perf_event_open, &at, -1, cpu, -1, 0);
+			if (fd < 0) {
+				perror("perf_event_open");
+				return 1;
+			}
+		}
+		uint64_t t0 = now();
+		for (int j = 0; j < per; j++)
+			if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1)
+				return 1;
+		ns[i] = (double)(now() - t0) / per;
+		if (fd >= 0)
+			close(fd);
+	}
+	close(a[1]);
+	waitpid(kid, 0, 0);
+	int n = 0;
+	for (int i = 1; i + 1 < batches; i += 2)
+		ratio[n++] = ns[i] / ((ns[i - 1] + ns[i + 1]) / 2);
+	qsort(ratio, n, sizeof(double), cmp);
+	double off = 0;
+	for (int i = 0; i < batches; i += 2)
+		off += ns[i];
+	off /= (batches + 1) / 2;
+	printf("pairs=%d ratio_median=%.5f ratio_p25=%.5f ratio_p75=%.5f off_ns_per_op=%.1f\n", n, ratio[n / 2],
+	       ratio[n / 4], ratio[3 * n / 4], off);
+	return 0;
+}
+"#;
+
 /// Starves the consumer: SCHED_FIFO busy loop for MS milliseconds (run
 /// pinned to the housekeeping CPU), to show what happens past the buffer.
 pub const HOG: &str = r#"

@@ -37,6 +37,13 @@ pub struct MachineCost {
     /// CPU used by jitterwatch's own non-probe threads during its perf runs,
     /// % of one CPU (they run on the housekeeping CPUs).
     pub jw_threads_pct: Spread,
+    /// The per-CPU switch event on the watched CPU: ops/s lost on this CPU,
+    /// % (paired batches), and the same harness opening nothing (null).
+    pub hook_pct: Spread,
+    pub hook_null_pct: Spread,
+    /// bpftrace's BPF programs' run time on this CPU during a perf run, % of
+    /// the CPU (kernel BPF stats; its perf tracepoint records not counted).
+    pub bt_bpf_pct: Spread,
 }
 
 impl MachineCost {
@@ -169,6 +176,25 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
             100.0 * (got[ALONE2] / got[ALONE] - 1.0)
         );
     }
+    let (mut hook, mut hook_null, mut bt_bpf) = (vec![], vec![], vec![]);
+    // ~5 ms batches: short enough that the host's drifts cancel in pairs.
+    let per = ((warm * 0.005) as u64).max(200).to_string();
+    for _ in 0..cx.reps(3) {
+        for (cpu, out) in [(-1i64, &mut hook_null), (cx.watched as i64, &mut hook)] {
+            let got = util::output(
+                Command::new("taskset").args(["-c", &cx.house.to_string()]).arg(&cx.hookcost).args([&cpu.to_string(), "601", &per]),
+            )?;
+            out.push(100.0 * (1.0 - util::field(&got, "ratio_median")?));
+        }
+        bt_bpf.push(bpftrace_bpf_pct(cx, loops)?);
+    }
+    println!(
+        "bench:   per-CPU switch event: {:.2}% (null {:.2}%); bpftrace's BPF run time on CPU {}: {:.2}%",
+        Spread::of(&hook).median,
+        Spread::of(&hook_null).median,
+        cx.house,
+        Spread::of(&bt_bpf).median
+    );
     let best = |c: usize| ops[c].iter().copied().fold(f64::NAN, f64::max);
     let best_alone = best(ALONE).max(best(ALONE2));
     Ok(MachineCost {
@@ -181,5 +207,43 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
         jw_events: Spread::of(&events[0]),
         bt_events: Spread::of(&events[1]),
         jw_threads_pct: Spread::of(&house),
+        hook_pct: Spread::of(&hook),
+        hook_null_pct: Spread::of(&hook_null),
+        bt_bpf_pct: Spread::of(&bt_bpf),
     })
+}
+
+/// Sum of run_time_ns over the loaded tracepoint programs (bpftrace's).
+fn tracepoint_run_ns() -> Result<u64> {
+    let out = util::output(Command::new("bpftool").args(["prog", "show", "-j"]))?;
+    let v: serde_json::Value = serde_json::from_str(&out).context("bpftool prog show -j is not JSON")?;
+    Ok(v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|p| p["type"] == "tracepoint")
+                .filter_map(|p| p["run_time_ns"].as_u64())
+                .sum()
+        })
+        .unwrap_or(0))
+}
+
+/// bpftrace attached, kernel BPF stats on, one perf run: its programs' run
+/// time over the run's wall time, %. A lower bound of what it costs.
+fn bpftrace_bpf_pct(cx: &Ctx, loops: u64) -> Result<f64> {
+    const KNOB: &str = "/proc/sys/kernel/bpf_stats_enabled";
+    let old = std::fs::read_to_string(KNOB).with_context(|| format!("reading {KNOB}"))?;
+    struct Restore(String);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = std::fs::write(KNOB, self.0.trim());
+        }
+    }
+    let _restore = Restore(old);
+    std::fs::write(KNOB, "1").with_context(|| format!("writing {KNOB}"))?;
+    let (b, rx) = bpftrace(cx)?;
+    let (ns0, t0) = (tracepoint_run_ns()?, util::mono_ns());
+    util::perf_pipe(cx.house, loops)?;
+    let (ns1, t1) = (tracepoint_run_ns()?, util::mono_ns());
+    bpftrace_stop(b, rx)?;
+    Ok(100.0 * ns1.saturating_sub(ns0) as f64 / (t1 - t0) as f64)
 }

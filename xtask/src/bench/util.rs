@@ -235,7 +235,7 @@ pub struct Jw {
     /// CLOCK_MONOTONIC just before the spawn.
     pub t0_ns: u64,
     ready: mpsc::Receiver<()>,
-    stdout: Option<JoinHandle<String>>,
+    stdout: Option<JoinHandle<(String, u64)>>,
     stderr: Arc<Mutex<String>>,
     sampler: Option<(Arc<AtomicBool>, JoinHandle<Mem>)>,
 }
@@ -243,8 +243,13 @@ pub struct Jw {
 /// A finished run: its JSON summary and, when sampled, its memory.
 pub struct JwRun {
     pub t0_ns: u64,
-    /// CLOCK_MONOTONIC when its exit was reaped.
+    /// CLOCK_MONOTONIC when its stdout closed: the process had exited.
     pub exit_ns: u64,
+    /// CLOCK_MONOTONIC when wait() returned. Later than `exit_ns` when the
+    /// kernel is slow to release it: reaping a process whose
+    /// /proc/PID/task/* files were read (the memory sampler does) can spin in
+    /// proc_invalidate_siblings_dcache while the watched CPU is in a storm.
+    pub reaped_ns: u64,
     pub json: Value,
     pub mem: Option<Mem>,
 }
@@ -260,7 +265,7 @@ impl Jw {
         let stdout = thread::spawn(move || {
             let mut s = String::new();
             let _ = out.read_to_string(&mut s);
-            s
+            (s, mono_ns())
         });
         let err = child.stderr.take().expect("piped");
         let stderr = Arc::new(Mutex::new(String::new()));
@@ -311,19 +316,20 @@ impl Jw {
     /// Waits for the exit and parses the JSON summary.
     pub fn finish(mut self) -> Result<JwRun> {
         let st = self.child.take().expect("not finished twice").wait().context("waiting for jitterwatch")?;
-        let exit_ns = mono_ns();
+        let reaped_ns = mono_ns();
         let mem = self.sampler.take().map(|(stop, h)| {
             stop.store(true, Relaxed);
             h.join().unwrap_or_default()
         });
-        let out = self.stdout.take().expect("once").join().unwrap_or_default();
+        let (out, exit_ns) = self.stdout.take().expect("once").join().unwrap_or_default();
+        let exit_ns = if exit_ns == 0 { reaped_ns } else { exit_ns.min(reaped_ns) };
         let err = self.stderr.lock().unwrap().clone();
         if !st.success() {
             bail!("jitterwatch failed ({}): {}", proc::describe(st), err.trim());
         }
         let json: Value = serde_json::from_str(&out)
             .with_context(|| format!("jitterwatch's --json output is not JSON: {:?}", out.chars().take(200).collect::<String>()))?;
-        Ok(JwRun { t0_ns: self.t0_ns, exit_ns, json, mem })
+        Ok(JwRun { t0_ns: self.t0_ns, exit_ns, reaped_ns, json, mem })
     }
 }
 
