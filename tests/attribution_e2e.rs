@@ -220,7 +220,9 @@ fn rt_throttling_parks_are_idle_and_nothing_after_them_is() {
     let parks: Vec<u64> = rows.iter().map(idle_ns).filter(|&ns| ns >= 10_000_000).collect();
     let small = rows.iter().filter(|r| (1..10_000_000).contains(&idle_ns(r))).count();
     eprintln!("hook: {hook}; {} rows, parks (ms): {:?}, rows with a little idle time: {small}", rows.len(), parks.iter().map(|p| p / 1_000_000).collect::<Vec<_>>());
-    assert!((2..=5).contains(&parks.len()), "expected 3 or so throttling parks named {idle}: {parks:?}");
+    // A park is charged to whatever ran meanwhile: the idle task on a quiet
+    // CPU, other tasks when the machine is busy. At least one must be idle.
+    assert!((1..=5).contains(&parks.len()), "expected throttling parks named {idle}: {parks:?}");
     // Each park is one gap; host pauses afterwards must stay unexplained.
     assert!(small <= 2 * parks.len() + 2, "{small} other gaps charged to {idle}: the probe's return was missed");
     // IPIs caught half-attached at start (entry seen, exit not) must not
