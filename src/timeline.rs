@@ -68,8 +68,7 @@ pub struct Timeline {
     suspended: HashMap<u32, Frame>,
     /// Start of the open segment (charged to the top of the stack).
     last: u64,
-    /// The task the last switch went to, and when that switch was.
-    cur_pid: Option<u32>,
+    /// When the last switch seen was.
     last_switch: u64,
     probe_tids: Vec<u32>,
     /// Events older than `last` (nested BPF programs can reorder a few ns).
@@ -88,7 +87,6 @@ impl Timeline {
             stack: Vec::with_capacity(MAX_DEPTH),
             suspended: HashMap::with_capacity(64),
             last: start,
-            cur_pid: None,
             last_switch: 0,
             probe_tids: Vec::new(),
             reordered: 0,
@@ -193,7 +191,15 @@ impl Timeline {
     pub fn probe_ran_at(&mut self, t: u64) {
         if self.base != Cause::Probe && t >= self.last_switch && !self.probe_tids.is_empty() {
             self.unseen_switch(t, Cause::Probe);
-            self.cur_pid = self.probe_tids.first().copied();
+        }
+    }
+
+    /// Whether the timeline has `pid` running now.
+    fn runs(&self, pid: u32) -> bool {
+        match self.base {
+            Cause::Task { pid: p, .. } => p == pid,
+            Cause::Probe => self.probe_tids.contains(&pid),
+            _ => false,
         }
     }
 
@@ -214,7 +220,7 @@ impl Timeline {
         };
         match ev.payload {
             Payload::Switch { prev, next, prev_ran_ns, .. } => {
-                if prev_ran_ns > 0 && self.cur_pid != Some(prev.pid) {
+                if prev_ran_ns > 0 && !self.runs(prev.pid) {
                     // Not before the last switch seen: prev came after it.
                     let at = ts.saturating_sub(u64::from(prev_ran_ns)).max(self.last_switch);
                     self.unseen_switch(at, self.task_cause(prev.pid, prev.comm));
@@ -235,7 +241,6 @@ impl Timeline {
                     self.stack.push(f);
                 }
                 self.base = self.task_cause(next.pid, next.comm);
-                self.cur_pid = Some(next.pid);
                 self.last_switch = ts;
             }
             Payload::IrqEntry { irq, .. } => self.enter(ts, Cause::Irq(irq), irq as u64, Level::Irq),

@@ -44,19 +44,30 @@ fn probe() -> Task {
     task(PROBE, "jitterwatch-pro")
 }
 
-/// Feeds events, one gap, and returns the hiccup as `kind:name=ns` strings.
-fn run(events: &[Event], t0: u64, t1: u64, watermark: u64) -> (Vec<String>, u64) {
+/// Feeds events, then gaps (t0, t1), and returns each hiccup as
+/// `kind:name=ns` strings and its unexplained time.
+fn run_gaps(events: &[Event], gaps: &[(u64, u64)], watermark: u64) -> Vec<(Vec<String>, u64)> {
     let mut e = engine();
     for x in events {
         e.on_event(x);
     }
-    e.on_gap(Gap { cpu: CPU, t0, t1 });
+    for &(t0, t1) in gaps {
+        e.on_gap(Gap { cpu: CPU, t0, t1 });
+    }
     let mut got = Vec::new();
     e.attribute_ready(watermark, |h| got.push(h));
-    assert_eq!(got.len(), 1, "gap not attributed");
-    let h = got.pop().unwrap();
-    assert_eq!(h.causes.iter().map(|c| c.2).sum::<u64>() + h.unexplained, h.gap, "rows add up");
-    (h.causes.iter().map(|(k, n, ns)| format!("{k}:{n}={ns}")).collect(), h.unexplained)
+    assert_eq!(got.len(), gaps.len(), "gaps not attributed");
+    got.iter()
+        .map(|h| {
+            assert_eq!(h.causes.iter().map(|c| c.2).sum::<u64>() + h.unexplained, h.gap, "rows add up");
+            (h.causes.iter().map(|(k, n, ns)| format!("{k}:{n}={ns}")).collect(), h.unexplained)
+        })
+        .collect()
+}
+
+/// The same for one gap.
+fn run(events: &[Event], t0: u64, t1: u64, watermark: u64) -> (Vec<String>, u64) {
+    run_gaps(events, &[(t0, t1)], watermark).pop().expect("one gap")
 }
 
 #[test]
@@ -295,16 +306,8 @@ fn the_probe_resuming_ends_an_idle_stretch_no_event_closed() {
     // RT throttling parks the probe (seen), the idle task runs, and the
     // switch back into the probe is unseen: the next gap, a host pause with
     // no events, is unexplained, not the idle task's.
-    let mut e = engine();
-    e.on_event(&switch_ran(100, probe(), task(0, "swapper/1"), 5000));
-    e.on_gap(Gap { cpu: CPU, t0: 90, t1: 300 });
-    e.on_gap(Gap { cpu: CPU, t0: 400, t1: 500 });
-    let mut got = Vec::new();
-    e.attribute_ready(1000, |h| got.push(h));
-    let rows: Vec<_> = got
-        .iter()
-        .map(|h| (h.causes.iter().map(|(k, n, ns)| format!("{k}:{n}={ns}")).collect::<Vec<_>>(), h.unexplained))
-        .collect();
+    let evs = [switch_ran(100, probe(), task(0, "swapper/1"), 5000)];
+    let rows = run_gaps(&evs, &[(90, 300), (400, 500)], 1000);
     assert_eq!(rows, vec![(vec!["task:swapper/1[0]=200".to_string()], 10), (vec![], 100)]);
 }
 
@@ -312,12 +315,8 @@ fn the_probe_resuming_ends_an_idle_stretch_no_event_closed() {
 fn an_unseen_switch_drops_interrupt_frames_that_never_exited() {
     // An IPI entry whose exit program was not attached yet, then the probe
     // starts on an idle CPU (unseen switch): a later host pause is not the IPI's.
-    let mut e = engine();
-    e.on_event(&ev(50, Payload::VectorEntry(Vector::CallFunctionSingle)));
-    e.on_gap(Gap { cpu: CPU, t0: 400, t1: 500 });
-    let mut got = Vec::new();
-    e.attribute_ready(1000, |h| got.push(h));
-    assert_eq!((got[0].causes.len(), got[0].unexplained), (0, 100), "{:?}", got[0]);
+    let evs = [ev(50, Payload::VectorEntry(Vector::CallFunctionSingle))];
+    assert_eq!(run(&evs, 400, 500, 1000), (vec![], 100));
 }
 
 #[test]
