@@ -231,6 +231,8 @@ fn collect(
 fn refresh(stats: &mut Stats, tracer: &Tracer<'_>, probes: &[Arc<ProbeShared>], events: u64, now: u64, bpf_stats: bool) {
     stats.events = events;
     stats.now_ns = now;
+    // refresh() runs on the collector thread: this is the consumer's own cost.
+    stats.consumer_cpu_ns = crate::sys::thread_cpu_ns();
     let drops = tracer.drops().unwrap_or_default();
     for p in probes {
         if let Some(c) = stats.cpu_mut(p.cpu) {

@@ -151,6 +151,9 @@ pub struct Stats {
     pub lag_ns: u64,
     /// Worst consumer lag over the whole run.
     pub lag_max_ns: u64,
+    /// CPU time the collector thread (the ring-buffer consumer, attribution
+    /// and CSV) has used, ns.
+    pub consumer_cpu_ns: u64,
     /// CLOCK_MONOTONIC ns of the first event drained (0: none yet).
     pub first_event_ns: u64,
     /// Events stamped slightly out of order on their CPU (clamped), and
@@ -177,6 +180,7 @@ impl Stats {
             events: 0,
             lag_ns: 0,
             lag_max_ns: 0,
+            consumer_cpu_ns: 0,
             first_event_ns: 0,
             reordered_events: 0,
             evicted_segments: 0,

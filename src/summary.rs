@@ -49,6 +49,10 @@ pub struct Overhead {
     pub first_sample_ns: u64,
     pub first_event_ns: u64,
     pub lag_max_ns: u64,
+    /// CPU time of the collector thread (ring-buffer consumer, attribution,
+    /// CSV), and that per event drained.
+    pub consumer_cpu_ns: u64,
+    pub consumer_ns_per_event: f64,
     pub reordered_events: u64,
     pub evicted_segments: u64,
     pub ringbuf_drops: u64,
@@ -122,6 +126,8 @@ impl Summary {
                 first_sample_ns: s.start_ns,
                 first_event_ns: s.first_event_ns,
                 lag_max_ns: s.lag_max_ns,
+                consumer_cpu_ns: s.consumer_cpu_ns,
+                consumer_ns_per_event: if s.events == 0 { 0.0 } else { s.consumer_cpu_ns as f64 / s.events as f64 },
                 reordered_events: s.reordered_events,
                 evicted_segments: s.evicted_segments,
                 ringbuf_drops: s.cpus.iter().map(|c| c.drops).sum(),
@@ -198,6 +204,13 @@ impl Summary {
             o.queue_overflows,
             crate::units::ns(o.lag_max_ns)
         )?;
+        writeln!(
+            out,
+            "  consumer thread: {} of CPU, {:.1}% of one CPU, {:.0} ns per event",
+            crate::units::ns(o.consumer_cpu_ns),
+            if self.duration_ns == 0 { 0.0 } else { 100.0 * o.consumer_cpu_ns as f64 / self.duration_ns as f64 },
+            o.consumer_ns_per_event
+        )?;
         if !self.switch_hook.is_empty() {
             writeln!(out, "  context switches: {}", visible(&self.switch_hook))?;
         }
@@ -235,6 +248,8 @@ mod tests {
         s.cpus[0].threshold_ns = 250;
         s.record(&Hiccup { cpu: 1, t0: 10, gap: 1000, causes: vec![(Kind::Task, Arc::from("evil\x1b]0;x\x07[9]"), 900)], unexplained: 100 });
         s.now_ns = 1_000_000;
+        s.events = 400;
+        s.consumer_cpu_ns = 20_000;
         let sum = Summary::from_stats(&s);
         let mut text = Vec::new();
         sum.write_text(&mut text).unwrap();
@@ -243,6 +258,7 @@ mod tests {
         assert!(text.contains("   1          250         1"), "{text}");
         assert!(text.contains("evil\\x1b]0;x\\x07[9]"));
         assert!(!text.contains('\x1b'));
+        assert!(text.contains("consumer thread: 20.0µs of CPU, 2.0% of one CPU, 50 ns per event"), "{text}");
         let mut json = Vec::new();
         sum.write_json(&mut json).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
@@ -250,5 +266,7 @@ mod tests {
         assert_eq!(v["cpus"][0]["max_ns"], 1000);
         assert_eq!(v["cpus"][0]["top_causes"][0]["kind"], "task");
         assert_eq!(v["cpus"][0]["stolen_pct"], 0.1);
+        assert_eq!(v["overhead"]["consumer_cpu_ns"], 20_000);
+        assert_eq!(v["overhead"]["consumer_ns_per_event"], 50.0);
     }
 }

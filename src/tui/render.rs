@@ -241,6 +241,13 @@ fn help(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         fmt::dur(v.lag_max_ns.max(v.lag_ns)),
         fmt::count(v.events)
     )));
+    if v.consumer_cpu_ns > 0 && v.elapsed_ns() > 0 {
+        lines.push(Line::raw(format!(
+            "  consumer thread {:.1}% of one CPU, {} per event",
+            100.0 * v.consumer_cpu_ns as f64 / v.elapsed_ns() as f64,
+            fmt::dur(v.consumer_cpu_ns / v.events.max(1))
+        )));
+    }
     if !v.switch_hook.is_empty() {
         lines.push(Line::raw(format!("  context switches: {}", crate::sanitize::visible(&v.switch_hook))));
     }

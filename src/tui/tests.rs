@@ -47,6 +47,7 @@ fn stats() -> Stats {
     s.cpus[0].drops = 3;
     s.events = 123_456;
     s.lag_ns = 2_500_000;
+    s.consumer_cpu_ns = 50_000_000;
     s.prog_stats = vec![ProgStat { name: "on_switch".into(), run_cnt: 1000, run_time_ns: 85_000 }];
     s.switch_hook = "per-CPU perf event (unwatched CPUs never enter BPF)".into();
     s.now_ns = START + 10 * S;
@@ -165,6 +166,7 @@ fn reset_zeroes_what_the_user_sees() {
     let mut a = app();
     a.apply(Action::Reset);
     assert!(a.view().cpus.iter().all(|c| c.hiccups == 0 && c.max_ns == 0 && c.drops == 0));
+    assert_eq!((a.view().events, a.view().consumer_cpu_ns), (0, 0));
     assert!(a.culprits().is_empty() && a.stalls().next().is_none());
     let s = text(&draw(&a, 80, 24));
     assert!(s.contains("no hiccup yet") && s.contains("elapsed 0:00") && s.contains("drops 0"), "{s}");
@@ -184,6 +186,8 @@ fn help_toggles_and_shows_the_cost() {
     assert!(s.contains("Help") && s.contains("Cost of jitterwatch") && s.contains("on_switch"), "{s}");
     assert!(line_with(&s, "on_switch").contains("85 ns/event"), "{s}");
     assert!(line_with(&s, "context switches").contains("per-CPU perf event"), "{s}");
+    // 50 ms of consumer CPU over 10 s, for 123,456 events.
+    assert!(line_with(&s, "consumer thread").contains("0.5% of one CPU, 405ns per event"), "{s}");
     a.apply(Action::Help);
     assert!(!text(&draw(&a, 80, 24)).contains("Cost of jitterwatch"));
 }

@@ -14,6 +14,7 @@ pub fn since(cur: &Stats, base: &Stats) -> Stats {
     let mut v = cur.clone();
     v.start_ns = base.now_ns.max(cur.start_ns).min(cur.now_ns);
     v.events = cur.events.saturating_sub(base.events);
+    v.consumer_cpu_ns = cur.consumer_cpu_ns.saturating_sub(base.consumer_cpu_ns);
     let same = |a: &Hiccup, b: &Hiccup| a.cpu == b.cpu && a.t0 == b.t0 && a.gap == b.gap;
     v.worst.retain(|h| !base.worst.iter().any(|b| same(h, b)));
     let worst = v.worst.clone();

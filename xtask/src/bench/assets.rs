@@ -45,11 +45,13 @@ int main(int argc, char **argv)
 
 /// A context-switch storm: PAIRS pairs of threads hand a token back and
 /// forth through a futex; on one CPU every hand-off is a sched_switch.
-/// Runs until killed, or MAX_SECS as a safety net.
+/// Usage: pingpong PAIRS MAX_SECS [FIFO_PRIO]; runs until killed, or
+/// MAX_SECS as a safety net; with FIFO_PRIO > 0 the threads are SCHED_FIFO.
 pub const PINGPONG: &str = r#"
 #define _GNU_SOURCE
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,10 +85,21 @@ int main(int argc, char **argv)
 {
 	int np = argc > 1 ? atoi(argv[1]) : 1;
 	int secs = argc > 2 ? atoi(argv[2]) : 60;
+	int fifo = argc > 3 ? atoi(argv[3]) : 0;
 	pthread_t t[128];
 
 	if (np < 1 || np > 64)
 		return 2;
+	/* SCHED_FIFO: the threads inherit it, and take the CPU from the
+	 * (SCHED_OTHER) probe but for RT throttling's share. */
+	if (fifo > 0) {
+		struct sched_param sp = { .sched_priority = fifo };
+
+		if (sched_setscheduler(0, SCHED_FIFO, &sp)) {
+			perror("pingpong: SCHED_FIFO");
+			return 3;
+		}
+	}
 	for (long i = 0; i < 2 * np; i++)
 		pthread_create(&t[i], 0, side, (void *)i);
 	sleep(secs);
