@@ -49,6 +49,13 @@ pub struct ProbeShared {
     pub loops: AtomicU64,
     /// Clock reading of the first measured sample (0 until then).
     pub first_sample_ns: AtomicU64,
+    /// Where the loop proper (after calibration) began, with the loop count
+    /// then; and the gaps (deltas at or over the threshold) since, summed.
+    /// Together they give the loop's period between hiccups.
+    pub hot_start_ns: AtomicU64,
+    pub hot_loops: AtomicU64,
+    pub gap_ns: AtomicU64,
+    pub gaps: AtomicU64,
     pub tid: AtomicU32,
 }
 
@@ -64,8 +71,23 @@ impl ProbeShared {
             threshold_ns: AtomicU64::new(0),
             loops: AtomicU64::new(0),
             first_sample_ns: AtomicU64::new(0),
+            hot_start_ns: AtomicU64::new(0),
+            hot_loops: AtomicU64::new(0),
+            gap_ns: AtomicU64::new(0),
+            gaps: AtomicU64::new(0),
             tid: AtomicU32::new(0),
         }
+    }
+
+    /// Mean loop period between hiccups (ns), once the loop proper has run.
+    pub fn quiet_mean_ns(&self) -> Option<f64> {
+        let start = self.hot_start_ns.load(Relaxed);
+        if start == 0 {
+            return None;
+        }
+        let span = self.progress.load(Relaxed).saturating_sub(start);
+        let loops = self.loops.load(Relaxed).saturating_sub(self.hot_loops.load(Relaxed));
+        mean_between_gaps(span, loops, self.gap_ns.load(Relaxed), self.gaps.load(Relaxed))
     }
 
     pub fn histogram(&self) -> [u64; HIST_BUCKETS] {
@@ -183,7 +205,10 @@ fn run(s: &ProbeShared, cfg: ProbeConfig, stop: &AtomicBool) {
     let fast_bucket = bucket(floor);
     let fast_limit = (1u64 << fast_bucket).min(threshold);
     let mut fast = 0u64;
+    let (mut gap_ns, mut gaps) = (0u64, 0u64);
     prev = now_ns();
+    s.hot_loops.store(loops, Relaxed);
+    s.hot_start_ns.store(prev, Relaxed);
     // The hot loop: one clock read, a compare, a register increment. The
     // stop flag, the floor and the figures are looked at every
     // PUBLISH_EVERY iterations (~100 µs), off the per-iteration path.
@@ -196,6 +221,8 @@ fn run(s: &ProbeShared, cfg: ProbeConfig, stop: &AtomicBool) {
         } else {
             hist[bucket(d)] += 1;
             if d >= threshold {
+                gap_ns += d;
+                gaps += 1;
                 report_gap(s, Gap { cpu, t0: prev, t1: t });
             }
         }
@@ -206,6 +233,8 @@ fn run(s: &ProbeShared, cfg: ProbeConfig, stop: &AtomicBool) {
             hist[fast_bucket] += fast;
             fast = 0;
             s.floor_ns.store(floor.max(1), Relaxed);
+            s.gap_ns.store(gap_ns, Relaxed);
+            s.gaps.store(gaps, Relaxed);
             publish(&hist, t, loops);
             if stop.load(Relaxed) {
                 break;
@@ -213,6 +242,14 @@ fn run(s: &ProbeShared, cfg: ProbeConfig, stop: &AtomicBool) {
         }
         prev = t;
     }
+}
+
+/// The mean of the loop deltas under the threshold: a `span` of `loops`
+/// deltas, `gaps` of which (summing `gap_ns`) were hiccups. Unlike the plain
+/// mean it does not depend on how often something stole the CPU.
+pub fn mean_between_gaps(span: u64, loops: u64, gap_ns: u64, gaps: u64) -> Option<f64> {
+    let n = loops.checked_sub(gaps).filter(|&n| n > 0)?;
+    Some(span.saturating_sub(gap_ns) as f64 / n as f64)
 }
 
 /// The rare path, kept out of the loop's body.
@@ -236,6 +273,15 @@ mod tests {
         assert_eq!(bucket(3), 2);
         assert_eq!(bucket(1024), 11);
         assert_eq!(bucket(u64::MAX), HIST_BUCKETS - 1);
+    }
+
+    #[test]
+    fn the_mean_between_gaps_leaves_the_gaps_out() {
+        // 1000 deltas over 30 µs, two of them gaps of 5 µs each.
+        assert_eq!(mean_between_gaps(30_000, 1000, 10_000, 2), Some(20_000.0 / 998.0));
+        assert_eq!(mean_between_gaps(30_000, 1000, 0, 0), Some(30.0));
+        assert_eq!(mean_between_gaps(30_000, 2, 10_000, 2), None);
+        assert_eq!(mean_between_gaps(0, 0, 0, 0), None);
     }
 
     #[test]

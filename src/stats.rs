@@ -31,6 +31,8 @@ pub struct CpuStats {
     pub floor_ns: u64,
     /// Mean probe loop period, ns (time measured / iterations).
     pub loop_mean_ns: f64,
+    /// Mean loop period between hiccups (gaps left out), ns; 0: not yet.
+    pub loop_quiet_mean_ns: f64,
     pub hiccups: u64,
     pub stolen_ns: u64,
     pub explained_ns: u64,
@@ -51,6 +53,7 @@ impl CpuStats {
             threshold_ns: 0,
             floor_ns: 0,
             loop_mean_ns: 0.0,
+            loop_quiet_mean_ns: 0.0,
             hiccups: 0,
             stolen_ns: 0,
             explained_ns: 0,

@@ -24,6 +24,9 @@ pub struct CpuRow {
     pub explained_pct: f64,
     pub loop_floor_ns: u64,
     pub loop_mean_ns: f64,
+    /// The mean loop period with the hiccups left out: the probe's own
+    /// speed, whatever steals the CPU.
+    pub loop_quiet_mean_ns: f64,
     pub hiccups_per_sec: f64,
     pub queue_overflows: u64,
     pub ringbuf_drops: u64,
@@ -99,6 +102,7 @@ impl Summary {
                 explained_pct: if c.stolen_ns == 0 { 0.0 } else { 100.0 * c.explained_ns as f64 / c.stolen_ns as f64 },
                 loop_floor_ns: c.floor_ns,
                 loop_mean_ns: c.loop_mean_ns,
+                loop_quiet_mean_ns: c.loop_quiet_mean_ns,
                 hiccups_per_sec: s.per_sec(c.hiccups),
                 queue_overflows: c.overflow,
                 ringbuf_drops: c.drops,
@@ -173,8 +177,8 @@ impl Summary {
         for c in &self.cpus {
             writeln!(
                 out,
-                "\ncpu {}: {:.1}% of stolen time explained, loop floor {} ns (mean period {:.1} ns), {:.1} hiccups/s, {} queue overflows, {} ring-buffer drops",
-                c.cpu, c.explained_pct, c.loop_floor_ns, c.loop_mean_ns, c.hiccups_per_sec, c.queue_overflows, c.ringbuf_drops
+                "\ncpu {}: {:.1}% of stolen time explained, loop floor {} ns (mean period {:.1} ns, {:.1} ns between hiccups), {:.1} hiccups/s, {} queue overflows, {} ring-buffer drops",
+                c.cpu, c.explained_pct, c.loop_floor_ns, c.loop_mean_ns, c.loop_quiet_mean_ns, c.hiccups_per_sec, c.queue_overflows, c.ringbuf_drops
             )?;
             if c.top_causes.is_empty() {
                 continue;

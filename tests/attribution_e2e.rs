@@ -191,6 +191,12 @@ fn stops_on_time_under_a_context_switch_storm() {
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
     eprintln!("storm: {} events/s, took {took:?}", v["events_per_sec"]);
     assert!(v["events"].as_u64().unwrap() > 10_000, "no storm seen: {out}");
+    // The probe's own period leaves the stalls out: between its floor and
+    // the plain mean, which the storm inflates.
+    let c = &v["cpus"][0];
+    let (floor, quiet, mean) =
+        (c["loop_floor_ns"].as_f64().unwrap(), c["loop_quiet_mean_ns"].as_f64().unwrap(), c["loop_mean_ns"].as_f64().unwrap());
+    assert!(floor > 0.0 && floor <= quiet && quiet < mean, "floor {floor}, between hiccups {quiet}, mean {mean}");
 }
 
 /// RT throttling parks a SCHED_FIFO probe ~50 ms a second; the idle task then

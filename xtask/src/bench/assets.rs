@@ -10,7 +10,9 @@ use anyhow::{Context, Result};
 use crate::proc;
 
 /// The limit for the probe: a bare clock_gettime loop. Prints its smallest
-/// delta and its mean period over `secs`.
+/// delta, its mean period over `secs`, and (as jitterwatch's probe does: a
+/// 20 ms calibration, then a threshold of 8 × the floor) its mean period
+/// between hiccups.
 pub const CLOOP: &str = r#"
 #include <stdint.h>
 #include <stdio.h>
@@ -28,17 +30,29 @@ int main(int argc, char **argv)
 {
 	uint64_t span = (uint64_t)(atof(argc > 1 ? argv[1] : "1") * 1e9);
 	uint64_t start = now(), prev = start, end = start + span;
+	uint64_t calibrated = start + 20000000;
 	uint64_t min = UINT64_MAX, n = 0;
+	uint64_t hot_start = 0, hot_n = 0, thr = UINT64_MAX, gap_ns = 0, gaps = 0;
 
 	while (prev < end) {
-		uint64_t t = now();
-		if (t - prev < min)
-			min = t - prev;
+		uint64_t t = now(), d = t - prev;
+		if (d < min)
+			min = d;
+		if (d >= thr) {
+			gap_ns += d;
+			gaps++;
+		}
 		n++;
 		prev = t;
+		if (!hot_start && t >= calibrated) {
+			hot_start = t;
+			hot_n = n;
+			thr = 8 * (min ? min : 1);
+		}
 	}
-	printf("min_ns=%llu mean_ns=%.3f loops=%llu\n", (unsigned long long)min,
-	       (double)(prev - start) / (double)n, (unsigned long long)n);
+	printf("min_ns=%llu mean_ns=%.3f loops=%llu quiet_mean_ns=%.3f\n", (unsigned long long)min,
+	       (double)(prev - start) / (double)n, (unsigned long long)n,
+	       (double)(prev - hot_start - gap_ns) / (double)(n - hot_n - gaps));
 	return 0;
 }
 "#;

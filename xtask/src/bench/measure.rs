@@ -38,8 +38,10 @@ pub struct Floor {
     pub threshold: Spread,
     pub ratio_floor: Spread,
     pub ratio_mean: Spread,
-    /// Where jitterwatch's mean period came from, None if the JSON lacks it.
-    pub mean_source: Option<&'static str>,
+    /// Mean periods with the hiccups (deltas ≥ 8 × floor) left out.
+    pub c_quiet: Spread,
+    pub jw_quiet: Spread,
+    pub ratio_quiet: Spread,
     pub startup: Startup,
 }
 
@@ -50,16 +52,6 @@ pub struct Startup {
     pub to_first_event: Spread,
 }
 
-/// jitterwatch's mean loop period from the summary, if it carries one.
-fn jw_mean_period(v: &serde_json::Value) -> Option<(f64, &'static str)> {
-    if let Some(m) = v.pointer("/cpus/0/loop_mean_ns").and_then(|x| x.as_f64()) {
-        return Some((m, "cpus[].loop_mean_ns"));
-    }
-    let loops = v.pointer("/cpus/0/loops").and_then(|x| x.as_f64())?;
-    let dur = v.pointer("/duration_ns").and_then(|x| x.as_f64())?;
-    (loops > 0.0).then(|| (dur / loops, "duration_ns / cpus[].loops"))
-}
-
 /// 1 and 6: alternating C loop / jitterwatch runs on the watched CPU.
 pub fn floor(cx: &Ctx) -> Result<Floor> {
     let reps = cx.reps(7);
@@ -67,22 +59,20 @@ pub fn floor(cx: &Ctx) -> Result<Floor> {
     let cpu = cx.watched.to_string();
     let (mut c_min, mut c_mean, mut jw_floor, mut jw_mean, mut thr) = (vec![], vec![], vec![], vec![], vec![]);
     let (mut r_floor, mut r_mean) = (vec![], vec![]);
+    let (mut c_quiet, mut jw_quiet, mut r_quiet) = (vec![], vec![], vec![]);
     let (mut to_main, mut to_sample, mut to_event) = (vec![], vec![], vec![]);
-    let mut mean_source = None;
     for rep in 0..reps {
-        let mut c = (0.0, 0.0);
-        let mut j = (f64::NAN, f64::NAN);
+        let mut c = (0.0, 0.0, 0.0);
+        let mut j = (f64::NAN, f64::NAN, f64::NAN);
         // Alternate which goes first, so a drift does not favour one.
         for step in 0..2 {
             if (rep + step) % 2 == 0 {
                 let out = util::output(Command::new("taskset").args(["-c", &cpu]).arg(&cx.cloop).arg(secs.to_string()))?;
-                c = (util::field(&out, "min_ns")?, util::field(&out, "mean_ns")?);
+                c = (util::field(&out, "min_ns")?, util::field(&out, "mean_ns")?, util::field(&out, "quiet_mean_ns")?);
             } else {
                 let run = util::jw_run(&cx.bin, cx.watched, secs, &[], None)?;
                 let v = &run.json;
-                let mean = jw_mean_period(v);
-                mean_source = mean_source.or(mean.map(|m| m.1));
-                j = (num(v, "/cpus/0/loop_floor_ns"), mean.map_or(f64::NAN, |m| m.0));
+                j = (num(v, "/cpus/0/loop_floor_ns"), num(v, "/cpus/0/loop_mean_ns"), num(v, "/cpus/0/loop_quiet_mean_ns"));
                 thr.push(num(v, "/cpus/0/threshold_ns"));
                 let ms = |ptr: &str| (num(v, ptr) - run.t0_ns as f64) / 1e6;
                 to_main.push(ms("/overhead/main_start_ns"));
@@ -96,6 +86,9 @@ pub fn floor(cx: &Ctx) -> Result<Floor> {
         jw_mean.push(j.1);
         r_floor.push(j.0 / c.0);
         r_mean.push(j.1 / c.1);
+        c_quiet.push(c.2);
+        jw_quiet.push(j.2);
+        r_quiet.push(j.2 / c.2);
     }
     Ok(Floor {
         reps,
@@ -107,7 +100,9 @@ pub fn floor(cx: &Ctx) -> Result<Floor> {
         threshold: Spread::of(&thr),
         ratio_floor: Spread::of(&r_floor),
         ratio_mean: Spread::of(&r_mean),
-        mean_source,
+        c_quiet: Spread::of(&c_quiet),
+        jw_quiet: Spread::of(&jw_quiet),
+        ratio_quiet: Spread::of(&r_quiet),
         startup: Startup {
             to_main: Spread::of(&to_main),
             to_first_sample: Spread::of(&to_sample),
@@ -192,19 +187,4 @@ pub fn bpf_cost(cx: &Ctx) -> Result<BpfCost> {
         watched_events_per_sec: Spread::of(&on_w.iter().map(|v| num(v, "/events_per_sec")).collect::<Vec<_>>()),
         unwatched: prog_costs(&on_h),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mean_period_from_either_field() {
-        let v = serde_json::json!({"duration_ns": 1000, "cpus": [{"loop_mean_ns": 24.5}]});
-        assert_eq!(jw_mean_period(&v), Some((24.5, "cpus[].loop_mean_ns")));
-        let v = serde_json::json!({"duration_ns": 1000, "cpus": [{"loops": 40}]});
-        assert_eq!(jw_mean_period(&v).unwrap().0, 25.0);
-        let v = serde_json::json!({"duration_ns": 1000, "cpus": [{"loop_floor_ns": 22}]});
-        assert_eq!(jw_mean_period(&v), None);
-    }
 }

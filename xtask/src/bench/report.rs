@@ -47,12 +47,10 @@ fn pct(ratio: f64) -> f64 {
 pub fn verdicts(r: &Results) -> Vec<(String, String, &'static str, &'static str)> {
     let f = &r.floor;
     let m = &r.machine;
-    let mean_ok = f.ratio_mean.n == 0 || f.ratio_mean.median <= 1.1;
-    let mean_txt = if f.ratio_mean.n == 0 {
-        "mean period: not in the summary".to_string()
-    } else {
-        format!("mean period {:.1} vs {:.1} ns = {:.3}×", f.jw_mean.median, f.c_mean.median, f.ratio_mean.median)
-    };
+    let mean_txt = format!(
+        "period between hiccups {:.1} vs {:.1} ns = {:.3}×",
+        f.jw_quiet.median, f.c_quiet.median, f.ratio_quiet.median
+    );
     let s = &f.startup;
     let start_worst = s.to_first_sample.median.max(s.to_first_event.median);
     let mem_mib = r.mem.mem.max_rss_kb.max(r.mem.mem.hwm_kb) as f64 / 1024.0;
@@ -64,7 +62,7 @@ pub fn verdicts(r: &Results) -> Vec<(String, String, &'static str, &'static str)
                 f.jw_floor.median, f.c_min.median, f.ratio_floor.median, f.threshold.median
             ),
             "≤ 1.1× the C loop",
-            met(f.ratio_floor.median <= 1.1 && mean_ok),
+            met(f.ratio_floor.median <= 1.1 && f.ratio_quiet.median <= 1.1),
         ),
         (
             "2. Cost to an unwatched CPU".into(),
@@ -156,17 +154,21 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
     let _ = writeln!(
         o,
         "A minimal C loop (`clock_gettime(CLOCK_MONOTONIC)` in a tight loop, gcc -O2, `taskset -c {w}`) \
-         runs {} s and reports its smallest delta and mean period; `jitterwatch --cpus {w} --duration {}s --json` \
-         runs next to it, in alternating order, {} times. jitterwatch's floor is `cpus[].loop_floor_ns`; \
-         its mean period is {}. Both include the host's vCPU pauses, which is why the mean is noisier than the floor.\n",
+         runs {} s and reports its smallest delta, its mean period, and its mean period between hiccups (as the \
+         probe does: 20 ms of calibration, then deltas ≥ 8 × the floor left out); \
+         `jitterwatch --cpus {w} --duration {}s --json` runs next to it, in alternating order, {} times, and reports \
+         the same as `cpus[].loop_floor_ns`, `loop_mean_ns` and `loop_quiet_mean_ns`. The plain mean includes every \
+         host vCPU pause (3–18% of a second here, varying from one second to the next), so it mostly measures the \
+         host; the period between hiccups is the loop's own speed, and with the floor it is what the target is \
+         judged on.\n",
         f.secs,
         f.secs,
-        f.reps,
-        f.mean_source.map_or("not available: the summary has no mean loop period".into(), |s| format!("`{s}`"))
+        f.reps
     );
     let _ = writeln!(o, "| | C loop (limit) | jitterwatch probe | ratio |\n|---|---|---|---|");
     let _ = writeln!(o, "| smallest delta, ns | {} | {} | {} |", f.c_min.show(0), f.jw_floor.show(0), f.ratio_floor.show(3));
-    let _ = writeln!(o, "| mean period, ns | {} | {} | {} |", f.c_mean.show(2), f.jw_mean.show(2), f.ratio_mean.show(3));
+    let _ = writeln!(o, "| mean period between hiccups, ns | {} | {} | {} |", f.c_quiet.show(2), f.jw_quiet.show(2), f.ratio_quiet.show(3));
+    let _ = writeln!(o, "| mean period with the pauses, ns | {} | {} | {} |", f.c_mean.show(2), f.jw_mean.show(2), f.ratio_mean.show(3));
     let _ = writeln!(o, "| auto threshold, ns | | {} | |", f.threshold.show(0));
 
     let m = &r.machine;
