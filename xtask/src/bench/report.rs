@@ -158,8 +158,8 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
          probe does: 20 ms of calibration, then deltas ≥ 8 × the floor left out); \
          `jitterwatch --cpus {w} --duration {}s --json` runs next to it, in alternating order, {} times, and reports \
          the same as `cpus[].loop_floor_ns`, `loop_mean_ns` and `loop_quiet_mean_ns`. The plain mean includes every \
-         host vCPU pause (3–18% of a second here, varying from one second to the next), so it mostly measures the \
-         host; the period between hiccups is the loop's own speed, and with the floor it is what the target is \
+         host vCPU pause, and those vary from one second to the next on a VM, so it mostly measures the host; \
+         the period between hiccups is the loop's own speed, and with the floor it is what the target is \
          judged on.\n",
         f.secs,
         f.secs,
