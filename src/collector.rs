@@ -135,6 +135,9 @@ fn collect(
     let mut stats = Stats::new(&cfg.cpus, attach_ns);
     stats.missing_tracepoints = missing;
     stats.switch_hook = tracer.switch_hook.to_string();
+    // What came before (loading and attaching, the ring buffer's set-up) is
+    // set-up; the consumer's own cost counts from here.
+    stats.setup_cpu_ns = crate::sys::thread_cpu_ns();
     let mut csv_err = None;
     let mut next_publish = attach_ns;
     let mut watermark = attach_ns;
@@ -232,7 +235,7 @@ fn refresh(stats: &mut Stats, tracer: &Tracer<'_>, probes: &[Arc<ProbeShared>], 
     stats.events = events;
     stats.now_ns = now;
     // refresh() runs on the collector thread: this is the consumer's own cost.
-    stats.consumer_cpu_ns = crate::sys::thread_cpu_ns();
+    stats.consumer_cpu_ns = crate::sys::thread_cpu_ns().saturating_sub(stats.setup_cpu_ns);
     let drops = tracer.drops().unwrap_or_default();
     for p in probes {
         if let Some(c) = stats.cpu_mut(p.cpu) {

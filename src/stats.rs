@@ -155,8 +155,10 @@ pub struct Stats {
     /// Worst consumer lag over the whole run.
     pub lag_max_ns: u64,
     /// CPU time the collector thread (the ring-buffer consumer, attribution
-    /// and CSV) has used, ns.
+    /// and CSV) has used since it began draining, and before that (loading
+    /// and attaching the BPF programs), ns.
     pub consumer_cpu_ns: u64,
+    pub setup_cpu_ns: u64,
     /// CLOCK_MONOTONIC ns of the first event drained (0: none yet).
     pub first_event_ns: u64,
     /// Events stamped slightly out of order on their CPU (clamped), and
@@ -184,6 +186,7 @@ impl Stats {
             lag_ns: 0,
             lag_max_ns: 0,
             consumer_cpu_ns: 0,
+            setup_cpu_ns: 0,
             first_event_ns: 0,
             reordered_events: 0,
             evicted_segments: 0,

@@ -56,6 +56,8 @@ pub struct Overhead {
     /// CSV), and that per event drained.
     pub consumer_cpu_ns: u64,
     pub consumer_ns_per_event: f64,
+    /// The collector's CPU time before it began draining (BPF load, attach).
+    pub setup_cpu_ns: u64,
     pub reordered_events: u64,
     pub evicted_segments: u64,
     pub ringbuf_drops: u64,
@@ -132,6 +134,7 @@ impl Summary {
                 lag_max_ns: s.lag_max_ns,
                 consumer_cpu_ns: s.consumer_cpu_ns,
                 consumer_ns_per_event: if s.events == 0 { 0.0 } else { s.consumer_cpu_ns as f64 / s.events as f64 },
+                setup_cpu_ns: s.setup_cpu_ns,
                 reordered_events: s.reordered_events,
                 evicted_segments: s.evicted_segments,
                 ringbuf_drops: s.cpus.iter().map(|c| c.drops).sum(),
@@ -210,10 +213,11 @@ impl Summary {
         )?;
         writeln!(
             out,
-            "  consumer thread: {} of CPU, {:.1}% of one CPU, {:.0} ns per event",
+            "  consumer thread: {} of CPU, {:.1}% of one CPU, {:.0} ns per event (after {} of set-up: BPF load and attach)",
             crate::units::ns(o.consumer_cpu_ns),
             if self.duration_ns == 0 { 0.0 } else { 100.0 * o.consumer_cpu_ns as f64 / self.duration_ns as f64 },
-            o.consumer_ns_per_event
+            o.consumer_ns_per_event,
+            crate::units::ns(o.setup_cpu_ns)
         )?;
         if !self.switch_hook.is_empty() {
             writeln!(out, "  context switches: {}", visible(&self.switch_hook))?;
@@ -254,6 +258,7 @@ mod tests {
         s.now_ns = 1_000_000;
         s.events = 400;
         s.consumer_cpu_ns = 20_000;
+        s.setup_cpu_ns = 30_000_000;
         let sum = Summary::from_stats(&s);
         let mut text = Vec::new();
         sum.write_text(&mut text).unwrap();
@@ -262,7 +267,10 @@ mod tests {
         assert!(text.contains("   1          250         1"), "{text}");
         assert!(text.contains("evil\\x1b]0;x\\x07[9]"));
         assert!(!text.contains('\x1b'));
-        assert!(text.contains("consumer thread: 20.0µs of CPU, 2.0% of one CPU, 50 ns per event"), "{text}");
+        assert!(
+            text.contains("consumer thread: 20.0µs of CPU, 2.0% of one CPU, 50 ns per event (after 30.0ms of set-up"),
+            "{text}"
+        );
         let mut json = Vec::new();
         sum.write_json(&mut json).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
@@ -272,5 +280,6 @@ mod tests {
         assert_eq!(v["cpus"][0]["stolen_pct"], 0.1);
         assert_eq!(v["overhead"]["consumer_cpu_ns"], 20_000);
         assert_eq!(v["overhead"]["consumer_ns_per_event"], 50.0);
+        assert_eq!(v["overhead"]["setup_cpu_ns"], 30_000_000);
     }
 }
