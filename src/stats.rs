@@ -162,7 +162,7 @@ pub struct Stats {
     /// CLOCK_MONOTONIC ns of the first event drained (0: none yet).
     pub first_event_ns: u64,
     /// Events stamped slightly out of order on their CPU (clamped), and
-    /// timeline segments evicted because a window was full.
+    /// timeline segments evicted because a window was full (summed per cause).
     pub reordered_events: u64,
     pub evicted_segments: u64,
     pub missing_tracepoints: Vec<&'static str>,

@@ -223,8 +223,8 @@ impl Summary {
             writeln!(out, "  context switches: {}", visible(&self.switch_hook))?;
         }
         if o.evicted_segments > 0 {
-            // Gaps longer than the window lose their oldest part to "unexplained".
-            writeln!(out, "  {} timeline segments evicted (window full)", o.evicted_segments)?;
+            // Stalls longer than the window keep their totals per cause, not their order.
+            writeln!(out, "  {} timeline segments folded into per-cause totals (window full)", o.evicted_segments)?;
         }
         for p in &o.bpf_programs {
             writeln!(out, "  bpf {:<32} {:>10} runs {:>8.0} ns/run", p.name, p.run_cnt, p.ns_per_run)?;

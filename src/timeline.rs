@@ -58,6 +58,72 @@ struct Frame {
 }
 
 const MAX_DEPTH: usize = 16;
+/// Distinct causes the spill keeps; past it, evicted time is Unknown.
+const SPILL_CAUSES: usize = 256;
+
+/// Segments the full window pushed out, summed per cause over
+/// [from, to). They lie after the probe last ran (older ones are pruned
+/// first, and a probe segment starts the spill afresh), so they belong to
+/// a gap still open: a stall longer than the window keeps its totals per
+/// cause, and loses only their order.
+#[derive(Debug, Default)]
+struct Spill {
+    from: u64,
+    to: u64,
+    by_cause: Vec<(Cause, u64)>,
+    /// The entry the last segment went to: storms alternate few causes.
+    hint: usize,
+}
+
+impl Spill {
+    fn add(&mut self, s: Segment) {
+        if s.cause == Cause::Probe {
+            // The probe ran until s.end: no gap reaches back past it.
+            self.clear();
+            self.from = s.end;
+            self.to = s.end;
+            return;
+        }
+        if self.by_cause.is_empty() {
+            self.from = s.start;
+        }
+        self.to = s.end;
+        let ns = s.end - s.start;
+        let at = match self.by_cause.get(self.hint) {
+            Some(e) if e.0 == s.cause => Some(self.hint),
+            _ => self.by_cause.iter().position(|e| e.0 == s.cause),
+        };
+        let cause = if at.is_none() && self.by_cause.len() >= SPILL_CAUSES { Cause::Unknown } else { s.cause };
+        match at.or_else(|| self.by_cause.iter().position(|e| e.0 == cause)) {
+            Some(i) => {
+                self.by_cause[i].1 += ns;
+                self.hint = i;
+            }
+            None => {
+                self.by_cause.push((cause, ns));
+                self.hint = self.by_cause.len() - 1;
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.by_cause.clear();
+        self.hint = 0;
+    }
+
+    /// Each cause's share of [t0, t1): exact when the gap covers the whole
+    /// spill (the usual case), pro rata when it covers part of it.
+    fn charge(&self, t0: u64, t1: u64, mut add: impl FnMut(Cause, u64)) {
+        let (lo, hi) = (t0.max(self.from), t1.min(self.to));
+        if self.by_cause.is_empty() || hi <= lo {
+            return;
+        }
+        let (part, span) = ((hi - lo) as u128, (self.to - self.from) as u128);
+        for &(cause, ns) in &self.by_cause {
+            add(cause, if part == span { ns } else { (ns as u128 * part / span) as u64 });
+        }
+    }
+}
 
 pub struct Timeline {
     segments: VecDeque<Segment>,
@@ -73,8 +139,9 @@ pub struct Timeline {
     probe_tids: Vec<u32>,
     /// Events older than `last` (nested BPF programs can reorder a few ns).
     pub reordered: u64,
-    /// Segments evicted because the window was full.
+    /// Segments evicted because the window was full (summed in `spill`).
     pub evicted: u64,
+    spill: Spill,
 }
 
 impl Timeline {
@@ -91,6 +158,7 @@ impl Timeline {
             probe_tids: Vec::new(),
             reordered: 0,
             evicted: 0,
+            spill: Spill { by_cause: Vec::with_capacity(SPILL_CAUSES), ..Spill::default() },
         }
     }
 
@@ -115,7 +183,9 @@ impl Timeline {
             }
         }
         if self.segments.len() == self.cap {
-            self.segments.pop_front();
+            if let Some(old) = self.segments.pop_front() {
+                self.spill.add(old);
+            }
             self.evicted += 1;
         }
         self.segments.push_back(Segment { start, end, cause });
@@ -290,6 +360,7 @@ impl Timeline {
                 None => out.push((cause, ns)),
             }
         };
+        self.spill.charge(t0, t1, &mut add);
         let first = self.segments.partition_point(|s| s.end <= t0);
         for s in self.segments.range(first..) {
             if s.start >= t1 {
@@ -309,6 +380,9 @@ impl Timeline {
     pub fn prune(&mut self, t: u64) {
         while self.segments.front().is_some_and(|s| s.end <= t) {
             self.segments.pop_front();
+        }
+        if self.spill.to <= t {
+            self.spill.clear();
         }
     }
 

@@ -332,3 +332,60 @@ fn an_unseen_switch_never_reaches_back_past_the_last_seen_one() {
     ];
     assert_eq!(run(&evs, 90, 310, 1000), (vec!["task:hog[50]=100".into(), "task:swapper/1[0]=50".into()], 70));
 }
+
+/// A stall longer than the window: the segments pushed out are summed per
+/// cause, so the gap keeps its totals instead of turning unexplained.
+#[test]
+fn a_gap_longer_than_the_window_keeps_its_causes() {
+    let mut e = Engine::new(&[CPU as usize], 0, 4, Namer::new(Kallsyms::parse(SYMS)));
+    e.set_probe_tids(CPU, &[PROBE]);
+    let (a, b) = (task(50, "ping"), task(51, "pong"));
+    e.on_event(&switch(50, task(0, "swapper/1"), probe()));
+    e.on_event(&switch(100, probe(), a));
+    // a runs 60 ns, b 40 ns, 9 times over: 18 segments through a window of 4.
+    let mut t = 100;
+    for _ in 0..9 {
+        e.on_event(&switch(t + 60, a, b));
+        e.on_event(&switch(t + 100, b, a));
+        t += 100;
+    }
+    e.on_event(&switch(t, a, probe()));
+    // The probe's progress is before the gap: pruning keeps what it needs.
+    e.prune(CPU, 100);
+    assert!(e.window_stats().next().unwrap().2 > 0, "the window overflowed");
+    e.on_gap(Gap { cpu: CPU, t0: 100, t1: t });
+    let mut got = Vec::new();
+    e.attribute_ready(t + 10, |h| got.push(h));
+    let names: Vec<String> = got[0].causes.iter().map(|(k, n, ns)| format!("{k}:{n}={ns}")).collect();
+    assert_eq!((names, got[0].unexplained), (vec!["task:ping[50]=540".into(), "task:pong[51]=360".into()], 0));
+    // Once the probe has moved past it, the spill is forgotten.
+    e.prune(CPU, t + 10);
+    e.on_gap(Gap { cpu: CPU, t0: 150, t1: 250 });
+    let mut late = Vec::new();
+    e.attribute_ready(t + 10, |h| late.push(h));
+    assert_eq!(late[0].unexplained, 100);
+}
+
+/// A gap that covers only part of the spill gets its share pro rata.
+#[test]
+fn part_of_a_spill_is_charged_pro_rata() {
+    let mut e = Engine::new(&[CPU as usize], 0, 2, Namer::new(Kallsyms::parse(SYMS)));
+    e.set_probe_tids(CPU, &[PROBE]);
+    let (a, b) = (task(50, "ping"), task(51, "pong"));
+    // probe 50..100, a 100..200, b 200..300, a 300..400, b 400..500, probe.
+    e.on_event(&switch(50, task(0, "swapper/1"), probe()));
+    e.on_event(&switch(100, probe(), a));
+    e.on_event(&switch(200, a, b));
+    e.on_event(&switch(300, b, a));
+    e.on_event(&switch(400, a, b));
+    e.on_event(&switch(500, b, probe()));
+    e.on_event(&switch(600, probe(), a));
+    // The window holds the last two segments; 100..400 went to the spill
+    // (a 200 ns, b 100 ns). 250..400 is half of it: a 100, b 50; then the
+    // window's b 400..450.
+    e.on_gap(Gap { cpu: CPU, t0: 250, t1: 450 });
+    let mut got = Vec::new();
+    e.attribute_ready(700, |h| got.push(h));
+    let names: Vec<String> = got[0].causes.iter().map(|(k, n, ns)| format!("{k}:{n}={ns}")).collect();
+    assert_eq!((names, got[0].unexplained), (vec!["task:ping[50]=100".to_string(), "task:pong[51]=100".into()], 0));
+}
