@@ -134,24 +134,36 @@ fn sigterm_leaves_a_complete_csv_and_no_spinner() {
 }
 
 fn futex(word: &std::sync::atomic::AtomicU32, op: i32, val: u32) {
-    // SAFETY: a futex call on a live, aligned u32.
-    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op | libc::FUTEX_PRIVATE_FLAG, val, std::ptr::null::<libc::timespec>()) };
+    // A bounded wait, so a thread whose partner has left sees the end.
+    let tmo = libc::timespec { tv_sec: 0, tv_nsec: 10_000_000 };
+    // SAFETY: a futex call on a live, aligned u32 with a valid timeout.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op | libc::FUTEX_PRIVATE_FLAG, val, &tmo) };
 }
 
 /// Two threads on `cpu` handing a turn back and forth through a futex until
-/// `stop`: a context switch per hand-off, as fast as the kernel switches.
-fn storm(cpu: usize, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Vec<thread::JoinHandle<()>> {
+/// `stop` or `max` (SCHED_FIFO at `fifo`, if given): a context switch per
+/// hand-off, as fast as the kernel switches.
+fn storm(
+    cpu: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    fifo: Option<i32>,
+    max: Duration,
+) -> Vec<thread::JoinHandle<()>> {
     use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
     let turn = std::sync::Arc::new(AtomicU32::new(0));
+    let deadline = std::time::Instant::now() + max;
     (0..2u32)
         .map(|me| {
             let (turn, stop) = (turn.clone(), stop.clone());
             thread::spawn(move || {
                 pin_self(cpu);
-                let deadline = std::time::Instant::now() + Duration::from_secs(20);
+                set_thread_name(if me == 0 { "jwstorm-ping" } else { "jwstorm-pong" });
+                if let Some(p) = fifo {
+                    set_fifo(p);
+                }
                 while !stop.load(SeqCst) && std::time::Instant::now() < deadline {
                     while turn.load(SeqCst) != me {
-                        if stop.load(SeqCst) {
+                        if stop.load(SeqCst) || std::time::Instant::now() >= deadline {
                             turn.store(1 - me, SeqCst);
                             futex(&turn, libc::FUTEX_WAKE, 1);
                             return;
@@ -178,7 +190,7 @@ fn stops_on_time_under_a_context_switch_storm() {
     // The storm outlives the run: jitterwatch must not wait for it.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     // Several pairs: together they outrun a reader that drains until empty.
-    let threads: Vec<_> = (0..4).flat_map(|_| storm(cpu, stop.clone())).collect();
+    let threads: Vec<_> = (0..4).flat_map(|_| storm(cpu, stop.clone(), None, Duration::from_secs(20))).collect();
     let t = std::time::Instant::now();
     let (status, out, err) = run_bin(&["--cpus", &cpu.to_string(), "--duration", "2s", "--json"], Duration::from_secs(30));
     let took = t.elapsed();
@@ -197,6 +209,37 @@ fn stops_on_time_under_a_context_switch_storm() {
     let (floor, quiet, mean) =
         (c["loop_floor_ns"].as_f64().unwrap(), c["loop_quiet_mean_ns"].as_f64().unwrap(), c["loop_mean_ns"].as_f64().unwrap());
     assert!(floor > 0.0 && floor <= quiet && quiet < mean, "floor {floor}, between hiccups {quiet}, mean {mean}");
+}
+
+/// A SCHED_FIFO storm holds the CPU up to ~950 ms at a time (RT throttling
+/// parks it for the rest of each second): far more switches than a CPU's
+/// timeline window holds. The stall must still be charged to the storm's
+/// threads, not turn "unexplained" as the window overflows.
+#[test]
+fn a_stall_longer_than_the_window_is_charged_to_the_storm() {
+    if !require_root_btf("a_stall_longer_than_the_window_is_charged_to_the_storm") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let (child, _dir, csv) = watch_to_csv(cpu, &["--duration", "3s", "--json"]);
+    thread::sleep(Duration::from_millis(800));
+    // It ends by itself: without RT throttling it starves the probe until then.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for h in storm(cpu, stop, Some(1), Duration::from_millis(1500)) {
+        h.join().unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    let evicted = v["overhead"]["evicted_segments"].as_u64().unwrap();
+    assert!(evicted > 0, "the storm did not overflow the window ({} events/s): nothing was tested", v["events_per_sec"]);
+    let rows = read_csv(&csv);
+    let worst = rows.iter().max_by_key(|r| r.gap_ns).expect("hiccups");
+    let storm_ns: u64 = worst.causes.iter().filter(|c| c.0 == "task" && c.1.starts_with("jwstorm-p")).map(|c| c.2).sum();
+    eprintln!("worst stall {} ns, {} ns charged to the storm, {evicted} segments evicted", worst.gap_ns, storm_ns);
+    assert!(worst.gap_ns >= 100_000_000, "no long stall: {} ns", worst.gap_ns);
+    assert!(storm_ns * 10 >= worst.gap_ns * 9, "storm {storm_ns} of {} ns: {:?}", worst.gap_ns, worst.causes);
 }
 
 /// RT throttling parks a SCHED_FIFO probe ~50 ms a second; the idle task then
