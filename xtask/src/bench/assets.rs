@@ -59,8 +59,8 @@ int main(int argc, char **argv)
 
 /// A context-switch storm: PAIRS pairs of threads hand a token back and
 /// forth through a futex; on one CPU every hand-off is a sched_switch.
-/// Usage: pingpong PAIRS MAX_SECS [FIFO_PRIO]; runs until killed, or
-/// MAX_SECS as a safety net; with FIFO_PRIO > 0 the threads are SCHED_FIFO.
+/// Usage: pingpong PAIRS MAX_SECS [PRIO]; runs until killed, or MAX_SECS as
+/// a safety net; PRIO > 0: SCHED_FIFO at PRIO, PRIO < 0: nice PRIO.
 pub const PINGPONG: &str = r#"
 #define _GNU_SOURCE
 #include <linux/futex.h>
@@ -69,6 +69,7 @@ pub const PINGPONG: &str = r#"
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -99,20 +100,24 @@ int main(int argc, char **argv)
 {
 	int np = argc > 1 ? atoi(argv[1]) : 1;
 	int secs = argc > 2 ? atoi(argv[2]) : 60;
-	int fifo = argc > 3 ? atoi(argv[3]) : 0;
+	int prio = argc > 3 ? atoi(argv[3]) : 0;
 	pthread_t t[128];
 
 	if (np < 1 || np > 64)
 		return 2;
-	/* SCHED_FIFO: the threads inherit it, and take the CPU from the
-	 * (SCHED_OTHER) probe but for RT throttling's share. */
-	if (fifo > 0) {
-		struct sched_param sp = { .sched_priority = fifo };
+	/* The threads inherit either: SCHED_FIFO takes the CPU from the
+	 * (SCHED_OTHER) probe but for RT throttling's share; nice -20 leaves
+	 * it ~1%. */
+	if (prio > 0) {
+		struct sched_param sp = { .sched_priority = prio };
 
 		if (sched_setscheduler(0, SCHED_FIFO, &sp)) {
 			perror("pingpong: SCHED_FIFO");
 			return 3;
 		}
+	} else if (prio < 0 && setpriority(PRIO_PROCESS, 0, prio)) {
+		perror("pingpong: nice");
+		return 3;
 	}
 	for (long i = 0; i < 2 * np; i++)
 		pthread_create(&t[i], 0, side, (void *)i);

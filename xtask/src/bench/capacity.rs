@@ -14,21 +14,61 @@ use super::util::{self, num, Bg, Jw, Mem};
 pub enum Load {
     Idle,
     PerfPipe,
-    /// Pairs of threads; SCHED_FIFO (priority 1) or SCHED_OTHER.
-    PingPong { pairs: u32, fifo: bool },
+    PingPong { pairs: u32, policy: Policy },
+}
+
+/// How a storm's threads are scheduled against the probe (nice 0).
+#[derive(Clone, Copy, PartialEq)]
+pub enum Policy {
+    /// SCHED_OTHER at nice 0: they share the CPU with the probe.
+    Other,
+    /// SCHED_FIFO 1: the probe keeps RT throttling's share of the CPU.
+    Fifo,
+    /// Nice -20, where RT throttling is off and a FIFO storm would starve
+    /// the probe until it ends: the probe keeps ~1% of the CPU.
+    Nice,
+}
+
+impl Policy {
+    /// The strongest storm that still lets the probe run.
+    pub fn strong() -> Self {
+        let rt = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap_or_default();
+        if rt.trim() == "-1" {
+            Policy::Nice
+        } else {
+            Policy::Fifo
+        }
+    }
+
+    /// pingpong's PRIO argument.
+    fn arg(self) -> &'static str {
+        match self {
+            Policy::Other => "0",
+            Policy::Fifo => "1",
+            Policy::Nice => "-20",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Policy::Other => "SCHED_OTHER",
+            Policy::Fifo => "SCHED_FIFO 1",
+            Policy::Nice => "nice -20",
+        }
+    }
 }
 
 /// The storm the starved-consumer runs and figure 5 use.
-pub const STORM: Load = Load::PingPong { pairs: 4, fifo: true };
+pub fn storm() -> Load {
+    Load::PingPong { pairs: 4, policy: Policy::strong() }
+}
 
 impl Load {
     pub fn describe(self) -> String {
         match self {
             Load::Idle => "idle (probe only)".into(),
             Load::PerfPipe => "perf bench sched pipe -T".into(),
-            Load::PingPong { pairs, fifo } => {
-                format!("futex ping-pong × {pairs} pairs, {}", if fifo { "SCHED_FIFO 1" } else { "SCHED_OTHER" })
-            }
+            Load::PingPong { pairs, policy } => format!("futex ping-pong × {pairs} pairs, {}", policy.describe()),
         }
     }
 
@@ -40,8 +80,8 @@ impl Load {
         match self {
             Load::Idle => return Ok(None),
             Load::PerfPipe => cmd.args(["perf", "bench", "sched", "pipe", "-T", "-l", "1000000000"]),
-            Load::PingPong { pairs, fifo } => {
-                cmd.arg(&cx.pingpong).args([pairs.to_string(), max_s.to_string(), u32::from(fifo).to_string()])
+            Load::PingPong { pairs, policy } => {
+                cmd.arg(&cx.pingpong).args([&pairs.to_string(), &max_s.to_string(), policy.arg()])
             }
         };
         let bg = Bg::spawn(&mut cmd)?;
@@ -110,18 +150,18 @@ pub struct Capacity {
 pub fn capacity(cx: &Ctx) -> Result<Capacity> {
     let secs = if cx.quick { 1.5 } else { 3.0 };
     // SCHED_OTHER storms share the CPU with the probe (nice 0), which caps
-    // them near 450k events/s here; SCHED_FIFO ones leave the probe only
-    // RT throttling's share, so the rate is bounded by the CPU, not by it.
-    let fifo = |pairs| Load::PingPong { pairs, fifo: true };
+    // them near 450k events/s here; the strong ones leave the probe only a
+    // sliver, so the watched CPU, not the probe's share of it, sets the rate.
+    let strong = |pairs| Load::PingPong { pairs, policy: Policy::strong() };
     let steps = [
         Load::Idle,
         Load::PerfPipe,
-        Load::PingPong { pairs: 16, fifo: false },
-        fifo(1),
-        fifo(2),
-        fifo(4),
-        fifo(8),
-        fifo(16),
+        Load::PingPong { pairs: 16, policy: Policy::Other },
+        strong(1),
+        strong(2),
+        strong(4),
+        strong(8),
+        strong(16),
     ];
     let mut order: Vec<Load> = steps.to_vec();
     if !cx.quick {
@@ -145,7 +185,7 @@ pub fn capacity(cx: &Ctx) -> Result<Capacity> {
     let max_rate = runs.iter().filter(clean).map(|r| r.events_per_sec).fold(0.0, f64::max);
     let lag_max_ms = runs.iter().map(|r| r.lag_max_ms).fold(0.0, f64::max);
     for stall_ms in [100, 400] {
-        let r = rate_run(cx, STORM, secs, stall_ms)?;
+        let r = rate_run(cx, storm(), secs, stall_ms)?;
         println!(
             "bench:   consumer starved {stall_ms} ms: {:.0} events/s, {} drops, lag ≤ {:.1} ms",
             r.events_per_sec, r.drops, r.lag_max_ms
@@ -176,7 +216,7 @@ pub struct Memory {
 /// 5: a long run at a high event rate, VmRSS sampled every 100 ms.
 pub fn memory(cx: &Ctx) -> Result<Memory> {
     let secs = if cx.quick { 5.0 } else { 30.0 };
-    let load = STORM;
+    let load = storm();
     // A bounded storm: reaping jitterwatch has been seen to take until the
     // storm ends (a kernel /proc dcache spin, see util::JwRun); this keeps
     // the bench bounded and shows it.

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::capacity::{Capacity, Memory};
+use super::capacity::{Capacity, Memory, Policy};
 use super::machine::{MachineCost, CONDITIONS};
 use super::measure::{BpfCost, Floor};
 use super::util::{grouped, Grouped};
@@ -269,11 +269,16 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
          jitterwatch running {} s in each; `events_per_sec`, `overhead.ringbuf_drops` and the consumer thread's CPU \
          time (`overhead.consumer_cpu_ns`, CLOCK_THREAD_CPUTIME_ID of the collector, which drains the ring buffer, \
          attributes and aggregates) from its summary. A SCHED_OTHER storm shares CPU {w} with the spinning probe \
-         (nice 0), which caps its rate; the SCHED_FIFO storms (priority 1) leave the probe RT throttling's 5%, so the \
-         watched CPU itself bounds the rate. Last, the consumer is starved on purpose: a SCHED_FIFO busy loop on \
-         CPU {h} for 100 and 400 ms under {}, to show what lies beyond the buffer.\n",
+         (nice 0), which caps its rate; the {} storms leave the probe {}, so the watched CPU itself bounds the \
+         rate. Last, the consumer is starved on purpose: a SCHED_FIFO busy loop on CPU {h} for 100 and 400 ms \
+         under {}, to show what lies beyond the buffer.\n",
         c.secs,
-        super::capacity::STORM.describe()
+        Policy::strong().describe(),
+        match Policy::strong() {
+            Policy::Nice => "~1% of the CPU (RT throttling is off here: a SCHED_FIFO storm would starve it)",
+            _ => "RT throttling's share",
+        },
+        super::capacity::storm().describe()
     );
     let _ = writeln!(
         o,
