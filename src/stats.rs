@@ -19,6 +19,15 @@ const SPARK_SECS: usize = 300;
 const WORST_KEPT: usize = 32;
 /// How long a stall stays among the "recent worst".
 const WORST_AGE_NS: u64 = 60_000_000_000;
+/// Causes kept per CPU. Past it, a quarter is folded: tasks into one
+/// `comm[*]` entry per program, the rest into `(others)` of their kind, so
+/// pid churn (a build, a fork storm) cannot grow memory without end, and
+/// the totals still add up. With a histogram each
+/// (~36 KB), a CPU's causes stay under ~5 MB in the worst case.
+/// (BENCHMARKS.md states this bound: xtask/src/bench/report.rs.)
+pub const MAX_CAUSES: usize = 128;
+/// The name of the folded entries (no task, symbol or IRQ is named so).
+pub const OTHERS: &str = "(others)";
 
 fn histogram(sigfig: u8) -> Histogram<u64> {
     Histogram::new_with_bounds(1, HIST_MAX, sigfig).expect("valid histogram bounds")
@@ -44,6 +53,8 @@ pub struct CpuStats {
     pub worst_per_sec: VecDeque<(u64, u64)>,
     pub overflow: u64,
     pub drops: u64,
+    /// Entries this CPU has in `Stats::causes`.
+    pub cause_entries: usize,
 }
 
 impl CpuStats {
@@ -65,6 +76,7 @@ impl CpuStats {
             worst_per_sec: VecDeque::with_capacity(SPARK_SECS),
             overflow: 0,
             drops: 0,
+            cause_entries: 0,
         }
     }
 
@@ -103,6 +115,22 @@ impl Dist {
         }
     }
 
+    /// Adds `other`'s samples to these.
+    fn merge(&mut self, other: Dist) {
+        match other {
+            Dist::Exact(xs) => xs.into_iter().for_each(|x| self.record(x)),
+            Dist::Hist(mut h) => {
+                match self {
+                    Dist::Exact(xs) => xs.iter().for_each(|&x| h.saturating_record(x.max(1))),
+                    Dist::Hist(mine) => {
+                        h.add(&**mine).expect("histograms of the same bounds");
+                    }
+                }
+                *self = Dist::Hist(h);
+            }
+        }
+    }
+
     /// The value at quantile q (nearest rank for the exact samples).
     pub fn quantile(&self, q: f64) -> u64 {
         match self {
@@ -116,6 +144,13 @@ impl Dist {
             Dist::Hist(h) => h.value_at_quantile(q),
         }
     }
+}
+
+/// A task cause `comm[pid]` as `comm[*]`, the entry its folded siblings
+/// share (short-lived processes of one program); None if already folded.
+fn pidless(name: &str) -> Option<String> {
+    let (comm, pid) = name.strip_suffix(']')?.rsplit_once('[')?;
+    (pid != "*").then(|| format!("{comm}[*]"))
 }
 
 #[derive(Clone)]
@@ -244,7 +279,16 @@ impl Stats {
         let named = h.causes.iter().map(|(k, n, ns)| (*k, n.clone(), *ns));
         let unexplained = (h.unexplained > 0).then(|| (Kind::Unexplained, self.unexplained_name.clone(), h.unexplained));
         for (kind, name, ns) in named.chain(unexplained) {
-            let s = self.causes.entry((h.cpu, kind, name)).or_insert_with(CauseStats::new);
+            let key = (h.cpu, kind, name);
+            if !self.causes.contains_key(&key) {
+                if self.cpu_mut(h.cpu).is_some_and(|c| c.cause_entries >= MAX_CAUSES) {
+                    self.fold_smallest(h.cpu);
+                }
+                if let Some(c) = self.cpu_mut(h.cpu) {
+                    c.cause_entries += 1;
+                }
+            }
+            let s = self.causes.entry(key).or_insert_with(CauseStats::new);
             s.count += 1;
             s.total_ns += ns;
             s.max_ns = s.max_ns.max(ns);
@@ -252,6 +296,37 @@ impl Stats {
             s.last_seen_ns = h.t0;
         }
         self.note_worst(h);
+    }
+
+    /// Folds a quarter of `cpu`'s causes into `(others)` of their kind: the
+    /// least recently seen, sparing the largest quarter by total time, so
+    /// that neither a big old culprit nor a small steady one (the tick) loses
+    /// its name to pid churn. Rare: once per MAX_CAUSES / 4 new causes.
+    fn fold_smallest(&mut self, cpu: u32) {
+        let mut mine: Vec<(&CauseKey, &CauseStats)> =
+            self.causes.iter().filter(|(k, _)| k.0 == cpu && k.1 != Kind::Unexplained && &*k.2 != OTHERS).collect();
+        mine.sort_unstable_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then_with(|| a.0.cmp(b.0)));
+        let mut rest = mine.split_off((MAX_CAUSES / 4).min(mine.len()));
+        rest.sort_unstable_by(|a, b| a.1.last_seen_ns.cmp(&b.1.last_seen_ns).then_with(|| a.0.cmp(b.0)));
+        let fold: Vec<CauseKey> = rest.into_iter().take(MAX_CAUSES / 4).map(|(k, _)| k.clone()).collect();
+        let others: Arc<str> = Arc::from(OTHERS);
+        for key in fold {
+            let Some(gone) = self.causes.remove(&key) else { continue };
+            let into = match (key.1, pidless(&key.2)) {
+                (Kind::Task, Some(name)) => Arc::from(name),
+                _ => others.clone(),
+            };
+            let o = self.causes.entry((cpu, key.1, into)).or_insert_with(CauseStats::new);
+            o.count += gone.count;
+            o.total_ns += gone.total_ns;
+            o.max_ns = o.max_ns.max(gone.max_ns);
+            o.last_seen_ns = o.last_seen_ns.max(gone.last_seen_ns);
+            o.dist.merge(gone.dist);
+        }
+        let n = self.causes.keys().filter(|k| k.0 == cpu).count();
+        if let Some(c) = self.cpu_mut(cpu) {
+            c.cause_entries = n;
+        }
     }
 
     fn note_worst(&mut self, h: &Hiccup) {
@@ -331,6 +406,35 @@ mod tests {
             e.record(v);
         }
         assert_eq!((e.quantile(0.5), e.quantile(0.99)), (3, 9));
+    }
+
+    #[test]
+    fn pid_churn_folds_stale_causes_into_others() {
+        let mut s = Stats::new(&[1], 0);
+        let big = 1_000_000;
+        s.record(&h(1, 0, &[(Kind::Task, "hog[5]", big)], 0));
+        // 1000 short-lived tasks, each seen in 70 hiccups (a histogram each),
+        // bigger than the tick that keeps coming between them.
+        for pid in 0..1000u64 {
+            for i in 0..70 {
+                s.record(&h(1, pid * 100 + i, &[(Kind::Task, &format!("cc1[{}]", 1000 + pid), 10 + pid)], 0));
+            }
+            s.record(&h(1, pid * 100 + 80, &[(Kind::Timer, "tick_nohz_handler", 5)], 0));
+        }
+        let kept = s.causes.keys().filter(|k| k.0 == 1).count();
+        assert!(kept <= MAX_CAUSES, "{kept} causes kept");
+        assert_eq!(s.cpus[0].cause_entries, kept);
+        // Totals still add up, and the large cause survived.
+        let total: u64 = s.causes.values().map(|c| c.total_ns).sum();
+        assert_eq!(total, s.cpus[0].stolen_ns);
+        assert_eq!(s.causes[&(1, Kind::Task, Arc::from("hog[5]"))].total_ns, big);
+        assert_eq!(s.causes[&(1, Kind::Timer, Arc::from("tick_nohz_handler"))].count, 1000);
+        assert!(s.causes.contains_key(&(1, Kind::Task, Arc::from("cc1[1999]"))), "the latest task keeps its name");
+        // Folded tasks share their program's entry.
+        let others = &s.causes[&(1, Kind::Task, Arc::from("cc1[*]"))];
+        assert!(others.count > 0 && matches!(others.dist, Dist::Hist(_)));
+        assert_eq!((pidless("a[b]c[12]").as_deref(), pidless("cc1[*]"), pidless("swapper")), (Some("a[b]c[*]"), None, None));
+        assert_eq!(s.causes.values().map(|c| c.count).sum::<u64>(), 71_001);
     }
 
     #[test]

@@ -367,9 +367,13 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
     let _ = writeln!(
         o,
         "\nWhat bounds it: the BPF ring buffer is a fixed mapping (its size is set in bpf/jitterwatch.bpf.c), the \
-         probe's gap queue and each CPU's timeline are fixed-capacity windows, the aggregates are HdrHistograms per \
-         CPU and per cause, and the causes are bounded by the distinct task/work/IRQ names seen. None grows with the \
-         event count; a flat VmRSS from 25% of the run to its end is the check."
+         probe's gap queue and each CPU's timeline are fixed-capacity windows (the timeline's overflow is summed per \
+         cause into at most 256 entries), and the aggregates are HdrHistograms per CPU and per cause, with at most \
+         128 causes per CPU: past that the least recently seen quarter is folded (tasks into `comm[*]`, the rest into \
+         `(others)`), so pid churn \
+         cannot grow it either (each cause's histogram is ~36 KB once it has over 64 samples: under 5 MB per CPU \
+         in the worst case). None grows with the event count; a flat VmRSS from 25% of the run to its end is the \
+         check."
     );
 
     let s = &f.startup;
