@@ -279,3 +279,29 @@ fn rt_throttling_parks_are_idle_and_nothing_after_them_is() {
     let ipi = rows.iter().filter(|r| r.top_kind == "ipi").count();
     assert!(ipi * 10 < rows.len(), "{ipi} of {} gaps charged to IPIs: a stale interrupt frame", rows.len());
 }
+
+/// Short-lived processes (a build, a shell loop) bring a new pid each: past
+/// the per-CPU cap they share one `comm[*]` entry instead of growing the
+/// aggregates without end.
+#[test]
+fn pid_churn_is_folded_per_program() {
+    if !require_root_btf("pid_churn_is_folded_per_program") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let loop_ = Command::new("taskset")
+        .args(["-c", &cpu.to_string(), "sh", "-c", "end=$(($(date +%s)+4)); while [ $(date +%s) -lt $end ]; do /bin/true; done"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (status, out, err) = run_bin(&["--cpus", &cpu.to_string(), "--duration", "3s", "--json"], Duration::from_secs(30));
+    let mut loop_ = loop_;
+    let _ = loop_.kill();
+    let _ = loop_.wait();
+    assert!(status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    let names: Vec<&str> = v["cpus"][0]["top_causes"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
+    eprintln!("top causes: {names:?}");
+    assert!(names.iter().any(|n| n.ends_with("[*]")), "no folded program among {names:?}");
+}
