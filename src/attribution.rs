@@ -44,11 +44,20 @@ impl Hiccup {
     }
 }
 
+/// A CPU's events come in order but for BPF programs nested in others
+/// (an IRQ entered while a program ran): an event this much past a gap's end
+/// means every event inside the gap has been seen.
+pub const REORDER_NS: u64 = 1_000_000;
+
 pub struct Engine {
     /// CPU number → index into `timelines` (None: not watched).
     slots: Vec<Option<usize>>,
     timelines: Vec<Timeline>,
     pending: VecDeque<Gap>,
+    /// Per timeline: the earliest end of its pending gaps (u64::MAX: none).
+    next_end: Vec<u64>,
+    /// Gaps attributed as their CPU's events passed them, not yet handed out.
+    done: VecDeque<Hiccup>,
     scratch: Vec<(Cause, u64)>,
     pub namer: Namer,
     /// Events from CPUs we do not watch (should stay 0: BPF filters them).
@@ -68,6 +77,8 @@ impl Engine {
             slots,
             timelines: cpus.iter().map(|_| Timeline::new(start, window)).collect(),
             pending: VecDeque::with_capacity(4096),
+            next_end: vec![u64::MAX; cpus.len()],
+            done: VecDeque::with_capacity(64),
             scratch: Vec::with_capacity(32),
             namer,
             foreign_events: 0,
@@ -92,13 +103,41 @@ impl Engine {
         if let Payload::IrqEntry { irq, name } = &ev.payload {
             self.namer.note_irq(*irq, name);
         }
+        // Attribute a gap as soon as its CPU's events have passed it, while
+        // the window surely still holds it: a consumer that fell behind then
+        // drains a burst that would slide the window past the gap before
+        // the drain's watermark allowed it.
+        if ev.ts >= self.next_end[i].saturating_add(REORDER_NS) {
+            self.attribute_cpu(i, ev.ts - REORDER_NS);
+        }
         self.timelines[i].on_event(ev);
     }
 
     pub fn on_gap(&mut self, gap: Gap) {
-        if self.slot(gap.cpu).is_some() && gap.t1 > gap.t0 {
+        if let Some(i) = self.slot(gap.cpu).filter(|_| gap.t1 > gap.t0) {
             self.pending.push_back(gap);
+            self.next_end[i] = self.next_end[i].min(gap.t1);
         }
+    }
+
+    /// Attributes slot `i`'s pending gaps that ended by `upto` into `done`.
+    fn attribute_cpu(&mut self, i: usize, upto: u64) {
+        let mut k = 0;
+        let mut next = u64::MAX;
+        while k < self.pending.len() {
+            let g = self.pending[k];
+            if self.slot(g.cpu) != Some(i) {
+                k += 1;
+            } else if g.t1 <= upto {
+                self.pending.remove(k);
+                let h = self.attribute(g, upto);
+                self.done.push_back(h);
+            } else {
+                next = next.min(g.t1);
+                k += 1;
+            }
+        }
+        self.next_end[i] = next;
     }
 
     pub fn pending(&self) -> usize {
@@ -108,6 +147,9 @@ impl Engine {
     /// Attributes every pending gap that ended at or before `watermark` (all
     /// events up to it have been consumed), handing each to `out`.
     pub fn attribute_ready(&mut self, watermark: u64, mut out: impl FnMut(Hiccup)) {
+        while let Some(h) = self.done.pop_front() {
+            out(h);
+        }
         let mut i = 0;
         while i < self.pending.len() {
             let g = self.pending[i];
@@ -117,6 +159,9 @@ impl Engine {
             }
             self.pending.remove(i);
             out(self.attribute(g, watermark));
+        }
+        for (i, end) in self.next_end.iter_mut().enumerate() {
+            *end = self.pending.iter().filter(|g| self.slots.get(g.cpu as usize).copied().flatten() == Some(i)).map(|g| g.t1).min().unwrap_or(u64::MAX);
         }
     }
 

@@ -31,8 +31,9 @@ const POLL_QUIET: Duration = Duration::from_millis(20);
 /// Fewer records than this in a drain counts as quiet.
 const QUIET_RECORDS: u64 = 256;
 /// Records read per drain at most, so a producer faster than the reader
-/// cannot keep it in one drain for ever.
-const MAX_PER_DRAIN: usize = 1 << 16;
+/// cannot keep it in one drain for ever; and a quarter of WINDOW, so a gap
+/// reported while a drain runs is still in the window at the next one.
+const MAX_PER_DRAIN: usize = 1 << 14;
 /// Records reserved before a drain but not yet committed block it for at
 /// most a few µs; a gap is attributed once the drain is this far past it.
 const MARGIN_NS: u64 = 1_000_000;
@@ -149,6 +150,16 @@ fn collect(
             // let records stamped before that be committed.
             tracer.unwatch()?;
             thread::sleep(Duration::from_nanos(MARGIN_NS));
+        }
+        // Gaps first: the drain then attributes each as its CPU's events
+        // pass it (attribution::Engine::on_event).
+        {
+            let mut eng = engine.borrow_mut();
+            for p in probes {
+                while let Some(g) = p.queue.pop() {
+                    eng.on_gap(g);
+                }
+            }
         }
         let drain_start = now_ns();
         oldest.set(u64::MAX);

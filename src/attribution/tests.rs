@@ -389,3 +389,33 @@ fn part_of_a_spill_is_charged_pro_rata() {
     let names: Vec<String> = got[0].causes.iter().map(|(k, n, ns)| format!("{k}:{n}={ns}")).collect();
     assert_eq!((names, got[0].unexplained), (vec!["task:ping[50]=100".to_string(), "task:pong[51]=100".into()], 0));
 }
+
+/// A consumer that fell behind drains a burst of events at once. The gap is
+/// attributed as soon as its CPU's events pass its end, before the rest of
+/// the burst slides the window (and the probe's own segment) past it.
+#[test]
+fn a_gap_is_attributed_as_its_cpus_events_pass_it() {
+    // 16 segments: more than the events of REORDER_NS (10 here), fewer
+    // than the burst.
+    let mut e = Engine::new(&[CPU as usize], 0, 16, Namer::new(Kallsyms::parse(SYMS)));
+    e.set_probe_tids(CPU, &[PROBE]);
+    let (a, b) = (task(50, "ping"), task(51, "pong"));
+    e.on_event(&switch(50, task(0, "swapper/1"), probe()));
+    e.on_event(&switch(100, probe(), a));
+    e.on_event(&switch(200, a, b));
+    e.on_event(&switch(300, b, probe()));
+    // The probe came back at 300 and reported its gap; the storm resumes and
+    // the consumer, late, meets a long burst before its next watermark.
+    e.on_gap(Gap { cpu: CPU, t0: 100, t1: 300 });
+    let mut t = 400;
+    e.on_event(&switch(t, probe(), a));
+    for _ in 0..40 {
+        e.on_event(&switch(t + 100_000, a, b));
+        e.on_event(&switch(t + 200_000, b, a));
+        t += 200_000;
+    }
+    let mut got = Vec::new();
+    e.attribute_ready(t + 10_000_000, |h| got.push(h));
+    let names: Vec<String> = got[0].causes.iter().map(|(k, n, ns)| format!("{k}:{n}={ns}")).collect();
+    assert_eq!((names, got[0].unexplained), (vec!["task:ping[50]=100".to_string(), "task:pong[51]=100".into()], 0));
+}
