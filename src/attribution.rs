@@ -103,11 +103,12 @@ impl Engine {
         if let Payload::IrqEntry { irq, name } = &ev.payload {
             self.namer.note_irq(*irq, name);
         }
-        // Attribute a gap as soon as its CPU's events have passed it, while
-        // the window surely still holds it: a consumer that fell behind then
-        // drains a burst that would slide the window past the gap before
-        // the drain's watermark allowed it.
-        if ev.ts >= self.next_end[i].saturating_add(REORDER_NS) {
+        // Once the window is filling, attribute a gap as soon as its CPU's
+        // events have passed it, while the window surely still holds it: a
+        // consumer that fell behind drains a burst that would slide the
+        // window past the gap before the drain's watermark allowed it.
+        // (Otherwise the watermark does it, in batches that are cheaper.)
+        if ev.ts >= self.next_end[i].saturating_add(REORDER_NS) && self.timelines[i].filling() {
             self.attribute_cpu(i, ev.ts - REORDER_NS);
         }
         self.timelines[i].on_event(ev);

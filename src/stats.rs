@@ -170,6 +170,14 @@ impl CauseStats {
     pub fn p99(&self) -> u64 {
         self.dist.quantile(0.99)
     }
+
+    fn add(&mut self, ns: u64, at: u64) {
+        self.count += 1;
+        self.total_ns += ns;
+        self.max_ns = self.max_ns.max(ns);
+        self.dist.record(ns);
+        self.last_seen_ns = at;
+    }
 }
 
 pub type CauseKey = (u32, Kind, Arc<str>);
@@ -280,20 +288,18 @@ impl Stats {
         let unexplained = (h.unexplained > 0).then(|| (Kind::Unexplained, self.unexplained_name.clone(), h.unexplained));
         for (kind, name, ns) in named.chain(unexplained) {
             let key = (h.cpu, kind, name);
-            if !self.causes.contains_key(&key) {
-                if self.cpu_mut(h.cpu).is_some_and(|c| c.cause_entries >= MAX_CAUSES) {
-                    self.fold_smallest(h.cpu);
-                }
-                if let Some(c) = self.cpu_mut(h.cpu) {
-                    c.cause_entries += 1;
-                }
+            // One lookup for a cause already known (the common case).
+            if let Some(s) = self.causes.get_mut(&key) {
+                s.add(ns, h.t0);
+                continue;
             }
-            let s = self.causes.entry(key).or_insert_with(CauseStats::new);
-            s.count += 1;
-            s.total_ns += ns;
-            s.max_ns = s.max_ns.max(ns);
-            s.dist.record(ns);
-            s.last_seen_ns = h.t0;
+            if self.cpu_mut(h.cpu).is_some_and(|c| c.cause_entries >= MAX_CAUSES) {
+                self.fold_smallest(h.cpu);
+            }
+            if let Some(c) = self.cpu_mut(h.cpu) {
+                c.cause_entries += 1;
+            }
+            self.causes.entry(key).or_insert_with(CauseStats::new).add(ns, h.t0);
         }
         self.note_worst(h);
     }

@@ -390,6 +390,11 @@ impl Timeline {
         self.segments.len()
     }
 
+    /// Half full or more: events are coming faster than pruning frees room.
+    pub fn filling(&self) -> bool {
+        self.segments.len() >= self.cap / 2
+    }
+
     pub fn is_empty(&self) -> bool {
         self.segments.is_empty()
     }
