@@ -35,9 +35,23 @@ fn switch_ran(ts: u64, prev: Task, next: Task, ran: u32) -> Event {
 }
 
 fn engine() -> Engine {
-    let mut e = Engine::new(&[CPU as usize], 0, 1024, Namer::new(Kallsyms::parse(SYMS)));
+    engine_with_window(1024)
+}
+
+/// An engine whose timeline keeps at most `window` segments.
+fn engine_with_window(window: usize) -> Engine {
+    let mut e = Engine::new(&[CPU as usize], 0, window, Namer::new(Kallsyms::parse(SYMS)));
     e.set_probe_tids(CPU, &[PROBE]);
     e
+}
+
+/// The first hiccup `attribute_ready` hands out, as `kind:name=ns` strings
+/// and its unexplained time.
+fn first_hiccup(e: &mut Engine, watermark: u64) -> (Vec<String>, u64) {
+    let mut got = Vec::new();
+    e.attribute_ready(watermark, |h| got.push(h));
+    let h = got.first().expect("a hiccup");
+    (h.causes.iter().map(|(k, n, ns)| format!("{k}:{n}={ns}")).collect(), h.unexplained)
 }
 
 fn probe() -> Task {
@@ -337,8 +351,7 @@ fn an_unseen_switch_never_reaches_back_past_the_last_seen_one() {
 /// cause, so the gap keeps its totals instead of turning unexplained.
 #[test]
 fn a_gap_longer_than_the_window_keeps_its_causes() {
-    let mut e = Engine::new(&[CPU as usize], 0, 4, Namer::new(Kallsyms::parse(SYMS)));
-    e.set_probe_tids(CPU, &[PROBE]);
+    let mut e = engine_with_window(4);
     let (a, b) = (task(50, "ping"), task(51, "pong"));
     e.on_event(&switch(50, task(0, "swapper/1"), probe()));
     e.on_event(&switch(100, probe(), a));
@@ -354,23 +367,17 @@ fn a_gap_longer_than_the_window_keeps_its_causes() {
     e.prune(CPU, 100);
     assert!(e.window_stats().next().unwrap().2 > 0, "the window overflowed");
     e.on_gap(Gap { cpu: CPU, t0: 100, t1: t });
-    let mut got = Vec::new();
-    e.attribute_ready(t + 10, |h| got.push(h));
-    let names: Vec<String> = got[0].causes.iter().map(|(k, n, ns)| format!("{k}:{n}={ns}")).collect();
-    assert_eq!((names, got[0].unexplained), (vec!["task:ping[50]=540".into(), "task:pong[51]=360".into()], 0));
+    assert_eq!(first_hiccup(&mut e, t + 10), (vec!["task:ping[50]=540".into(), "task:pong[51]=360".into()], 0));
     // Once the probe has moved past it, the spill is forgotten.
     e.prune(CPU, t + 10);
     e.on_gap(Gap { cpu: CPU, t0: 150, t1: 250 });
-    let mut late = Vec::new();
-    e.attribute_ready(t + 10, |h| late.push(h));
-    assert_eq!(late[0].unexplained, 100);
+    assert_eq!(first_hiccup(&mut e, t + 10).1, 100);
 }
 
 /// A gap that covers only part of the spill gets its share pro rata.
 #[test]
 fn part_of_a_spill_is_charged_pro_rata() {
-    let mut e = Engine::new(&[CPU as usize], 0, 2, Namer::new(Kallsyms::parse(SYMS)));
-    e.set_probe_tids(CPU, &[PROBE]);
+    let mut e = engine_with_window(2);
     let (a, b) = (task(50, "ping"), task(51, "pong"));
     // probe 50..100, a 100..200, b 200..300, a 300..400, b 400..500, probe.
     e.on_event(&switch(50, task(0, "swapper/1"), probe()));
@@ -384,10 +391,7 @@ fn part_of_a_spill_is_charged_pro_rata() {
     // (a 200 ns, b 100 ns). 250..400 is half of it: a 100, b 50; then the
     // window's b 400..450.
     e.on_gap(Gap { cpu: CPU, t0: 250, t1: 450 });
-    let mut got = Vec::new();
-    e.attribute_ready(700, |h| got.push(h));
-    let names: Vec<String> = got[0].causes.iter().map(|(k, n, ns)| format!("{k}:{n}={ns}")).collect();
-    assert_eq!((names, got[0].unexplained), (vec!["task:ping[50]=100".to_string(), "task:pong[51]=100".into()], 0));
+    assert_eq!(first_hiccup(&mut e, 700), (vec!["task:ping[50]=100".to_string(), "task:pong[51]=100".into()], 0));
 }
 
 /// A consumer that fell behind drains a burst of events at once. The gap is
@@ -397,8 +401,7 @@ fn part_of_a_spill_is_charged_pro_rata() {
 fn a_gap_is_attributed_as_its_cpus_events_pass_it() {
     // 16 segments: more than the events of REORDER_NS (10 here), fewer
     // than the burst.
-    let mut e = Engine::new(&[CPU as usize], 0, 16, Namer::new(Kallsyms::parse(SYMS)));
-    e.set_probe_tids(CPU, &[PROBE]);
+    let mut e = engine_with_window(16);
     let (a, b) = (task(50, "ping"), task(51, "pong"));
     e.on_event(&switch(50, task(0, "swapper/1"), probe()));
     e.on_event(&switch(100, probe(), a));
@@ -414,8 +417,5 @@ fn a_gap_is_attributed_as_its_cpus_events_pass_it() {
         e.on_event(&switch(t + 200_000, b, a));
         t += 200_000;
     }
-    let mut got = Vec::new();
-    e.attribute_ready(t + 10_000_000, |h| got.push(h));
-    let names: Vec<String> = got[0].causes.iter().map(|(k, n, ns)| format!("{k}:{n}={ns}")).collect();
-    assert_eq!((names, got[0].unexplained), (vec!["task:ping[50]=100".to_string(), "task:pong[51]=100".into()], 0));
+    assert_eq!(first_hiccup(&mut e, t + 10_000_000), (vec!["task:ping[50]=100".to_string(), "task:pong[51]=100".into()], 0));
 }
