@@ -22,8 +22,8 @@ const WORST_AGE_NS: u64 = 60_000_000_000;
 /// Causes kept per CPU. Past it, a quarter is folded: tasks into one
 /// `comm[*]` entry per program, the rest into `(others)` of their kind, so
 /// pid churn (a build, a fork storm) cannot grow memory without end, and
-/// the totals still add up. With a histogram each
-/// (~36 KB), a CPU's causes stay under ~5 MB in the worst case.
+/// the totals still add up. Even with a histogram each (~36 KB), a CPU's
+/// causes stay under ~5 MB.
 /// (BENCHMARKS.md states this bound: xtask/src/bench/report.rs.)
 pub const MAX_CAUSES: usize = 128;
 /// The name of the folded entries (no task, symbol or IRQ is named so).
@@ -294,7 +294,7 @@ impl Stats {
                 continue;
             }
             if self.cpu_mut(h.cpu).is_some_and(|c| c.cause_entries >= MAX_CAUSES) {
-                self.fold_smallest(h.cpu);
+                self.fold_stale(h.cpu);
             }
             if let Some(c) = self.cpu_mut(h.cpu) {
                 c.cause_entries += 1;
@@ -308,7 +308,7 @@ impl Stats {
     /// least recently seen, sparing the largest quarter by total time, so
     /// that neither a big old culprit nor a small steady one (the tick) loses
     /// its name to pid churn. Rare: once per MAX_CAUSES / 4 new causes.
-    fn fold_smallest(&mut self, cpu: u32) {
+    fn fold_stale(&mut self, cpu: u32) {
         let mut mine: Vec<(&CauseKey, &CauseStats)> =
             self.causes.iter().filter(|(k, _)| k.0 == cpu && k.1 != Kind::Unexplained && &*k.2 != OTHERS).collect();
         mine.sort_unstable_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then_with(|| a.0.cmp(b.0)));
