@@ -123,22 +123,34 @@ impl Engine {
 
     /// Attributes slot `i`'s pending gaps that ended by `upto` into `done`.
     fn attribute_cpu(&mut self, i: usize, upto: u64) {
+        let mut done = std::mem::take(&mut self.done);
+        self.take_pending(Some(i), upto, |h| done.push_back(h));
+        self.done = done;
+    }
+
+    /// Attributes the pending gaps (of slot `only`, or all) that ended by
+    /// `upto`, in order, and notes when the rest end.
+    fn take_pending(&mut self, only: Option<usize>, upto: u64, mut out: impl FnMut(Hiccup)) {
+        for (i, end) in self.next_end.iter_mut().enumerate() {
+            if only.is_none_or(|o| o == i) {
+                *end = u64::MAX;
+            }
+        }
         let mut k = 0;
-        let mut next = u64::MAX;
         while k < self.pending.len() {
             let g = self.pending[k];
-            if self.slot(g.cpu) != Some(i) {
+            let Some(i) = self.slot(g.cpu).filter(|&i| only.is_none_or(|o| o == i)) else {
                 k += 1;
-            } else if g.t1 <= upto {
+                continue;
+            };
+            if g.t1 <= upto {
                 self.pending.remove(k);
-                let h = self.attribute(g, upto);
-                self.done.push_back(h);
+                out(self.attribute(g, upto));
             } else {
-                next = next.min(g.t1);
+                self.next_end[i] = self.next_end[i].min(g.t1);
                 k += 1;
             }
         }
-        self.next_end[i] = next;
     }
 
     pub fn pending(&self) -> usize {
@@ -151,19 +163,7 @@ impl Engine {
         while let Some(h) = self.done.pop_front() {
             out(h);
         }
-        let mut i = 0;
-        while i < self.pending.len() {
-            let g = self.pending[i];
-            if g.t1 > watermark {
-                i += 1;
-                continue;
-            }
-            self.pending.remove(i);
-            out(self.attribute(g, watermark));
-        }
-        for (i, end) in self.next_end.iter_mut().enumerate() {
-            *end = self.pending.iter().filter(|g| self.slots.get(g.cpu as usize).copied().flatten() == Some(i)).map(|g| g.t1).min().unwrap_or(u64::MAX);
-        }
+        self.take_pending(None, watermark, out);
     }
 
     fn attribute(&mut self, g: Gap, watermark: u64) -> Hiccup {
