@@ -258,7 +258,9 @@ fn refresh(stats: &mut Stats, tracer: &Tracer<'_>, probes: &[Arc<ProbeShared>], 
             if loops > 0 && first > 0 {
                 c.loop_mean_ns = p.progress.load(Relaxed).saturating_sub(first) as f64 / loops as f64;
             }
-            c.loop_quiet_mean_ns = p.quiet_mean_ns().unwrap_or(0.0);
+            // The gaps it reported are the hiccups counted (all of them by
+            // the last refresh; but those lost to a full queue).
+            c.loop_quiet_mean_ns = p.quiet_mean_ns(c.stolen_ns, c.hiccups).unwrap_or(0.0);
             c.overflow = p.overflow.load(Relaxed);
             c.drops = drops.get(p.cpu as usize).copied().unwrap_or(0);
         }

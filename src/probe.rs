@@ -50,12 +50,9 @@ pub struct ProbeShared {
     /// Clock reading of the first measured sample (0 until then).
     pub first_sample_ns: AtomicU64,
     /// Where the loop proper (after calibration) began, with the loop count
-    /// then; and the gaps (deltas at or over the threshold) since, summed.
-    /// Together they give the loop's period between hiccups.
+    /// then: with the gaps reported since, the loop's period between them.
     pub hot_start_ns: AtomicU64,
     pub hot_loops: AtomicU64,
-    pub gap_ns: AtomicU64,
-    pub gaps: AtomicU64,
     pub tid: AtomicU32,
 }
 
@@ -73,21 +70,20 @@ impl ProbeShared {
             first_sample_ns: AtomicU64::new(0),
             hot_start_ns: AtomicU64::new(0),
             hot_loops: AtomicU64::new(0),
-            gap_ns: AtomicU64::new(0),
-            gaps: AtomicU64::new(0),
             tid: AtomicU32::new(0),
         }
     }
 
-    /// Mean loop period between hiccups (ns), once the loop proper has run.
-    pub fn quiet_mean_ns(&self) -> Option<f64> {
+    /// Mean loop period between hiccups (ns), once the loop proper has run,
+    /// given the gaps it reported (`gaps` of them, `gap_ns` in all).
+    pub fn quiet_mean_ns(&self, gap_ns: u64, gaps: u64) -> Option<f64> {
         let start = self.hot_start_ns.load(Relaxed);
         if start == 0 {
             return None;
         }
         let span = self.progress.load(Relaxed).saturating_sub(start);
         let loops = self.loops.load(Relaxed).saturating_sub(self.hot_loops.load(Relaxed));
-        mean_between_gaps(span, loops, self.gap_ns.load(Relaxed), self.gaps.load(Relaxed))
+        mean_between_gaps(span, loops, gap_ns, gaps)
     }
 
     pub fn histogram(&self) -> [u64; HIST_BUCKETS] {
@@ -205,7 +201,6 @@ fn run(s: &ProbeShared, cfg: ProbeConfig, stop: &AtomicBool) {
     let fast_bucket = bucket(floor);
     let fast_limit = (1u64 << fast_bucket).min(threshold);
     let mut fast = 0u64;
-    let (mut gap_ns, mut gaps) = (0u64, 0u64);
     prev = now_ns();
     s.hot_loops.store(loops, Relaxed);
     s.hot_start_ns.store(prev, Relaxed);
@@ -221,8 +216,6 @@ fn run(s: &ProbeShared, cfg: ProbeConfig, stop: &AtomicBool) {
         } else {
             hist[bucket(d)] += 1;
             if d >= threshold {
-                gap_ns += d;
-                gaps += 1;
                 report_gap(s, Gap { cpu, t0: prev, t1: t });
             }
         }
@@ -233,8 +226,6 @@ fn run(s: &ProbeShared, cfg: ProbeConfig, stop: &AtomicBool) {
             hist[fast_bucket] += fast;
             fast = 0;
             s.floor_ns.store(floor.max(1), Relaxed);
-            s.gap_ns.store(gap_ns, Relaxed);
-            s.gaps.store(gaps, Relaxed);
             publish(&hist, t, loops);
             if stop.load(Relaxed) {
                 break;
