@@ -11,6 +11,9 @@ use crate::attribution::Hiccup;
 use crate::cause::Kind;
 use crate::probe::HIST_BUCKETS;
 
+mod causes;
+pub use causes::{CauseKey, CauseStats, Dist, MAX_CAUSES, OTHERS};
+
 /// Highest value the histograms track: one minute, in ns.
 const HIST_MAX: u64 = 60_000_000_000;
 /// Worst-gap-per-second history kept for the sparkline.
@@ -19,16 +22,6 @@ const SPARK_SECS: usize = 300;
 const WORST_KEPT: usize = 32;
 /// How long a stall stays among the "recent worst".
 const WORST_AGE_NS: u64 = 60_000_000_000;
-/// Causes kept per CPU. Past it, a quarter is folded: tasks into one
-/// `comm[*]` entry per program, the rest into `(others)` of their kind, so
-/// pid churn (a build, a fork storm) cannot grow memory without end, and
-/// the totals still add up. Even with a histogram each (~36 KB), a CPU's
-/// causes stay under ~5 MB.
-/// (BENCHMARKS.md states this bound: xtask/src/bench/report.rs.)
-pub const MAX_CAUSES: usize = 128;
-/// The name of the folded entries (no task, symbol or IRQ is named so).
-pub const OTHERS: &str = "(others)";
-
 fn histogram(sigfig: u8) -> Histogram<u64> {
     Histogram::new_with_bounds(1, HIST_MAX, sigfig).expect("valid histogram bounds")
 }
@@ -53,8 +46,6 @@ pub struct CpuStats {
     pub worst_per_sec: VecDeque<(u64, u64)>,
     pub overflow: u64,
     pub drops: u64,
-    /// Entries this CPU has in `Stats::causes`.
-    pub cause_entries: usize,
 }
 
 impl CpuStats {
@@ -76,7 +67,6 @@ impl CpuStats {
             worst_per_sec: VecDeque::with_capacity(SPARK_SECS),
             overflow: 0,
             drops: 0,
-            cause_entries: 0,
         }
     }
 
@@ -88,99 +78,6 @@ impl CpuStats {
         }
     }
 }
-
-/// Samples kept exactly before a cause gets a histogram. Most causes (one
-/// short-lived task each) never get there, so memory stays small when pids
-/// churn; the frequent ones get an HdrHistogram.
-const EXACT_SAMPLES: usize = 64;
-
-#[derive(Clone)]
-pub enum Dist {
-    Exact(Vec<u64>),
-    Hist(Box<Histogram<u64>>),
-}
-
-impl Dist {
-    fn record(&mut self, v: u64) {
-        match self {
-            Dist::Exact(xs) if xs.len() < EXACT_SAMPLES => xs.push(v),
-            Dist::Exact(xs) => {
-                let mut h = histogram(2);
-                for &x in xs.iter().chain([&v]) {
-                    h.saturating_record(x.max(1));
-                }
-                *self = Dist::Hist(Box::new(h));
-            }
-            Dist::Hist(h) => h.saturating_record(v.max(1)),
-        }
-    }
-
-    /// Adds `other`'s samples to these.
-    fn merge(&mut self, other: Dist) {
-        match other {
-            Dist::Exact(xs) => xs.into_iter().for_each(|x| self.record(x)),
-            Dist::Hist(mut h) => {
-                match self {
-                    Dist::Exact(xs) => xs.iter().for_each(|&x| h.saturating_record(x.max(1))),
-                    Dist::Hist(mine) => {
-                        h.add(&**mine).expect("histograms of the same bounds");
-                    }
-                }
-                *self = Dist::Hist(h);
-            }
-        }
-    }
-
-    /// The value at quantile q (nearest rank for the exact samples).
-    pub fn quantile(&self, q: f64) -> u64 {
-        match self {
-            Dist::Exact(xs) if xs.is_empty() => 0,
-            Dist::Exact(xs) => {
-                let mut v = xs.clone();
-                v.sort_unstable();
-                let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
-                v[rank - 1]
-            }
-            Dist::Hist(h) => h.value_at_quantile(q),
-        }
-    }
-}
-
-/// A task cause `comm[pid]` as `comm[*]`, the entry its folded siblings
-/// share (short-lived processes of one program); None if already folded.
-fn pidless(name: &str) -> Option<String> {
-    let (comm, pid) = name.strip_suffix(']')?.rsplit_once('[')?;
-    (pid != "*").then(|| format!("{comm}[*]"))
-}
-
-#[derive(Clone)]
-pub struct CauseStats {
-    pub count: u64,
-    pub total_ns: u64,
-    pub max_ns: u64,
-    pub dist: Dist,
-    pub last_seen_ns: u64,
-}
-
-impl CauseStats {
-    fn new() -> Self {
-        Self { count: 0, total_ns: 0, max_ns: 0, dist: Dist::Exact(Vec::new()), last_seen_ns: 0 }
-    }
-
-    pub fn p99(&self) -> u64 {
-        self.dist.quantile(0.99)
-    }
-
-    fn add(&mut self, ns: u64, at: u64) {
-        self.count += 1;
-        self.total_ns += ns;
-        self.max_ns = self.max_ns.max(ns);
-        self.dist.record(ns);
-        self.last_seen_ns = at;
-    }
-}
-
-pub type CauseKey = (u32, Kind, Arc<str>);
 
 #[derive(Clone)]
 pub struct Stats {
@@ -215,6 +112,8 @@ pub struct Stats {
     pub prog_stats: Vec<crate::bpf::ProgStat>,
     /// Shared empty name of unexplained time (no allocation per hiccup).
     unexplained_name: Arc<str>,
+    /// Entries each CPU has in `causes`, kept for the cap.
+    cause_entries: HashMap<u32, usize>,
 }
 
 impl Stats {
@@ -237,6 +136,7 @@ impl Stats {
             switch_hook: String::new(),
             prog_stats: Vec::new(),
             unexplained_name: Arc::from(""),
+            cause_entries: HashMap::new(),
         }
     }
 
@@ -293,46 +193,14 @@ impl Stats {
                 s.add(ns, h.t0);
                 continue;
             }
-            if self.cpu_mut(h.cpu).is_some_and(|c| c.cause_entries >= MAX_CAUSES) {
-                self.fold_stale(h.cpu);
+            let entries = self.cause_entries.entry(h.cpu).or_default();
+            if *entries >= MAX_CAUSES {
+                *entries = causes::fold_stale(&mut self.causes, h.cpu);
             }
-            if let Some(c) = self.cpu_mut(h.cpu) {
-                c.cause_entries += 1;
-            }
-            self.causes.entry(key).or_insert_with(CauseStats::new).add(ns, h.t0);
+            *entries += 1;
+            self.causes.entry(key).or_default().add(ns, h.t0);
         }
         self.note_worst(h);
-    }
-
-    /// Folds a quarter of `cpu`'s causes into `(others)` of their kind: the
-    /// least recently seen, sparing the largest quarter by total time, so
-    /// that neither a big old culprit nor a small steady one (the tick) loses
-    /// its name to pid churn. Rare: once per MAX_CAUSES / 4 new causes.
-    fn fold_stale(&mut self, cpu: u32) {
-        let mut mine: Vec<(&CauseKey, &CauseStats)> =
-            self.causes.iter().filter(|(k, _)| k.0 == cpu && k.1 != Kind::Unexplained && &*k.2 != OTHERS).collect();
-        mine.sort_unstable_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then_with(|| a.0.cmp(b.0)));
-        let mut rest = mine.split_off((MAX_CAUSES / 4).min(mine.len()));
-        rest.sort_unstable_by(|a, b| a.1.last_seen_ns.cmp(&b.1.last_seen_ns).then_with(|| a.0.cmp(b.0)));
-        let fold: Vec<CauseKey> = rest.into_iter().take(MAX_CAUSES / 4).map(|(k, _)| k.clone()).collect();
-        let others: Arc<str> = Arc::from(OTHERS);
-        for key in fold {
-            let Some(gone) = self.causes.remove(&key) else { continue };
-            let into = match (key.1, pidless(&key.2)) {
-                (Kind::Task, Some(name)) => Arc::from(name),
-                _ => others.clone(),
-            };
-            let o = self.causes.entry((cpu, key.1, into)).or_insert_with(CauseStats::new);
-            o.count += gone.count;
-            o.total_ns += gone.total_ns;
-            o.max_ns = o.max_ns.max(gone.max_ns);
-            o.last_seen_ns = o.last_seen_ns.max(gone.last_seen_ns);
-            o.dist.merge(gone.dist);
-        }
-        let n = self.causes.keys().filter(|k| k.0 == cpu).count();
-        if let Some(c) = self.cpu_mut(cpu) {
-            c.cause_entries = n;
-        }
     }
 
     fn note_worst(&mut self, h: &Hiccup) {
@@ -398,23 +266,6 @@ mod tests {
     }
 
     #[test]
-    fn dist_is_exact_then_a_histogram() {
-        let mut d = Dist::Exact(Vec::new());
-        assert_eq!(d.quantile(0.99), 0);
-        for v in 1..=100u64 {
-            d.record(v * 1000);
-        }
-        assert!(matches!(d, Dist::Hist(_)));
-        let p99 = d.quantile(0.99);
-        assert!((98_000..=100_500).contains(&p99), "{p99}");
-        let mut e = Dist::Exact(Vec::new());
-        for v in [5, 1, 9, 3] {
-            e.record(v);
-        }
-        assert_eq!((e.quantile(0.5), e.quantile(0.99)), (3, 9));
-    }
-
-    #[test]
     fn pid_churn_folds_stale_causes_into_others() {
         let mut s = Stats::new(&[1], 0);
         let big = 1_000_000;
@@ -429,7 +280,7 @@ mod tests {
         }
         let kept = s.causes.keys().filter(|k| k.0 == 1).count();
         assert!(kept <= MAX_CAUSES, "{kept} causes kept");
-        assert_eq!(s.cpus[0].cause_entries, kept);
+        assert_eq!(s.cause_entries[&1], kept);
         // Totals still add up, and the large cause survived.
         let total: u64 = s.causes.values().map(|c| c.total_ns).sum();
         assert_eq!(total, s.cpus[0].stolen_ns);
@@ -439,7 +290,6 @@ mod tests {
         // Folded tasks share their program's entry.
         let others = &s.causes[&(1, Kind::Task, Arc::from("cc1[*]"))];
         assert!(others.count > 0 && matches!(others.dist, Dist::Hist(_)));
-        assert_eq!((pidless("a[b]c[12]").as_deref(), pidless("cc1[*]"), pidless("swapper")), (Some("a[b]c[*]"), None, None));
         assert_eq!(s.causes.values().map(|c| c.count).sum::<u64>(), 71_001);
     }
 

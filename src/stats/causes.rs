@@ -1,0 +1,176 @@
+//! Per-CPU × cause aggregates: the samples of each cause, and the cap that
+//! folds stale causes so pid churn cannot grow them without end.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use hdrhistogram::Histogram;
+
+use crate::cause::Kind;
+
+use super::histogram;
+
+/// Causes kept per CPU. Past it, a quarter is folded: tasks into one
+/// `comm[*]` entry per program, the rest into `(others)` of their kind, so
+/// pid churn (a build, a fork storm) cannot grow memory without end, and
+/// the totals still add up. Even with a histogram each (~36 KB), a CPU's
+/// causes stay under ~5 MB.
+/// (BENCHMARKS.md states this bound: xtask/src/bench/report.rs.)
+pub const MAX_CAUSES: usize = 128;
+/// The name of the folded entries (no task, symbol or IRQ is named so).
+pub const OTHERS: &str = "(others)";
+
+/// Samples kept exactly before a cause gets a histogram. Most causes (one
+/// short-lived task each) never get there, so memory stays small when pids
+/// churn; the frequent ones get an HdrHistogram.
+const EXACT_SAMPLES: usize = 64;
+
+#[derive(Clone)]
+pub enum Dist {
+    Exact(Vec<u64>),
+    Hist(Box<Histogram<u64>>),
+}
+
+impl Dist {
+    fn record(&mut self, v: u64) {
+        match self {
+            Dist::Exact(xs) if xs.len() < EXACT_SAMPLES => xs.push(v),
+            Dist::Exact(xs) => {
+                let mut h = histogram(2);
+                for &x in xs.iter().chain([&v]) {
+                    h.saturating_record(x.max(1));
+                }
+                *self = Dist::Hist(Box::new(h));
+            }
+            Dist::Hist(h) => h.saturating_record(v.max(1)),
+        }
+    }
+
+    /// Adds `other`'s samples to these.
+    fn merge(&mut self, other: Dist) {
+        match other {
+            Dist::Exact(xs) => xs.into_iter().for_each(|x| self.record(x)),
+            Dist::Hist(mut h) => {
+                match self {
+                    Dist::Exact(xs) => xs.iter().for_each(|&x| h.saturating_record(x.max(1))),
+                    Dist::Hist(mine) => {
+                        h.add(&**mine).expect("histograms of the same bounds");
+                    }
+                }
+                *self = Dist::Hist(h);
+            }
+        }
+    }
+
+    /// The value at quantile q (nearest rank for the exact samples).
+    pub fn quantile(&self, q: f64) -> u64 {
+        match self {
+            Dist::Exact(xs) if xs.is_empty() => 0,
+            Dist::Exact(xs) => {
+                let mut v = xs.clone();
+                v.sort_unstable();
+                let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+                v[rank - 1]
+            }
+            Dist::Hist(h) => h.value_at_quantile(q),
+        }
+    }
+}
+
+/// A task cause `comm[pid]` as `comm[*]`, the entry its folded siblings
+/// share (short-lived processes of one program); None if already folded.
+fn pidless(name: &str) -> Option<String> {
+    let (comm, pid) = name.strip_suffix(']')?.rsplit_once('[')?;
+    (pid != "*").then(|| format!("{comm}[*]"))
+}
+
+#[derive(Clone)]
+pub struct CauseStats {
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub dist: Dist,
+    pub last_seen_ns: u64,
+}
+
+impl Default for CauseStats {
+    fn default() -> Self {
+        Self { count: 0, total_ns: 0, max_ns: 0, dist: Dist::Exact(Vec::new()), last_seen_ns: 0 }
+    }
+}
+
+impl CauseStats {
+    pub fn p99(&self) -> u64 {
+        self.dist.quantile(0.99)
+    }
+
+    pub(super) fn add(&mut self, ns: u64, at: u64) {
+        self.count += 1;
+        self.total_ns += ns;
+        self.max_ns = self.max_ns.max(ns);
+        self.dist.record(ns);
+        self.last_seen_ns = at;
+    }
+
+    /// Takes in a folded cause's figures.
+    fn absorb(&mut self, other: CauseStats) {
+        self.count += other.count;
+        self.total_ns += other.total_ns;
+        self.max_ns = self.max_ns.max(other.max_ns);
+        self.last_seen_ns = self.last_seen_ns.max(other.last_seen_ns);
+        self.dist.merge(other.dist);
+    }
+}
+
+pub type CauseKey = (u32, Kind, Arc<str>);
+
+/// Folds a quarter of `cpu`'s causes into `(others)` of their kind: the
+/// least recently seen, sparing the largest quarter by total time, so
+/// that neither a big old culprit nor a small steady one (the tick) loses
+/// its name to pid churn. Rare: once per MAX_CAUSES / 4 new causes.
+pub(super) fn fold_stale(causes: &mut HashMap<CauseKey, CauseStats>, cpu: u32) -> usize {
+    let mut mine: Vec<(&CauseKey, &CauseStats)> =
+        causes.iter().filter(|(k, _)| k.0 == cpu && k.1 != Kind::Unexplained && &*k.2 != OTHERS).collect();
+    mine.sort_unstable_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then_with(|| a.0.cmp(b.0)));
+    let mut rest = mine.split_off((MAX_CAUSES / 4).min(mine.len()));
+    rest.sort_unstable_by(|a, b| a.1.last_seen_ns.cmp(&b.1.last_seen_ns).then_with(|| a.0.cmp(b.0)));
+    let fold: Vec<CauseKey> = rest.into_iter().take(MAX_CAUSES / 4).map(|(k, _)| k.clone()).collect();
+    let others: Arc<str> = Arc::from(OTHERS);
+    for key in fold {
+        let Some(gone) = causes.remove(&key) else { continue };
+        let into = match (key.1, pidless(&key.2)) {
+            (Kind::Task, Some(name)) => Arc::from(name),
+            _ => others.clone(),
+        };
+        causes.entry((cpu, key.1, into)).or_default().absorb(gone);
+    }
+    // What is left for this CPU: the cap counts on from here.
+    causes.keys().filter(|k| k.0 == cpu).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dist_is_exact_then_a_histogram() {
+        let mut d = Dist::Exact(Vec::new());
+        assert_eq!(d.quantile(0.99), 0);
+        for v in 1..=100u64 {
+            d.record(v * 1000);
+        }
+        assert!(matches!(d, Dist::Hist(_)));
+        let p99 = d.quantile(0.99);
+        assert!((98_000..=100_500).contains(&p99), "{p99}");
+        let mut e = Dist::Exact(Vec::new());
+        for v in [5, 1, 9, 3] {
+            e.record(v);
+        }
+        assert_eq!((e.quantile(0.5), e.quantile(0.99)), (3, 9));
+    }
+
+    #[test]
+    fn folded_tasks_are_named_by_program() {
+        assert_eq!((pidless("a[b]c[12]").as_deref(), pidless("cc1[*]"), pidless("swapper")), (Some("a[b]c[*]"), None, None));
+    }
+}
