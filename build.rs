@@ -23,8 +23,7 @@ fn main() {
         )
         .init();
 
-    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
-        .join("jitterwatch.skel.rs");
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("jitterwatch.skel.rs");
     let arch = env::var("CARGO_CFG_TARGET_ARCH").expect("cargo sets the target arch");
     let target = match arch.as_str() {
         "x86_64" => "x86",
@@ -33,11 +32,7 @@ fn main() {
 
     if let Err(e) = SkeletonBuilder::new()
         .source(SRC)
-        .clang_args([
-            "-Wall".to_string(),
-            "-Ibpf".to_string(),
-            format!("-D__TARGET_ARCH_{target}"),
-        ])
+        .clang_args(["-Wall".to_string(), "-Ibpf".to_string(), format!("-D__TARGET_ARCH_{target}")])
         .build_and_generate(&out)
     {
         // One line that says what to do, not a backtrace.

@@ -139,8 +139,7 @@ impl<'obj> Tracer<'obj> {
         // The perf-event program finds the runqueue via task->se.cfs_rq->rq,
         // which exists with CONFIG_FAIR_GROUP_SCHED only.
         let has_member = |ty: &str, member: &str| {
-            btf.type_by_name::<Struct<'_>>(ty)
-                .is_some_and(|s| s.iter().any(|m| m.name.is_some_and(|n| n == member)))
+            btf.type_by_name::<Struct<'_>>(ty).is_some_and(|s| s.iter().any(|m| m.name.is_some_and(|n| n == member)))
         };
         let perf_ok = has_member("sched_entity", "cfs_rq") && has_member("cfs_rq", "rq");
         let mut missing = Vec::new();
@@ -213,10 +212,7 @@ impl<'obj> Tracer<'obj> {
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
             .map_err(bpf("reading the drop counters"))?
             .unwrap_or_default();
-        Ok(per_cpu
-            .iter()
-            .map(|v| v.get(..8).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes"))))
-            .collect())
+        Ok(per_cpu.iter().map(|v| v.get(..8).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))).collect())
     }
 
     /// Run counts and times of each loaded program, as the kernel keeps them
@@ -230,11 +226,7 @@ impl<'obj> Tracer<'obj> {
                 let mut len = std::mem::size_of_val(&info) as u32;
                 // SAFETY: info is a properly sized, zeroed bpf_prog_info and len says so.
                 let rc = unsafe {
-                    libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(
-                        std::os::fd::AsRawFd::as_raw_fd(&p.as_fd()),
-                        &mut info,
-                        &mut len,
-                    )
+                    libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(std::os::fd::AsRawFd::as_raw_fd(&p.as_fd()), &mut info, &mut len)
                 };
                 (rc == 0).then(|| ProgStat {
                     name: p.name().to_string_lossy().into_owned(),

@@ -15,10 +15,7 @@ const CAP_BPF: u32 = 39;
 /// The effective capability set of this process.
 fn cap_eff() -> Result<u64> {
     let status = fs::read_to_string("/proc/self/status").context("cannot read /proc/self/status")?;
-    let hex = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .context("/proc/self/status has no CapEff line")?;
+    let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:")).context("/proc/self/status has no CapEff line")?;
     u64::from_str_radix(hex.trim(), 16).context("malformed CapEff in /proc/self/status")
 }
 
@@ -63,10 +60,7 @@ pub fn watched_cpus(root: &Path, arg: Option<&str>) -> Result<Vec<usize>> {
     let cpus = existing_cpus(root, arg)?;
     let online = online_cpus(root)?;
     if housekeeping(&online, &cpus).is_empty() {
-        bail!(
-            "--cpus {} covers every online CPU: leave at least one unwatched for jitterwatch's own threads",
-            cpulist::Display(&cpus)
-        );
+        bail!("--cpus {} covers every online CPU: leave at least one unwatched for jitterwatch's own threads", cpulist::Display(&cpus));
     }
     Ok(cpus)
 }
@@ -87,10 +81,7 @@ pub fn existing_cpus(root: &Path, arg: Option<&str>) -> Result<Vec<usize>> {
     let possible = read_list(root, "sys/devices/system/cpu/possible").unwrap_or_else(|_| online.clone());
     for &c in &cpus {
         if !possible.contains(&c) {
-            bail!(
-                "CPU {c} does not exist (this machine has CPUs {}): pick CPUs from that list",
-                cpulist::Display(&possible)
-            );
+            bail!("CPU {c} does not exist (this machine has CPUs {}): pick CPUs from that list", cpulist::Display(&possible));
         }
         if !online.contains(&c) {
             bail!("CPU {c} is offline: bring it online (echo 1 > /sys/devices/system/cpu/cpu{c}/online) or pick another");

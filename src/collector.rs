@@ -207,8 +207,7 @@ fn collect(
         for p in probes {
             eng.prune(p.cpu, p.progress.load(Relaxed).min(watermark));
         }
-        (stats.reordered_events, stats.evicted_segments) =
-            eng.window_stats().fold((0, 0), |(r, e), (_, tr, te)| (r + tr, e + te));
+        (stats.reordered_events, stats.evicted_segments) = eng.window_stats().fold((0, 0), |(r, e), (_, tr, te)| (r + tr, e + te));
         drop(eng);
         if let Some(e) = csv_err.take() {
             return Err(e).context("writing the CSV");

@@ -51,21 +51,58 @@ pub struct Task {
 pub enum Payload {
     /// `prev_ran_ns`: how long prev had run (0: unknown), which places a
     /// switch into prev that was not seen (see bpf/jitterwatch.h).
-    Switch { prev: Task, next: Task, prev_state: u32, prev_ran_ns: u32, preempt: bool },
-    IrqEntry { irq: i32, name: [u8; 24] },
-    IrqExit { irq: i32, ret: i32 },
-    SoftirqEntry { vec: u16 },
-    SoftirqExit { vec: u16 },
-    WorkStart { func: u64, work: u64 },
-    WorkEnd { func: u64, work: u64 },
-    HrtimerEntry { func: u64, timer: u64 },
-    HrtimerExit { timer: u64 },
+    Switch {
+        prev: Task,
+        next: Task,
+        prev_state: u32,
+        prev_ran_ns: u32,
+        preempt: bool,
+    },
+    IrqEntry {
+        irq: i32,
+        name: [u8; 24],
+    },
+    IrqExit {
+        irq: i32,
+        ret: i32,
+    },
+    SoftirqEntry {
+        vec: u16,
+    },
+    SoftirqExit {
+        vec: u16,
+    },
+    WorkStart {
+        func: u64,
+        work: u64,
+    },
+    WorkEnd {
+        func: u64,
+        work: u64,
+    },
+    HrtimerEntry {
+        func: u64,
+        timer: u64,
+    },
+    HrtimerExit {
+        timer: u64,
+    },
     VectorEntry(Vector),
     VectorExit(Vector),
-    CsdEntry { func: u64, csd: u64 },
-    CsdExit { func: u64, csd: u64 },
+    CsdEntry {
+        func: u64,
+        csd: u64,
+    },
+    CsdExit {
+        func: u64,
+        csd: u64,
+    },
     /// Reported after the handler ran, with its duration.
-    Nmi { handler: u64, delta_ns: u64, handled: bool },
+    Nmi {
+        handler: u64,
+        delta_ns: u64,
+        handled: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,10 +228,7 @@ pub(crate) mod tests {
             sub: 0,
             u: jw_payload { r#fn: jw_func { func: 0xffff_ffff_8100_0000, obj: 0x1234 } },
         };
-        assert_eq!(
-            Event::decode(&raw(&e)).unwrap().payload,
-            Payload::WorkStart { func: 0xffff_ffff_8100_0000, work: 0x1234 }
-        );
+        assert_eq!(Event::decode(&raw(&e)).unwrap().payload, Payload::WorkStart { func: 0xffff_ffff_8100_0000, work: 0x1234 });
         e.kind = jw_kind::JW_VECTOR_EXIT.0 as u16;
         e.sub = jw_vector::JW_VEC_IRQ_WORK.0 as u16;
         assert_eq!(Event::decode(&raw(&e)).unwrap().payload, Payload::VectorExit(Vector::IrqWork));

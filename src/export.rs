@@ -8,8 +8,7 @@ use std::path::Path;
 use crate::attribution::Hiccup;
 use crate::cause::Kind;
 
-pub const HEADER: [&str; 9] =
-    ["time_ns", "cpu", "gap_ns", "explained_ns", "unexplained_ns", "top_kind", "top_name", "top_ns", "causes"];
+pub const HEADER: [&str; 9] = ["time_ns", "cpu", "gap_ns", "explained_ns", "unexplained_ns", "top_kind", "top_name", "top_ns", "causes"];
 
 /// A name as it appears in `causes`: `\`, `;`, `=` backslash-escaped and
 /// control characters written visibly (`\x1b`), never raw.
@@ -34,8 +33,7 @@ pub struct CsvSink<W: Write> {
 
 impl CsvSink<BufWriter<File>> {
     pub fn create(path: &Path) -> io::Result<Self> {
-        let f = File::create(path)
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot write the CSV {}: {e}", path.display())))?;
+        let f = File::create(path).map_err(|e| io::Error::new(e.kind(), format!("cannot write the CSV {}: {e}", path.display())))?;
         Self::new(BufWriter::with_capacity(1 << 16, f))
     }
 }
@@ -124,10 +122,7 @@ mod tests {
             cpu: 1,
             t0: 1_000,
             gap: 100,
-            causes: vec![
-                (Kind::Task, Arc::from("a,b\"c;d=e\\f\x1b[31m\n[7]"), 60),
-                (Kind::Work, Arc::from("vmstat_update"), 10),
-            ],
+            causes: vec![(Kind::Task, Arc::from("a,b\"c;d=e\\f\x1b[31m\n[7]"), 60), (Kind::Work, Arc::from("vmstat_update"), 10)],
             unexplained: 30,
         }
     }

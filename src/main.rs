@@ -9,7 +9,14 @@ fn main() -> ExitCode {
     lifecycle::mark_main_start();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) => e.exit(),
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) =>
+        {
+            e.exit()
+        }
         Err(e) => {
             // One line, like every other error, not clap's three.
             let msg = e.to_string();
@@ -28,8 +35,7 @@ fn main() -> ExitCode {
         Some(Command::Events { cpus, duration }) => events_cmd::run(cpus.as_deref(), duration),
         Some(Command::Doctor { cpus, json }) => {
             let root = std::path::Path::new("/");
-            checks::existing_cpus(root, cpus.as_deref())
-                .and_then(|cpus| doctor::run(root, &cpus, json, &mut std::io::stdout().lock()))
+            checks::existing_cpus(root, cpus.as_deref()).and_then(|cpus| doctor::run(root, &cpus, json, &mut std::io::stdout().lock()))
         }
     };
     match result {

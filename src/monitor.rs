@@ -68,7 +68,11 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         }
         Err(_) => {
             abort(probes);
-            return Err(collector.join().map_err(|_| anyhow::anyhow!("the collector thread panicked"))?.err().unwrap_or_else(|| anyhow::anyhow!("the collector stopped early")));
+            return Err(collector
+                .join()
+                .map_err(|_| anyhow::anyhow!("the collector thread panicked"))?
+                .err()
+                .unwrap_or_else(|| anyhow::anyhow!("the collector stopped early")));
         }
     };
     if !missing.is_empty() {
@@ -82,7 +86,9 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     if !tui {
         let thr: Vec<String> = probes
             .iter()
-            .map(|p| format!("{}: {} ns (loop floor {} ns)", p.shared.cpu, p.shared.threshold_ns.load(Relaxed), p.shared.floor_ns.load(Relaxed)))
+            .map(|p| {
+                format!("{}: {} ns (loop floor {} ns)", p.shared.cpu, p.shared.threshold_ns.load(Relaxed), p.shared.floor_ns.load(Relaxed))
+            })
             .collect();
         eprintln!("jitterwatch: watching CPU {}; threshold {}", cpulist::Display(&cpus), thr.join(", "));
     }

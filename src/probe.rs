@@ -114,17 +114,15 @@ impl Probe {
         let (ready_tx, ready_rx) = mpsc::channel();
         let (go_tx, go_rx) = mpsc::channel::<()>();
         let s = shared.clone();
-        let handle = thread::Builder::new()
-            .name(format!("jw-probe-{cpu}"))
-            .spawn(move || {
-                s.tid.store(crate::sys::gettid(), Relaxed);
-                let setup = setup(cpu, cfg);
-                let ok = setup.is_ok();
-                let _ = ready_tx.send(setup);
-                if ok && go_rx.recv().is_ok() && !stop.load(Relaxed) {
-                    run(&s, cfg, stop);
-                }
-            })?;
+        let handle = thread::Builder::new().name(format!("jw-probe-{cpu}")).spawn(move || {
+            s.tid.store(crate::sys::gettid(), Relaxed);
+            let setup = setup(cpu, cfg);
+            let ok = setup.is_ok();
+            let _ = ready_tx.send(setup);
+            if ok && go_rx.recv().is_ok() && !stop.load(Relaxed) {
+                run(&s, cfg, stop);
+            }
+        })?;
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(Self { shared, handle, go: Some(go_tx) }),
             Ok(Err(e)) => {

@@ -224,11 +224,8 @@ impl Stats {
     /// Forgets everything counted so far (the TUI's reset), keeping setup.
     pub fn reset(&mut self, now: u64) {
         let mut fresh = Stats::new(&[], now);
-        fresh.cpus = self
-            .cpus
-            .iter()
-            .map(|c| CpuStats { threshold_ns: c.threshold_ns, floor_ns: c.floor_ns, ..CpuStats::new(c.cpu) })
-            .collect();
+        fresh.cpus =
+            self.cpus.iter().map(|c| CpuStats { threshold_ns: c.threshold_ns, floor_ns: c.floor_ns, ..CpuStats::new(c.cpu) }).collect();
         fresh.missing_tracepoints = std::mem::take(&mut self.missing_tracepoints);
         fresh.switch_hook = std::mem::take(&mut self.switch_hook);
         *self = fresh;

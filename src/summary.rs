@@ -169,7 +169,11 @@ impl Summary {
     }
 
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "{:>4} {:>12} {:>9} {:>10} {:>10} {:>12} {:>10}", "cpu", "threshold_ns", "hiccups", "pct99_ns", "pct999_ns", "max_ns", "stolen_pct")?;
+        writeln!(
+            out,
+            "{:>4} {:>12} {:>9} {:>10} {:>10} {:>12} {:>10}",
+            "cpu", "threshold_ns", "hiccups", "pct99_ns", "pct999_ns", "max_ns", "stolen_pct"
+        )?;
         for c in &self.cpus {
             writeln!(
                 out,
@@ -188,7 +192,8 @@ impl Summary {
             }
             writeln!(out, "  {:<11} {:<40} {:>8} {:>14} {:>12} {:>12}", "kind", "name", "count", "total_ns", "max_ns", "p99_ns")?;
             for k in &c.top_causes {
-                let name = if k.kind == Kind::Unexplained { "(no kernel event: hypervisor, SMI, hardware)".into() } else { visible(&k.name) };
+                let name =
+                    if k.kind == Kind::Unexplained { "(no kernel event: hypervisor, SMI, hardware)".into() } else { visible(&k.name) };
                 writeln!(
                     out,
                     "  {:<11} {:<40} {:>8} {:>14} {:>12} {:>12}",
@@ -254,7 +259,13 @@ mod tests {
     fn text_and_json_carry_the_same_figures() {
         let mut s = Stats::new(&[1], 0);
         s.cpus[0].threshold_ns = 250;
-        s.record(&Hiccup { cpu: 1, t0: 10, gap: 1000, causes: vec![(Kind::Task, Arc::from("evil\x1b]0;x\x07[9]"), 900)], unexplained: 100 });
+        s.record(&Hiccup {
+            cpu: 1,
+            t0: 10,
+            gap: 1000,
+            causes: vec![(Kind::Task, Arc::from("evil\x1b]0;x\x07[9]"), 900)],
+            unexplained: 100,
+        });
         s.now_ns = 1_000_000;
         s.events = 400;
         s.consumer_cpu_ns = 20_000;
@@ -267,10 +278,7 @@ mod tests {
         assert!(text.contains("   1          250         1"), "{text}");
         assert!(text.contains("evil\\x1b]0;x\\x07[9]"));
         assert!(!text.contains('\x1b'));
-        assert!(
-            text.contains("consumer thread: 20.0µs of CPU, 2.0% of one CPU, 50 ns per event (after 30.0ms of set-up"),
-            "{text}"
-        );
+        assert!(text.contains("consumer thread: 20.0µs of CPU, 2.0% of one CPU, 50 ns per event (after 30.0ms of set-up"), "{text}");
         let mut json = Vec::new();
         sum.write_json(&mut json).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&json).unwrap();

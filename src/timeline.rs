@@ -11,7 +11,10 @@ use crate::events::{Comm, Event, Payload, Vector};
 /// resolved only when a hiccup is reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Cause {
-    Task { pid: u32, comm: Comm },
+    Task {
+        pid: u32,
+        comm: Comm,
+    },
     Work(u64),
     Irq(i32),
     Softirq(u16),
@@ -314,27 +317,17 @@ impl Timeline {
                 self.last_switch = ts;
             }
             Payload::IrqEntry { irq, .. } => self.enter(ts, Cause::Irq(irq), irq as u64, Level::Irq),
-            Payload::IrqExit { irq, .. } => {
-                self.exit(ts, Cause::Irq(irq), |f| f.cause == Cause::Irq(irq))
-            }
+            Payload::IrqExit { irq, .. } => self.exit(ts, Cause::Irq(irq), |f| f.cause == Cause::Irq(irq)),
             Payload::SoftirqEntry { vec } => self.enter(ts, Cause::Softirq(vec), 0, Level::Irq),
-            Payload::SoftirqExit { vec } => {
-                self.exit(ts, Cause::Softirq(vec), |f| f.cause == Cause::Softirq(vec))
-            }
+            Payload::SoftirqExit { vec } => self.exit(ts, Cause::Softirq(vec), |f| f.cause == Cause::Softirq(vec)),
             Payload::WorkStart { func, work } => self.enter(ts, Cause::Work(func), work, Level::Task),
-            Payload::WorkEnd { func, work } => {
-                self.exit(ts, Cause::Work(func), |f| matches!(f.cause, Cause::Work(_)) && f.id == work)
-            }
+            Payload::WorkEnd { func, work } => self.exit(ts, Cause::Work(func), |f| matches!(f.cause, Cause::Work(_)) && f.id == work),
             Payload::HrtimerEntry { func, timer } => self.enter(ts, Cause::Timer(func), timer, Level::Irq),
-            Payload::HrtimerExit { timer } => {
-                self.exit(ts, Cause::Timer(0), |f| matches!(f.cause, Cause::Timer(_)) && f.id == timer)
-            }
+            Payload::HrtimerExit { timer } => self.exit(ts, Cause::Timer(0), |f| matches!(f.cause, Cause::Timer(_)) && f.id == timer),
             Payload::VectorEntry(v) => self.enter(ts, Cause::Vector(v), 0, Level::Irq),
             Payload::VectorExit(v) => self.exit(ts, Cause::Vector(v), |f| f.cause == Cause::Vector(v)),
             Payload::CsdEntry { func, csd } => self.enter(ts, Cause::Csd(func), csd, Level::Irq),
-            Payload::CsdExit { func, csd } => {
-                self.exit(ts, Cause::Csd(func), |f| f.cause == Cause::Csd(func) && f.id == csd)
-            }
+            Payload::CsdExit { func, csd } => self.exit(ts, Cause::Csd(func), |f| f.cause == Cause::Csd(func) && f.id == csd),
             Payload::Nmi { handler, delta_ns, .. } => {
                 // Reported at its end: cut the open segment where it began.
                 let begin = ts.saturating_sub(delta_ns).max(self.last);

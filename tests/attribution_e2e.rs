@@ -77,9 +77,7 @@ fn a_fifo_hog_is_named_with_its_runtime() {
     let me = format!("{name}[{tid}]");
     let mine: Vec<(u64, u64, u64)> = rows
         .iter()
-        .filter_map(|r| {
-            r.causes.iter().find(|c| c.0 == "task" && c.1 == me).map(|c| (r.time_ns, r.time_ns + r.gap_ns, c.2))
-        })
+        .filter_map(|r| r.causes.iter().find(|c| c.0 == "task" && c.1 == me).map(|c| (r.time_ns, r.time_ns + r.gap_ns, c.2)))
         .collect();
     let seen = bursts.iter().filter(|&&(b0, b1, _)| mine.iter().any(|&(t0, t1, _)| t0 < b1 && b0 < t1)).count();
     let attributed: u64 = mine.iter().map(|m| m.2).sum();
@@ -143,12 +141,7 @@ fn futex(word: &std::sync::atomic::AtomicU32, op: i32, val: u32) {
 /// Two threads on `cpu` handing a turn back and forth through a futex until
 /// `stop` or `max` (SCHED_FIFO at `fifo`, if given): a context switch per
 /// hand-off, as fast as the kernel switches.
-fn storm(
-    cpu: usize,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    fifo: Option<i32>,
-    max: Duration,
-) -> Vec<thread::JoinHandle<()>> {
+fn storm(cpu: usize, stop: std::sync::Arc<std::sync::atomic::AtomicBool>, fifo: Option<i32>, max: Duration) -> Vec<thread::JoinHandle<()>> {
     use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
     let turn = std::sync::Arc::new(AtomicU32::new(0));
     let deadline = std::time::Instant::now() + max;
@@ -275,7 +268,11 @@ fn rt_throttling_parks_are_idle_and_nothing_after_them_is() {
     let idle_ns = |r: &common::Row| r.causes.iter().find(|c| c.0 == "task" && c.1 == idle).map_or(0, |c| c.2);
     let parks: Vec<u64> = rows.iter().map(idle_ns).filter(|&ns| ns >= 10_000_000).collect();
     let small = rows.iter().filter(|r| (1..10_000_000).contains(&idle_ns(r))).count();
-    eprintln!("hook: {hook}; {} rows, parks (ms): {:?}, rows with a little idle time: {small}", rows.len(), parks.iter().map(|p| p / 1_000_000).collect::<Vec<_>>());
+    eprintln!(
+        "hook: {hook}; {} rows, parks (ms): {:?}, rows with a little idle time: {small}",
+        rows.len(),
+        parks.iter().map(|p| p / 1_000_000).collect::<Vec<_>>()
+    );
     // A park is charged to whatever ran meanwhile: the idle task on a quiet
     // CPU, other tasks when the machine is busy. At least one must be idle.
     assert!((1..=5).contains(&parks.len()), "expected throttling parks named {idle}: {parks:?}");

@@ -55,7 +55,9 @@ fn boot_isolated(cpu: usize) -> bool {
     let cmdline = read("/proc/cmdline");
     let kernel_part = cmdline.split(" -- ").next().unwrap_or("");
     let has_isolcpus = kernel_part.split_whitespace().any(|w| w.starts_with("isolcpus="));
-    has_isolcpus || list_file("/sys/devices/system/cpu/isolated").contains(&cpu) || list_file("/sys/fs/cgroup/cpuset.cpus.isolated").contains(&cpu)
+    has_isolcpus
+        || list_file("/sys/devices/system/cpu/isolated").contains(&cpu)
+        || list_file("/sys/fs/cgroup/cpuset.cpus.isolated").contains(&cpu)
 }
 
 fn rt_throttled() -> bool {

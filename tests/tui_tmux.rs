@@ -24,7 +24,9 @@ fn can_run() -> bool {
         .find(|t| Command::new("sh").args(["-c", &format!("command -v {t}")]).output().map_or(true, |o| !o.status.success()));
     match missing {
         None => true,
-        Some(t) if std::env::var("CI").as_deref() == Ok("true") => panic!("{TEST}: cannot run in CI: {t} is not installed (cargo xtask deps)"),
+        Some(t) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("{TEST}: cannot run in CI: {t} is not installed (cargo xtask deps)")
+        }
         Some(t) => {
             eprintln!("SKIPPED {TEST}: {t} is not installed (cargo xtask deps)");
             false

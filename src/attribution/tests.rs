@@ -267,13 +267,7 @@ fn prune_keeps_what_pending_gaps_need() {
 
 #[test]
 fn all_causes_puts_unexplained_in_order() {
-    let h = Hiccup {
-        cpu: 1,
-        t0: 0,
-        gap: 100,
-        causes: vec![(Kind::Task, "a[1]".into(), 60), (Kind::Irq, "3".into(), 10)],
-        unexplained: 30,
-    };
+    let h = Hiccup { cpu: 1, t0: 0, gap: 100, causes: vec![(Kind::Task, "a[1]".into(), 60), (Kind::Irq, "3".into(), 10)], unexplained: 30 };
     let kinds: Vec<_> = h.all_causes().iter().map(|c| c.0).collect();
     assert_eq!(kinds, vec![Kind::Task, Kind::Unexplained, Kind::Irq]);
     assert_eq!(h.explained(), 70);
@@ -283,10 +277,7 @@ fn all_causes_puts_unexplained_in_order() {
 fn unseen_switch_out_of_idle_is_placed_by_the_run_time() {
     // The perf event misses swapper -> hog at 200; hog's switch-out says it
     // ran 100 ns, so [200, 300) is hog's, not the idle task's.
-    let evs = [
-        switch_ran(100, probe(), task(0, "swapper/1"), 40),
-        switch_ran(300, task(50, "hog"), probe(), 100),
-    ];
+    let evs = [switch_ran(100, probe(), task(0, "swapper/1"), 40), switch_ran(300, task(50, "hog"), probe(), 100)];
     assert_eq!(run(&evs, 90, 310, 1000), (vec!["task:hog[50]=100".into(), "task:swapper/1[0]=100".into()], 20));
 }
 
@@ -302,10 +293,7 @@ fn unseen_switch_moves_time_already_closed() {
         ev(260, Payload::IrqExit { irq: 9, ret: 1 }),
         switch_ran(300, task(50, "hog"), probe(), 120),
     ];
-    assert_eq!(
-        run(&evs, 100, 300, 1000),
-        (vec!["task:hog[50]=110".into(), "task:swapper/1[0]=70".into(), "irq:9=20".into()], 0)
-    );
+    assert_eq!(run(&evs, 100, 300, 1000), (vec!["task:hog[50]=110".into(), "task:swapper/1[0]=70".into(), "irq:9=20".into()], 0));
 }
 
 #[test]

@@ -61,13 +61,21 @@ pub(crate) fn check(cx: &mut Ctx) {
         Some(s) => format!("/proc/cmdline: {s}"),
         None => "/proc/cmdline: no isolcpus=".into(),
     }];
-    ev.push(format!("/sys/devices/system/cpu/isolated: {}", if sys_iso.is_empty() { "(empty)".into() } else { Display(&sys_iso).to_string() }));
+    ev.push(format!(
+        "/sys/devices/system/cpu/isolated: {}",
+        if sys_iso.is_empty() { "(empty)".into() } else { Display(&sys_iso).to_string() }
+    ));
     if let Some(cg) = &cg_iso {
         ev.push(format!("/sys/fs/cgroup/cpuset.cpus.isolated: {}", if cg.is_empty() { "(empty)".into() } else { Display(cg).to_string() }));
     }
     let mut f = if missing.is_empty() {
-        finding(CHECK, "isolcpus", Status::Ok, format!("{} isolated from the scheduler (isolcpus / isolated cpuset)", Ctx::cpu_word(&cx.cpus)))
-            .why("no load balancing onto the CPU; unbound kernel threads start on housekeeping CPUs")
+        finding(
+            CHECK,
+            "isolcpus",
+            Status::Ok,
+            format!("{} isolated from the scheduler (isolcpus / isolated cpuset)", Ctx::cpu_word(&cx.cpus)),
+        )
+        .why("no load balancing onto the CPU; unbound kernel threads start on housekeeping CPUs")
     } else {
         let title = match &iso {
             None => format!("{} not isolated: no isolcpus= on the kernel command line", Ctx::cpu_word(&missing)),
@@ -207,7 +215,11 @@ fn watchdog(cx: &mut Ctx) {
     let c = &cx.cmdline;
     let soft_on = wd.unwrap_or(1) != 0 && soft.unwrap_or(1) != 0 && !c.has("nowatchdog") && !c.has("nosoftlockup");
     let nmi_on = nmi.unwrap_or(0) != 0 && wd.unwrap_or(1) != 0 && !c.has("nowatchdog") && c.get("nmi_watchdog") != Some("0");
-    let mut ev: Vec<String> = ["nowatchdog", "nosoftlockup", "nmi_watchdog", "watchdog_thresh"].iter().filter_map(|k| c.show(k)).map(|s| format!("/proc/cmdline: {s}")).collect();
+    let mut ev: Vec<String> = ["nowatchdog", "nosoftlockup", "nmi_watchdog", "watchdog_thresh"]
+        .iter()
+        .filter_map(|k| c.show(k))
+        .map(|s| format!("/proc/cmdline: {s}"))
+        .collect();
     for (name, v) in [("watchdog", wd), ("soft_watchdog", soft), ("nmi_watchdog", nmi)] {
         if let Some(v) = v {
             ev.push(format!("/proc/sys/kernel/{name}: {v}"));

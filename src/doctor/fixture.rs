@@ -83,7 +83,9 @@ impl Fx {
             .write("proc/stat", "cpu  10 0 10 100 0 0 0 0 0 0\ncpu0 5 0 5 50 0 0 0 0 0 0\ncpu3 5 0 5 50 0 0 0 0 0 0\nintr 0\n");
         for (i, (name, lat, dis)) in [("POLL", 0, 0), ("C1", 2, 0), ("C6", 133, 1)].iter().enumerate() {
             let b = format!("sys/devices/system/cpu/cpu3/cpuidle/state{i}");
-            fx.write(&format!("{b}/name"), &format!("{name}\n")).write(&format!("{b}/latency"), &format!("{lat}\n")).write(&format!("{b}/disable"), &format!("{dis}\n"));
+            fx.write(&format!("{b}/name"), &format!("{name}\n"))
+                .write(&format!("{b}/latency"), &format!("{lat}\n"))
+                .write(&format!("{b}/disable"), &format!("{dis}\n"));
         }
         fx.task(1, "init", 0, "0-2", 0)
             .task(2, "kthreadd", KTHREAD, "0-2", 1)

@@ -28,7 +28,8 @@ impl Hints<'_> {
 
     /// Every WARN whose key starts with `prefix`.
     fn add_prefix(&mut self, prefix: &str) {
-        let keys: Vec<String> = self.r.findings.iter().filter(|f| f.status == Status::Warn && f.key.starts_with(prefix)).map(|f| f.key.clone()).collect();
+        let keys: Vec<String> =
+            self.r.findings.iter().filter(|f| f.status == Status::Warn && f.key.starts_with(prefix)).map(|f| f.key.clone()).collect();
         for k in keys {
             self.add(&k);
         }
@@ -39,7 +40,9 @@ impl Hints<'_> {
     fn add_delivered_irqs(&mut self) {
         const MAX: usize = 6;
         // Busiest first, by the counts in the evidence ("/proc/interrupts: N on CPUc").
-        let count = |f: &Finding| -> u64 { f.evidence.iter().filter_map(|e| e.strip_prefix("/proc/interrupts: ")?.split(' ').next()?.parse::<u64>().ok()).sum() };
+        let count = |f: &Finding| -> u64 {
+            f.evidence.iter().filter_map(|e| e.strip_prefix("/proc/interrupts: ")?.split(' ').next()?.parse::<u64>().ok()).sum()
+        };
         let mut hits: Vec<(u64, String)> = self
             .r
             .findings
@@ -97,7 +100,10 @@ pub fn hints(report: &Report, kind: &str, name: &str) -> Vec<String> {
         }
         "unexplained" => {
             if let Some(f) = report.find("hypervisor").filter(|f| f.status == Status::Info) {
-                h.push(format!("{}: host pauses (vCPU preemption, VM exits) are invisible to the guest; only dedicated, pinned host cores remove them", f.title));
+                h.push(format!(
+                    "{}: host pauses (vCPU preemption, VM exits) are invisible to the guest; only dedicated, pinned host cores remove them",
+                    f.title
+                ));
             } else {
                 h.push("no hypervisor detected: unexplained time is SMIs (firmware), hardware, or kernel activity without a traced event");
             }
@@ -166,7 +172,9 @@ fn work(h: &mut Hints, name: &str) {
             h.add("workqueue:writeback");
         }
         "lru_add_drain_per_cpu" | "drain_local_pages_wq" => {
-            h.push(format!("{name}: another CPU drains per-CPU page lists on every CPU (mlock, page migration, compaction, memory pressure)"));
+            h.push(format!(
+                "{name}: another CPU drains per-CPU page lists on every CPU (mlock, page migration, compaction, memory pressure)"
+            ));
             h.add("thp");
             h.add("numa_balancing");
         }
@@ -178,7 +186,10 @@ fn work(h: &mut Hints, name: &str) {
             if n.starts_with("blk_") {
                 h.add_delivered_irqs();
             }
-            h.push(format!("{}: unbound work follows the workqueue cpumasks; per-CPU work is queued by code running on, or targeting, that CPU", visible(n)));
+            h.push(format!(
+                "{}: unbound work follows the workqueue cpumasks; per-CPU work is queued by code running on, or targeting, that CPU",
+                visible(n)
+            ));
         }
     }
     h.add("workqueue:cpumask");
@@ -299,7 +310,9 @@ fn ipi(h: &mut Hints, name: &str) {
             h.push("kernel code patching (module load, BPF attach, ftrace, static keys): avoid it while measuring");
         }
         n if n.contains("rcu_exp") => h.push("expedited RCU grace period: boot with rcupdate.rcu_normal_after_boot=1 to avoid the IPIs"),
-        n if n.contains("aperfmperf") => h.push("reading CPU frequency (/proc/cpuinfo 'cpu MHz', turbostat) sampled every CPU: stop the tool that polls it"),
+        n if n.contains("aperfmperf") => {
+            h.push("reading CPU frequency (/proc/cpuinfo 'cpu MHz', turbostat) sampled every CPU: stop the tool that polls it")
+        }
         n if n.contains("irq_work") => h.push("irq_work: perf, printk or a BPF ring buffer submitted without BPF_RB_NO_WAKEUP"),
         n if n.contains("nohz_full_kick") || n.contains("tick") => {
             h.add("nohz_full");

@@ -21,12 +21,7 @@ pub(crate) struct IrqLine {
 /// Parses /proc/interrupts into (label, line); labels are `24` or `LOC`.
 pub(crate) fn parse_interrupts(s: &str) -> BTreeMap<String, IrqLine> {
     let mut lines = s.lines();
-    let header: Vec<usize> = lines
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .filter_map(|t| t.strip_prefix("CPU")?.parse().ok())
-        .collect();
+    let header: Vec<usize> = lines.next().unwrap_or("").split_whitespace().filter_map(|t| t.strip_prefix("CPU")?.parse().ok()).collect();
     let mut out = BTreeMap::new();
     for l in lines {
         let Some((label, rest)) = l.split_once(':') else { continue };
@@ -46,7 +41,9 @@ pub(crate) fn parse_interrupts(s: &str) -> BTreeMap<String, IrqLine> {
         let name = if label.bytes().all(|b| b.is_ascii_digit()) {
             // chip, hwirq[-type], [type], then the action names.
             let mut j = 1.min(tail.len());
-            while j < tail.len() && (tail[j].bytes().next().is_some_and(|b| b.is_ascii_digit()) || matches!(tail[j], "Level" | "Edge" | "edge" | "level")) {
+            while j < tail.len()
+                && (tail[j].bytes().next().is_some_and(|b| b.is_ascii_digit()) || matches!(tail[j], "Level" | "Edge" | "edge" | "level"))
+            {
                 j += 1;
             }
             tail[j..].join(" ")
@@ -150,7 +147,10 @@ fn default_affinity(cx: &mut Ctx) {
         finding(CHECK, "irq:default", Status::Warn, format!("new IRQs may land on {} (default_smp_affinity)", Ctx::cpu_word(&hit)))
             .fix_opt(cx.hk_mask().map(|m| format!("echo {m} > /proc/irq/default_smp_affinity")))
     };
-    cx.push(f.why("IRQs set up from now on (hot-plugged devices, new queues) start with this affinity").ev(format!("/proc/irq/default_smp_affinity: {}", visible(s.trim()))));
+    cx.push(
+        f.why("IRQs set up from now on (hot-plugged devices, new queues) start with this affinity")
+            .ev(format!("/proc/irq/default_smp_affinity: {}", visible(s.trim()))),
+    );
 }
 
 fn irqbalance(cx: &mut Ctx) {

@@ -359,7 +359,12 @@ mod tests {
 
         // A clean machine exits 0.
         let fx = fixture::Fx::tuned();
-        assert_eq!(run(fx.path(), &[3], false, &mut Vec::new()).unwrap(), 0, "{:#?}", audit(fx.path(), &[3]).findings.iter().filter(|f| f.status == Status::Warn).collect::<Vec<_>>());
+        assert_eq!(
+            run(fx.path(), &[3], false, &mut Vec::new()).unwrap(),
+            0,
+            "{:#?}",
+            audit(fx.path(), &[3]).findings.iter().filter(|f| f.status == Status::Warn).collect::<Vec<_>>()
+        );
     }
 
     #[test]

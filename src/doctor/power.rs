@@ -24,15 +24,22 @@ fn cpufreq(cx: &mut Ctx) {
         }
     }
     let f = if ev.is_empty() {
-        finding("power", "cpufreq", Status::Info, "no cpufreq driver (frequency set by firmware or the host)").ev("/sys/devices/system/cpu/cpuN/cpufreq: absent")
+        finding("power", "cpufreq", Status::Info, "no cpufreq driver (frequency set by firmware or the host)")
+            .ev("/sys/devices/system/cpu/cpuN/cpufreq: absent")
     } else if slow.is_empty() {
         finding("power", "cpufreq", Status::Ok, "cpufreq governor is performance")
     } else {
         let cpus: Vec<usize> = slow.iter().map(|(c, _)| *c).collect();
-        let fix = slow.iter().map(|(c, _)| format!("echo performance > /sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor")).collect::<Vec<_>>().join("; ");
+        let fix = slow
+            .iter()
+            .map(|(c, _)| format!("echo performance > /sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor"))
+            .collect::<Vec<_>>()
+            .join("; ");
         finding("power", "cpufreq", Status::Warn, format!("{} not on the performance governor", Ctx::cpu_word(&cpus))).fix(fix)
     };
-    let mut f = f.why("frequency changes stall the CPU briefly and make the same loop take different times; dynamic governors also sample from timers");
+    let mut f = f.why(
+        "frequency changes stall the CPU briefly and make the same loop take different times; dynamic governors also sample from timers",
+    );
     f.evidence.extend(ev);
     cx.push(f);
 }
@@ -45,7 +52,8 @@ fn cpuidle(cx: &mut Ctx) {
         if !cx.exists(&base) {
             continue;
         }
-        let mut states: Vec<(usize, String)> = cx.list_dir(&base).iter().filter_map(|s| Some((s.strip_prefix("state")?.parse().ok()?, s.clone()))).collect();
+        let mut states: Vec<(usize, String)> =
+            cx.list_dir(&base).iter().filter_map(|s| Some((s.strip_prefix("state")?.parse().ok()?, s.clone()))).collect();
         states.sort();
         for (_, st) in states {
             let name = cx.read_opt(&format!("{base}/{st}/name")).map(|s| s.trim().to_string()).unwrap_or_default();
@@ -72,7 +80,11 @@ fn cpuidle(cx: &mut Ctx) {
 
 fn mm(cx: &mut Ctx) {
     if let Some(s) = cx.read_opt("sys/kernel/mm/transparent_hugepage/enabled") {
-        let mode = s.split_whitespace().find(|w| w.starts_with('[')).map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string()).unwrap_or_default();
+        let mode = s
+            .split_whitespace()
+            .find(|w| w.starts_with('['))
+            .map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string())
+            .unwrap_or_default();
         let f = if mode == "always" {
             finding("mm", "thp", Status::Warn, "transparent hugepages: always")
                 .fix("echo madvise > /sys/kernel/mm/transparent_hugepage/enabled (or never)")
@@ -90,7 +102,10 @@ fn mm(cx: &mut Ctx) {
         } else {
             finding("mm", "ksm", Status::Warn, "KSM page merging is running").fix("echo 0 > /sys/kernel/mm/ksm/run (echo 2 also unmerges)")
         };
-        cx.push(f.why("ksmd scans and merges pages, write-protecting them: copy-on-write faults and TLB shootdowns in the workload").ev(format!("/sys/kernel/mm/ksm/run: {}", visible(s.trim()))));
+        cx.push(
+            f.why("ksmd scans and merges pages, write-protecting them: copy-on-write faults and TLB shootdowns in the workload")
+                .ev(format!("/sys/kernel/mm/ksm/run: {}", visible(s.trim()))),
+        );
     }
     if let Some(s) = cx.read_opt("proc/sys/kernel/numa_balancing") {
         let f = if s.trim() == "0" {
@@ -129,7 +144,10 @@ mod tests {
         fx.write("proc/sys/kernel/numa_balancing", "1\n");
         let r = audit(fx.path(), &[3]);
         let c = r.find("cpufreq").unwrap();
-        assert_eq!((c.status, c.fix.as_deref()), (Status::Warn, Some("echo performance > /sys/devices/system/cpu/cpu3/cpufreq/scaling_governor")));
+        assert_eq!(
+            (c.status, c.fix.as_deref()),
+            (Status::Warn, Some("echo performance > /sys/devices/system/cpu/cpu3/cpufreq/scaling_governor"))
+        );
         let i = r.find("cpuidle").unwrap();
         assert_eq!(i.status, Status::Info);
         assert!(i.fix.as_deref().unwrap().starts_with("echo 1 > /sys/devices/system/cpu/cpu3/cpuidle/state2/disable"));

@@ -62,7 +62,11 @@ pub(crate) fn scan(cx: &mut Ctx) -> Vec<Thread> {
             Err(_) => vec![tgid],
         };
         for tid in tids {
-            let base = if tid == tgid && !cx.exists(&format!("proc/{tgid}/task/{tid}")) { format!("proc/{tgid}") } else { format!("proc/{tgid}/task/{tid}") };
+            let base = if tid == tgid && !cx.exists(&format!("proc/{tgid}/task/{tid}")) {
+                format!("proc/{tgid}")
+            } else {
+                format!("proc/{tgid}/task/{tid}")
+            };
             // Threads come and go: a vanished one is skipped silently.
             let Some((comm, flags, last_cpu)) = cx.read_quiet(&format!("{base}/stat")).as_deref().and_then(parse_stat) else { continue };
             let Some(allowed) = cx.read_quiet(&format!("{base}/status")).as_deref().and_then(allowed) else {
@@ -149,9 +153,14 @@ pub(crate) fn check(cx: &mut Ctx) {
     }
     if !workload.is_empty() {
         cx.push(
-            finding(CHECK, "tasks:pinned", Status::Info, format!("{} user threads pinned to {} (your workload?)", workload.len(), Ctx::cpu_word(&cx.cpus)))
-                .why("threads whose affinity is only watched CPUs: expected if they are yours")
-                .ev(bounded(&labels(&workload), LIST_MAX)),
+            finding(
+                CHECK,
+                "tasks:pinned",
+                Status::Info,
+                format!("{} user threads pinned to {} (your workload?)", workload.len(), Ctx::cpu_word(&cx.cpus)),
+            )
+            .why("threads whose affinity is only watched CPUs: expected if they are yours")
+            .ev(bounded(&labels(&workload), LIST_MAX)),
         );
     }
     let f = if kstray.is_empty() {
@@ -160,9 +169,14 @@ pub(crate) fn check(cx: &mut Ctx) {
         let fix = hk.as_ref().map(|hk| {
             format!("for p in 2 $(pgrep -P 2); do taskset -pc {hk} $p 2>/dev/null; done (kworker/u* and kworker/R-* follow the workqueue cpumask); lasting: boot with isolcpus=domain,managed_irq,{w}")
         });
-        finding(CHECK, "tasks:kthreads", Status::Warn, format!("{} unbound kernel threads may run on {}", kstray.len(), Ctx::cpu_word(&cx.cpus)))
-            .ev(bounded(&labels(&kstray), LIST_MAX))
-            .fix_opt(fix)
+        finding(
+            CHECK,
+            "tasks:kthreads",
+            Status::Warn,
+            format!("{} unbound kernel threads may run on {}", kstray.len(), Ctx::cpu_word(&cx.cpus)),
+        )
+        .ev(bounded(&labels(&kstray), LIST_MAX))
+        .fix_opt(fix)
     };
     cx.push(f.why("kernel threads whose affinity includes a watched CPU (rcu_preempt, kswapd, kcompactd, unbound kworkers...) can be woken or balanced there"));
     let f = if ustray.is_empty() {
@@ -170,14 +184,24 @@ pub(crate) fn check(cx: &mut Ctx) {
     } else {
         let procs = ustray.iter().map(|t| t.tgid).collect::<std::collections::BTreeSet<_>>().len();
         let fix = move_cmds(&ustray).map(|c| match &hk {
-            Some(hk) => format!("{c}; for new processes: CPUAffinity={} in /etc/systemd/system.conf, or boot with isolcpus=domain,{w}", hk.replace(',', " ")),
+            Some(hk) => format!(
+                "{c}; for new processes: CPUAffinity={} in /etc/systemd/system.conf, or boot with isolcpus=domain,{w}",
+                hk.replace(',', " ")
+            ),
             None => c,
         });
-        finding(CHECK, "tasks:user", Status::Warn, format!("{} user threads in {procs} processes may run on {}", ustray.len(), Ctx::cpu_word(&cx.cpus)))
-            .ev(bounded(&labels(&ustray), LIST_MAX))
-            .fix_opt(fix)
+        finding(
+            CHECK,
+            "tasks:user",
+            Status::Warn,
+            format!("{} user threads in {procs} processes may run on {}", ustray.len(), Ctx::cpu_word(&cx.cpus)),
+        )
+        .ev(bounded(&labels(&ustray), LIST_MAX))
+        .fix_opt(fix)
     };
-    cx.push(f.why("any thread whose affinity includes a watched CPU can be scheduled there and preempt or share the CPU with the workload"));
+    cx.push(
+        f.why("any thread whose affinity includes a watched CPU can be scheduled there and preempt or share the CPU with the workload"),
+    );
     let f = if ran_here.is_empty() {
         finding(CHECK, "tasks:ran", Status::Ok, format!("no unpinned thread last ran on {}", Ctx::cpu_word(&cx.cpus)))
     } else {

@@ -68,7 +68,8 @@ fn rt_throttling(cx: &mut Ctx) {
 fn fair_server(cx: &mut Ctx) {
     let base = "sys/kernel/debug/sched/fair_server";
     if !cx.exists(base) {
-        let why = if cx.exists("sys/kernel/debug/sched") { "this kernel has no fair server" } else { "debugfs not mounted or not readable" };
+        let why =
+            if cx.exists("sys/kernel/debug/sched") { "this kernel has no fair server" } else { "debugfs not mounted or not readable" };
         let f = finding(CHECK, "fair_server", Status::Info, format!("deadline fair server not checked ({why})"))
             .why("since 6.12 a deadline server reserves time (50 ms per second by default) for normal tasks starved by RT ones, even with RT throttling off")
             .ev(format!("/{base}: absent"))
@@ -92,8 +93,13 @@ fn fair_server(cx: &mut Ctx) {
     } else {
         let cpus: Vec<usize> = on.iter().map(|(c, _)| *c).collect();
         let fix = on.iter().map(|(c, _)| format!("echo 0 > /{base}/cpu{c}/runtime")).collect::<Vec<_>>().join("; ");
-        finding(CHECK, "fair_server", Status::Warn, format!("fair server can preempt a SCHED_FIFO thread on {} ({} ms per period)", Ctx::cpu_word(&cpus), on[0].1 / 1_000_000))
-            .fix(format!("{fix} (caveat: a normal task queued on that CPU, e.g. a per-CPU kworker, then waits behind the RT thread for ever)"))
+        finding(
+            CHECK,
+            "fair_server",
+            Status::Warn,
+            format!("fair server can preempt a SCHED_FIFO thread on {} ({} ms per period)", Ctx::cpu_word(&cpus), on[0].1 / 1_000_000),
+        )
+        .fix(format!("{fix} (caveat: a normal task queued on that CPU, e.g. a per-CPU kworker, then waits behind the RT thread for ever)"))
     };
     f = f.why("the deadline server runs starved normal (CFS/EEVDF) tasks, kworkers included, for its runtime every period, preempting SCHED_FIFO threads");
     f.evidence = ev;

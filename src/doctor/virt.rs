@@ -49,7 +49,21 @@ pub(crate) fn check(cx: &mut Ctx) {
     }
     let vm_vendor = named.iter().any(|n| {
         let n = n.to_ascii_lowercase();
-        ["qemu", "kvm", "vmware", "virtualbox", "xen", "microsoft corporation", "amazon ec2", "google", "firecracker", "cloud hypervisor", "bochs"].iter().any(|v| n.contains(v))
+        [
+            "qemu",
+            "kvm",
+            "vmware",
+            "virtualbox",
+            "xen",
+            "microsoft corporation",
+            "amazon ec2",
+            "google",
+            "firecracker",
+            "cloud hypervisor",
+            "bochs",
+        ]
+        .iter()
+        .any(|v| n.contains(v))
     });
     let vm = flag == Some(true) || cx.read_opt("sys/hypervisor/type").is_some() || vm_vendor;
     let mut f = if vm {
@@ -57,7 +71,8 @@ pub(crate) fn check(cx: &mut Ctx) {
         finding(CHECK, "hypervisor", Status::Info, format!("running under a hypervisor{what}"))
             .why("the host can pause a vCPU (preemption by other host work, VM exits, host interrupts) and no guest event covers that time: jitterwatch reports it as \"unexplained\", and only the host side can remove it (dedicated, pinned host cores)")
     } else {
-        finding(CHECK, "hypervisor", Status::Ok, "no hypervisor detected").why("remaining unexplained stalls are SMIs, firmware or hardware")
+        finding(CHECK, "hypervisor", Status::Ok, "no hypervisor detected")
+            .why("remaining unexplained stalls are SMIs, firmware or hardware")
     };
     f.evidence = ev;
     cx.push(f);
@@ -84,8 +99,13 @@ pub(crate) fn check(cx: &mut Ctx) {
         return;
     }
     let mut f = if stolen.is_empty() && !some.is_empty() {
-        finding(CHECK, "steal", Status::Info, format!("a little steal time on {} (under {STEAL_WARN_PCT}% since boot)", Ctx::cpu_word(&some)))
-            .why("the hypervisor ran something else while this vCPU wanted to run; it shows up in jitterwatch as \"unexplained\"")
+        finding(
+            CHECK,
+            "steal",
+            Status::Info,
+            format!("a little steal time on {} (under {STEAL_WARN_PCT}% since boot)", Ctx::cpu_word(&some)),
+        )
+        .why("the hypervisor ran something else while this vCPU wanted to run; it shows up in jitterwatch as \"unexplained\"")
     } else if stolen.is_empty() {
         let f = finding(CHECK, "steal", Status::Ok, "no steal time on the watched CPUs");
         if vm {

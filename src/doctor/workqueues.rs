@@ -17,8 +17,13 @@ pub(crate) fn check(cx: &mut Ctx) {
         let mut f = if hit.is_empty() {
             finding(CHECK, "workqueue:cpumask", Status::Ok, "unbound workqueues kept off the watched CPUs (workqueue cpumask)")
         } else {
-            finding(CHECK, "workqueue:cpumask", Status::Warn, format!("unbound workqueues may run on {} (workqueue cpumask)", Ctx::cpu_word(&hit)))
-                .fix_opt(hk_mask.as_ref().map(|m| format!("echo {m} > /{BASE}/cpumask")))
+            finding(
+                CHECK,
+                "workqueue:cpumask",
+                Status::Warn,
+                format!("unbound workqueues may run on {} (workqueue cpumask)", Ctx::cpu_word(&hit)),
+            )
+            .fix_opt(hk_mask.as_ref().map(|m| format!("echo {m} > /{BASE}/cpumask")))
         };
         f = f
             .why("unbound work items (writeback, async I/O completion, many drivers) run in kworker/u* threads on any CPU of this mask")

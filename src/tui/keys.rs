@@ -129,13 +129,29 @@ mod tests {
         let none = KeyModifiers::NONE;
         assert_eq!(
             codes(b"q s\t?"),
-            vec![(KeyCode::Char('q'), none), (KeyCode::Char(' '), none), (KeyCode::Char('s'), none), (KeyCode::Tab, none), (KeyCode::Char('?'), none)]
+            vec![
+                (KeyCode::Char('q'), none),
+                (KeyCode::Char(' '), none),
+                (KeyCode::Char('s'), none),
+                (KeyCode::Tab, none),
+                (KeyCode::Char('?'), none)
+            ]
         );
         assert_eq!(codes(b"\x03"), vec![(KeyCode::Char('c'), KeyModifiers::CONTROL)]);
         assert_eq!(
             codes(b"\x1b[A\x1b[B\x1b[5~\x1b[6~\x1b[H\x1bOH\x1b[1~\x1b[Z\x1bOP"),
-            [KeyCode::Up, KeyCode::Down, KeyCode::PageUp, KeyCode::PageDown, KeyCode::Home, KeyCode::Home, KeyCode::Home, KeyCode::BackTab, KeyCode::F(1)]
-                .map(|c| (c, none))
+            [
+                KeyCode::Up,
+                KeyCode::Down,
+                KeyCode::PageUp,
+                KeyCode::PageDown,
+                KeyCode::Home,
+                KeyCode::Home,
+                KeyCode::Home,
+                KeyCode::BackTab,
+                KeyCode::F(1)
+            ]
+            .map(|c| (c, none))
         );
         assert_eq!(codes(b"\x1b"), vec![(KeyCode::Esc, none)]);
         // Unknown sequences and non-ASCII are skipped; a cut sequence ends the read.

@@ -12,9 +12,9 @@ mod panes;
 mod render;
 mod sysinfo;
 mod terminal;
-mod view;
 #[cfg(test)]
 mod tests;
+mod view;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -89,9 +89,7 @@ pub fn sparkline(c: &CpuStats, now_sec: u64, width: usize) -> String {
     let base = c.threshold_ns.max(1) as f64 / 2.0;
     let level = |w: u64| (w as f64 / base).log2().max(0.5);
     let top = vals.iter().copied().filter(|&w| w > 0).map(level).fold(1.0, f64::max);
-    vals.iter()
-        .map(|&w| if w == 0 { ' ' } else { BARS[((level(w) / top * 8.0).ceil() as usize).clamp(1, 8) - 1] })
-        .collect()
+    vals.iter().map(|&w| if w == 0 { ' ' } else { BARS[((level(w) / top * 8.0).ceil() as usize).clamp(1, 8) - 1] }).collect()
 }
 
 pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
@@ -177,7 +175,11 @@ pub fn stalls(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let fit = area.height.saturating_sub(2) as usize;
     let first = app.scroll(Pane::Stalls).min(n.saturating_sub(1));
     let shown = fit.min(n - first.min(n));
-    let title = format!(" Recent worst stalls (last 60 s) · cpu {} {}", app.cpu_filter.map_or("all".into(), |c| c.to_string()), window(first, shown, n));
+    let title = format!(
+        " Recent worst stalls (last 60 s) · cpu {} {}",
+        app.cpu_filter.map_or("all".into(), |c| c.to_string()),
+        window(first, shown, n)
+    );
     let now = app.view().now_ns;
     let mut lines: Vec<Line> = app
         .stalls()

@@ -44,10 +44,7 @@ impl SysInfo {
         Self {
             host: sanitize::visible(&text("proc/sys/kernel/hostname").unwrap_or_else(|_| "?".into())).into_owned(),
             kernel: sanitize::visible(&text("proc/sys/kernel/osrelease").unwrap_or_else(|_| "?".into())).into_owned(),
-            cpus: cpus
-                .iter()
-                .map(|&c| (c, Isolation { isolcpus: isolated.contains(&c), nohz_full: nohz.contains(&c) }))
-                .collect(),
+            cpus: cpus.iter().map(|&c| (c, Isolation { isolcpus: isolated.contains(&c), nohz_full: nohz.contains(&c) })).collect(),
         }
     }
 
@@ -60,11 +57,7 @@ impl SysInfo {
                 None => groups.push((iso, vec![c])),
             }
         }
-        groups
-            .iter()
-            .map(|(iso, cs)| format!("{} {}", cpulist::Display(cs), iso.label()))
-            .collect::<Vec<_>>()
-            .join(", ")
+        groups.iter().map(|(iso, cs)| format!("{} {}", cpulist::Display(cs), iso.label())).collect::<Vec<_>>().join(", ")
     }
 }
 

@@ -193,7 +193,9 @@ fn give_back(path: &Path) {
 fn first_line(cmd: &mut Command) -> String {
     cmd.output()
         .ok()
-        .map(|o| String::from_utf8_lossy(if o.stdout.is_empty() { &o.stderr } else { &o.stdout }).lines().next().unwrap_or("").trim().to_string())
+        .map(|o| {
+            String::from_utf8_lossy(if o.stdout.is_empty() { &o.stderr } else { &o.stdout }).lines().next().unwrap_or("").trim().to_string()
+        })
         .unwrap_or_default()
 }
 

@@ -52,31 +52,17 @@ pub fn ensure(verbose: bool) -> Result<()> {
     }
 
     println!("deps: installing {list}");
+    proc::check(Command::new("apt-get").args(["-q", "-o", LOCK_WAIT, "update"]).stdout(Stdio::null()))?;
     proc::check(
         Command::new("apt-get")
-            .args(["-q", "-o", LOCK_WAIT, "update"])
-            .stdout(Stdio::null()),
-    )?;
-    proc::check(
-        Command::new("apt-get")
-            .args([
-                "-q",
-                "-y",
-                "--no-install-recommends",
-                "-o",
-                LOCK_WAIT,
-                "install",
-            ])
+            .args(["-q", "-y", "--no-install-recommends", "-o", LOCK_WAIT, "install"])
             .args(&missing)
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )?;
 
     let still = self::missing();
     if !still.is_empty() {
-        bail!(
-            "apt-get finished but these are still missing: {}",
-            still.join(" ")
-        );
+        bail!("apt-get finished but these are still missing: {}", still.join(" "));
     }
     println!("deps: installed {list}");
     Ok(())
@@ -86,9 +72,7 @@ pub fn ensure(verbose: bool) -> Result<()> {
 fn missing() -> Vec<&'static str> {
     let installed = dpkg_installed().unwrap_or_default();
     DEPS.iter()
-        .filter(|(pkg, bin)| {
-            !installed.contains(*pkg) && !bin.is_some_and(|b| proc::which(b).is_some())
-        })
+        .filter(|(pkg, bin)| !installed.contains(*pkg) && !bin.is_some_and(|b| proc::which(b).is_some()))
         .map(|(pkg, _)| *pkg)
         .collect()
 }

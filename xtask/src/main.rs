@@ -19,37 +19,17 @@ type Cmd = fn(&[String]) -> anyhow::Result<()>;
 
 /// name, one-line usage, help text, entry point.
 const COMMANDS: &[(&str, &str, &str, Cmd)] = &[
-    (
-        "deps",
-        "deps",
-        "install missing system packages (clang, libelf-dev, bpftool, perf, ...)",
-        deps::run,
-    ),
+    ("deps", "deps", "install missing system packages (clang, libelf-dev, bpftool, perf, ...)", deps::run),
     ("build", "build", "deps, then cargo build --release", build::run),
-    (
-        "bench",
-        "bench [--quick]",
-        "measure jitterwatch's own cost (as root, ~5 min) and write BENCHMARKS.md",
-        bench::run,
-    ),
-    (
-        "run",
-        "run [-- ARGS]",
-        "deps, build, then run target/release/jitterwatch ARGS as root (sudo -E if needed)",
-        run::run,
-    ),
+    ("bench", "bench [--quick]", "measure jitterwatch's own cost (as root, ~5 min) and write BENCHMARKS.md", bench::run),
+    ("run", "run [-- ARGS]", "deps, build, then run target/release/jitterwatch ARGS as root (sudo -E if needed)", run::run),
     (
         "test",
         "test [-- TEST_ARGS]",
         "deps, then cargo test --workspace --all-targets as root (TEST_ARGS go to the test binaries)",
         test_cmd::run,
     ),
-    (
-        "vmlinux",
-        "vmlinux",
-        "regenerate bpf/vmlinux.h from /sys/kernel/btf/vmlinux",
-        vmlinux::run,
-    ),
+    ("vmlinux", "vmlinux", "regenerate bpf/vmlinux.h from /sys/kernel/btf/vmlinux", vmlinux::run),
 ];
 
 fn usage() -> String {

@@ -11,9 +11,7 @@ use anyhow::{bail, Context, Result};
 
 /// The workspace root (the parent of xtask/), whatever the cwd.
 pub fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives in a subdirectory of the workspace")
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in a subdirectory of the workspace")
 }
 
 /// The cargo that ran us (`cargo xtask` sets $CARGO), else the one on PATH.
@@ -40,35 +38,23 @@ pub fn is_root() -> bool {
 /// user's PATH often lacks (Debian puts bpftool in /usr/sbin).
 pub fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/local/sbin", "/usr/sbin", "/sbin"].map(PathBuf::from))
-        .map(|d| d.join(name))
-        .find(|p| {
-            use std::os::unix::fs::PermissionsExt;
-            p.metadata()
-                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                .unwrap_or(false)
-        })
+    std::env::split_paths(&path).chain(["/usr/local/sbin", "/usr/sbin", "/sbin"].map(PathBuf::from)).map(|d| d.join(name)).find(|p| {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    })
 }
 
 /// `cmd` as a shell-like line, for messages.
 pub fn show(cmd: &Command) -> String {
     let quote = |s: &OsStr| {
         let s = s.to_string_lossy();
-        if !s.is_empty()
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-        {
+        if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
             s.into_owned()
         } else {
             format!("'{}'", s.replace('\'', r"'\''"))
         }
     };
-    std::iter::once(cmd.get_program())
-        .chain(cmd.get_args())
-        .map(quote)
-        .collect::<Vec<_>>()
-        .join(" ")
+    std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(quote).collect::<Vec<_>>().join(" ")
 }
 
 /// Run `cmd` to completion. The child shares our terminal and process
@@ -76,9 +62,7 @@ pub fn show(cmd: &Command) -> String {
 /// outlive it and report its status. The disposition is changed only after
 /// the spawn: an ignored signal would stay ignored across the child's exec.
 pub fn status(cmd: &mut Command) -> Result<ExitStatus> {
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot run `{}`", show(cmd)))?;
+    let mut child = cmd.spawn().with_context(|| format!("cannot run `{}`", show(cmd)))?;
     // SAFETY: installing SIG_IGN/restoring the previous handler is sound;
     // no handler code of ours runs.
     let old = unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };

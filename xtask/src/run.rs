@@ -7,11 +7,7 @@ use crate::{deps, proc};
 pub fn run(args: &[String]) -> Result<()> {
     let args = proc::strip_dashes(args);
     // Not root: make sure sudo exists before spending time on a build.
-    let sudo = if proc::is_root() {
-        None
-    } else {
-        Some(proc::sudo()?)
-    };
+    let sudo = if proc::is_root() { None } else { Some(proc::sudo()?) };
     deps::ensure(false)?;
     proc::check(proc::cargo().args(["build", "--release", "--bin", "jitterwatch"]))?;
 

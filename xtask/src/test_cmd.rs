@@ -33,11 +33,7 @@ pub fn run(args: &[String]) -> Result<()> {
         Some(mut c) => {
             // Build as the user, so target/ stays theirs and root finds it fresh.
             proc::check(proc::cargo().args(CARGO_TEST).arg("--no-run"))?;
-            c.current_dir(proc::root())
-                .args(["-E", "env"])
-                .args(toolchain_env())
-                .arg("cargo")
-                .args(CARGO_TEST);
+            c.current_dir(proc::root()).args(["-E", "env"]).args(toolchain_env()).arg("cargo").args(CARGO_TEST);
             c
         }
     };
@@ -70,11 +66,7 @@ fn toolchain_env() -> Vec<OsString> {
         match std::env::var_os(var) {
             Some(v) => set(var, v),
             None => {
-                if let Some(d) = home
-                    .as_ref()
-                    .map(|h| h.join(default))
-                    .filter(|d| d.is_dir())
-                {
+                if let Some(d) = home.as_ref().map(|h| h.join(default)).filter(|d| d.is_dir()) {
                     set(var, d.into_os_string());
                 }
             }

@@ -19,8 +19,7 @@ pub fn run(args: &[String]) -> Result<()> {
     if !Path::new(BTF).exists() {
         bail!("{BTF} is missing: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF=y is needed)");
     }
-    let bpftool =
-        proc::which("bpftool").context("bpftool not found (`cargo xtask deps` installs it)")?;
+    let bpftool = proc::which("bpftool").context("bpftool not found (`cargo xtask deps` installs it)")?;
 
     let dir = proc::root().join("bpf");
     let dest = dir.join("vmlinux.h");
@@ -28,11 +27,9 @@ pub fn run(args: &[String]) -> Result<()> {
     let out = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
 
     let mut cmd = Command::new(bpftool);
-    cmd.args(["btf", "dump", "file", BTF, "format", "c"])
-        .stdout(Stdio::from(out));
+    cmd.args(["btf", "dump", "file", BTF, "format", "c"]).stdout(Stdio::from(out));
     let result = proc::check(&mut cmd).and_then(|()| {
-        let text =
-            fs::read_to_string(&tmp).with_context(|| format!("reading {}", tmp.display()))?;
+        let text = fs::read_to_string(&tmp).with_context(|| format!("reading {}", tmp.display()))?;
         if !text.contains("#ifndef __VMLINUX_H__") {
             bail!("`{}` wrote no vmlinux.h header", proc::show(&cmd));
         }
@@ -43,8 +40,7 @@ pub fn run(args: &[String]) -> Result<()> {
             fs::remove_file(&tmp).with_context(|| format!("removing {}", tmp.display()))?;
             return Ok((lines, false));
         }
-        fs::rename(&tmp, &dest)
-            .with_context(|| format!("renaming {} to {}", tmp.display(), dest.display()))?;
+        fs::rename(&tmp, &dest).with_context(|| format!("renaming {} to {}", tmp.display(), dest.display()))?;
         Ok((lines, true))
     });
     match result {

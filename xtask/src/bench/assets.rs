@@ -300,11 +300,6 @@ pub fn compile(dir: &Path, name: &str, src: &str) -> Result<PathBuf> {
     let c = dir.join(format!("{name}.c"));
     let exe = dir.join(name);
     std::fs::write(&c, src).with_context(|| format!("writing {}", c.display()))?;
-    proc::check(
-        Command::new("gcc")
-            .args(["-O2", "-pthread", "-o"])
-            .arg(&exe)
-            .arg(&c),
-    )?;
+    proc::check(Command::new("gcc").args(["-O2", "-pthread", "-o"]).arg(&exe).arg(&c))?;
     Ok(exe)
 }

@@ -80,9 +80,7 @@ impl Load {
         match self {
             Load::Idle => return Ok(None),
             Load::PerfPipe => cmd.args(["perf", "bench", "sched", "pipe", "-T", "-l", "1000000000"]),
-            Load::PingPong { pairs, policy } => {
-                cmd.arg(&cx.pingpong).args([&pairs.to_string(), &max_s.to_string(), policy.arg()])
-            }
+            Load::PingPong { pairs, policy } => cmd.arg(&cx.pingpong).args([&pairs.to_string(), &max_s.to_string(), policy.arg()]),
         };
         let bg = Bg::spawn(&mut cmd)?;
         // Let it reach its rate before jitterwatch starts counting.
@@ -114,12 +112,7 @@ fn rate_run(cx: &Ctx, load: Load, secs: f64, stall_ms: u64) -> Result<RateRun> {
         let mut j = Jw::spawn(&cx.bin, &["--cpus", &c, "--no-tui", "--json", "--duration", &d], None)?;
         j.wait_ready(Duration::from_secs(20))?;
         std::thread::sleep(Duration::from_millis(500));
-        util::output(
-            Command::new("taskset")
-                .args(["-c", &cx.house.to_string()])
-                .arg(&cx.hog)
-                .arg(stall_ms.to_string()),
-        )?;
+        util::output(Command::new("taskset").args(["-c", &cx.house.to_string()]).arg(&cx.hog).arg(stall_ms.to_string()))?;
         j.finish()?
     };
     let v = &run.json;

@@ -59,13 +59,7 @@ impl MachineCost {
 
 /// bpftrace on the watched CPU, attached.
 fn bpftrace(cx: &Ctx) -> Result<(Bg, Receiver<String>)> {
-    let mut bg = Bg::spawn(
-        Command::new("bpftrace")
-            .arg(&cx.bt_script)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null()),
-    )?;
+    let mut bg = Bg::spawn(Command::new("bpftrace").arg(&cx.bt_script).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()))?;
     let out = bg.0.stdout.take().expect("piped");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -95,10 +89,7 @@ fn bpftrace_stop(mut bg: Bg, rx: Receiver<String>) -> Result<f64> {
     if !st.success() {
         bail!("bpftrace failed ({st})");
     }
-    Ok(rx
-        .try_iter()
-        .filter_map(|l| l.rsplit_once("]: ").and_then(|(_, n)| n.trim().parse::<f64>().ok()))
-        .sum())
+    Ok(rx.try_iter().filter_map(|l| l.rsplit_once("]: ").and_then(|(_, n)| n.trim().parse::<f64>().ok())).sum())
 }
 
 /// One perf run under condition `c`; tracer event counts go to `events`.
@@ -124,13 +115,8 @@ fn one(cx: &Ctx, c: usize, loops: u64, events: &mut [Vec<f64>; 2], house: &mut V
             Ok(ops)
         }
         SPIN => {
-            let _spin = Bg::spawn(
-                Command::new("taskset")
-                    .args(["-c", &cx.watched.to_string()])
-                    .arg(&cx.cloop)
-                    .arg("600")
-                    .stdout(Stdio::null()),
-            )?;
+            let _spin =
+                Bg::spawn(Command::new("taskset").args(["-c", &cx.watched.to_string()]).arg(&cx.cloop).arg("600").stdout(Stdio::null()))?;
             std::thread::sleep(Duration::from_millis(200));
             util::perf_pipe(cx.house, loops)
         }
@@ -181,9 +167,11 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
     let per = ((warm * 0.005) as u64).max(200).to_string();
     for _ in 0..cx.reps(3) {
         for (cpu, out) in [(-1i64, &mut hook_null), (cx.watched as i64, &mut hook)] {
-            let got = util::output(
-                Command::new("taskset").args(["-c", &cx.house.to_string()]).arg(&cx.hookcost).args([&cpu.to_string(), "601", &per]),
-            )?;
+            let got = util::output(Command::new("taskset").args(["-c", &cx.house.to_string()]).arg(&cx.hookcost).args([
+                &cpu.to_string(),
+                "601",
+                &per,
+            ]))?;
             out.push(100.0 * (1.0 - util::field(&got, "ratio_median")?));
         }
         bt_bpf.push(bpftrace_bpf_pct(cx, loops)?);
@@ -217,14 +205,7 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
 fn tracepoint_run_ns() -> Result<u64> {
     let out = util::output(Command::new("bpftool").args(["prog", "show", "-j"]))?;
     let v: serde_json::Value = serde_json::from_str(&out).context("bpftool prog show -j is not JSON")?;
-    Ok(v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter(|p| p["type"] == "tracepoint")
-                .filter_map(|p| p["run_time_ns"].as_u64())
-                .sum()
-        })
-        .unwrap_or(0))
+    Ok(v.as_array().map(|a| a.iter().filter(|p| p["type"] == "tracepoint").filter_map(|p| p["run_time_ns"].as_u64()).sum()).unwrap_or(0))
 }
 
 /// bpftrace attached, kernel BPF stats on, one perf run: its programs' run

@@ -24,7 +24,11 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn reps(&self, full: usize) -> usize {
-        if self.quick { 2.min(full) } else { full }
+        if self.quick {
+            2.min(full)
+        } else {
+            full
+        }
     }
 }
 
@@ -105,11 +109,7 @@ pub fn floor(cx: &Ctx) -> Result<Floor> {
         c_quiet: Spread::of(&c_quiet),
         jw_quiet: Spread::of(&jw_quiet),
         ratio_quiet: Spread::of(&r_quiet),
-        startup: Startup {
-            to_main: Spread::of(&to_main),
-            to_first_sample: Spread::of(&to_sample),
-            to_first_event: Spread::of(&to_event),
-        },
+        startup: Startup { to_main: Spread::of(&to_main), to_first_sample: Spread::of(&to_sample), to_first_event: Spread::of(&to_event) },
     })
 }
 

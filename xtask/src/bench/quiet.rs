@@ -77,4 +77,3 @@ pub fn intruders() -> Vec<String> {
     }
     v
 }
-

@@ -36,7 +36,11 @@ pub struct Results {
 }
 
 fn met(ok: bool) -> &'static str {
-    if ok { "met" } else { "**MISSED**" }
+    if ok {
+        "met"
+    } else {
+        "**MISSED**"
+    }
 }
 
 fn pct(ratio: f64) -> f64 {
@@ -47,10 +51,7 @@ fn pct(ratio: f64) -> f64 {
 pub fn verdicts(r: &Results) -> Vec<(String, String, &'static str, &'static str)> {
     let f = &r.floor;
     let m = &r.machine;
-    let mean_txt = format!(
-        "period between hiccups {:.1} vs {:.1} ns = {:.3}×",
-        f.jw_quiet.median, f.c_quiet.median, f.ratio_quiet.median
-    );
+    let mean_txt = format!("period between hiccups {:.1} vs {:.1} ns = {:.3}×", f.jw_quiet.median, f.c_quiet.median, f.ratio_quiet.median);
     let s = &f.startup;
     let start_worst = s.to_first_sample.median.max(s.to_first_event.median);
     let mem_mib = r.mem.mem.max_rss_kb.max(r.mem.mem.hwm_kb) as f64 / 1024.0;
@@ -93,21 +94,14 @@ pub fn verdicts(r: &Results) -> Vec<(String, String, &'static str, &'static str)
         ),
         (
             "4. Ring-buffer capacity".into(),
-            format!(
-                "0 drops up to {} events/s (highest reached {})",
-                grouped(r.cap.max_clean),
-                grouped(r.cap.max_rate)
-            ),
+            format!("0 drops up to {} events/s (highest reached {})", grouped(r.cap.max_clean), grouped(r.cap.max_rate)),
             "0 drops at ≥ 500k events/s",
             met(r.cap.max_clean >= 500_000.0),
         ),
         ("5. Peak RSS".into(), format!("{mem_mib:.1} MiB"), "≤ 32 MiB", met(mem_mib <= 32.0)),
         (
             "6. Start-up".into(),
-            format!(
-                "first sample {:.0} ms, first event {:.0} ms after exec",
-                s.to_first_sample.median, s.to_first_event.median
-            ),
+            format!("first sample {:.0} ms, first event {:.0} ms after exec", s.to_first_sample.median, s.to_first_event.median),
             "≤ 1 s",
             met(start_worst <= 1000.0),
         ),
@@ -161,9 +155,7 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
          host vCPU pause, and those vary from one second to the next on a VM, so it mostly measures the host; \
          the period between hiccups is the loop's own speed, and with the floor it is what the target is \
          judged on.\n",
-        f.secs,
-        f.secs,
-        f.reps
+        f.secs, f.secs, f.reps
     );
     let _ = writeln!(o, "| | C loop (limit) | jitterwatch probe | ratio |\n|---|---|---|---|");
     let _ = writeln!(o, "| smallest delta, ns | {} | {} | {} |", f.c_min.show(0), f.jw_floor.show(0), f.ratio_floor.show(3));
@@ -247,7 +239,10 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
         Grouped(b.watched_events_per_sec),
         b.reps
     );
-    let _ = writeln!(o, "| program | runs (load on {w}) | ns/run (load on {w}) | runs (load on {h}) | ns/run (load on {h}) |\n|---|---|---|---|---|");
+    let _ = writeln!(
+        o,
+        "| program | runs (load on {w}) | ns/run (load on {w}) | runs (load on {h}) | ns/run (load on {h}) |\n|---|---|---|---|---|"
+    );
     for p in &b.watched {
         let other = b.unwatched.iter().find(|q| q.name == p.name);
         let _ = writeln!(
@@ -341,8 +336,19 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
     let _ = writeln!(o, "| | |\n|---|---|");
     let _ = writeln!(o, "| peak VmRSS | {:.1} MiB |", me.mem.max_rss_kb as f64 / 1024.0);
     let _ = writeln!(o, "| VmHWM | {:.1} MiB |", me.mem.hwm_kb as f64 / 1024.0);
-    let _ = writeln!(o, "| at the peak: RssAnon / RssFile / RssShmem | {:.1} / {:.1} / {:.1} MiB |", anon as f64 / 1024.0, file as f64 / 1024.0, shmem as f64 / 1024.0);
-    let _ = writeln!(o, "| VmRSS at 25% of the run → at the end | {:.1} → {:.1} MiB |", me.rss_early_kb as f64 / 1024.0, me.rss_end_kb as f64 / 1024.0);
+    let _ = writeln!(
+        o,
+        "| at the peak: RssAnon / RssFile / RssShmem | {:.1} / {:.1} / {:.1} MiB |",
+        anon as f64 / 1024.0,
+        file as f64 / 1024.0,
+        shmem as f64 / 1024.0
+    );
+    let _ = writeln!(
+        o,
+        "| VmRSS at 25% of the run → at the end | {:.1} → {:.1} MiB |",
+        me.rss_early_kb as f64 / 1024.0,
+        me.rss_end_kb as f64 / 1024.0
+    );
     let _ = writeln!(o, "| CPU time of the non-probe threads (housekeeping) | {:.1}% of one CPU |", me.house_cpu_pct);
     let _ = writeln!(
         o,

@@ -128,12 +128,7 @@ impl Drop for Bg {
 pub fn output(cmd: &mut Command) -> Result<String> {
     let out = cmd.output().with_context(|| format!("cannot run `{}`", proc::show(cmd)))?;
     if !out.status.success() {
-        bail!(
-            "`{}` failed ({}): {}",
-            proc::show(cmd),
-            proc::describe(out.status),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("`{}` failed ({}): {}", proc::show(cmd), proc::describe(out.status), String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
