@@ -7,9 +7,15 @@
 #ifndef JITTERWATCH_H
 #define JITTERWATCH_H
 
-#define JW_MAX_CPUS 1024
-#define JW_COMM_LEN 16
-#define JW_IRQ_NAME_LEN 24
+/*
+ * Limits, as an enum rather than #defines so that they reach BTF and Rust
+ * reads them from the generated types instead of repeating the numbers.
+ */
+enum jw_limits {
+	JW_MAX_CPUS = 1024,
+	JW_COMM_LEN = 16,
+	JW_IRQ_NAME_LEN = 24,
+};
 
 enum jw_kind {
 	JW_SWITCH = 1,

@@ -10,6 +10,8 @@ use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
 
+use crate::stats::ProgStat;
+
 mod skel {
     #![allow(clippy::all, non_camel_case_types, non_snake_case, dead_code, unused_imports)]
     include!(concat!(env!("OUT_DIR"), "/jitterwatch.skel.rs"));
@@ -58,14 +60,6 @@ const TRACEPOINTS: &[(&str, &str)] = &[
     ("on_csd_exit", "csd_function_exit"),
     ("on_nmi", "nmi_handler"),
 ];
-
-/// Per-program BPF run statistics (needs kernel.bpf_stats_enabled=1).
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct ProgStat {
-    pub name: String,
-    pub run_cnt: u64,
-    pub run_time_ns: u64,
-}
 
 pub struct Tracer<'obj> {
     // Before `skel`: fields drop in order, so switches detach first.

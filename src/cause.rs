@@ -1,16 +1,13 @@
-//! Causes by kind and name, as users read them (`task:kworker/1:0[412]`,
-//! `work:vmstat_update`, `irq:24:virtio0-input.0`...). Names are resolved
-//! once per cause and cached, so reporting a hiccup costs lookups, not
-//! symbol searches.
+//! What a stretch of stolen CPU time is charged to. A `Cause` keeps its
+//! fields (a task's comm and pid, an IRQ's number, a function's symbol)
+//! from the engine to every sink: folding, grouping and the doctor's hints
+//! read the fields, and only a sink turns a cause into text, escaped for
+//! where it goes.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::events::Vector;
-use crate::kallsyms::Kallsyms;
-use crate::names;
-use crate::sanitize;
-use crate::timeline::Cause;
+use crate::record::{Comm, Vector};
+use crate::sanitize::{push_visible_bytes, visible};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -46,96 +43,163 @@ impl std::fmt::Display for Kind {
     }
 }
 
-/// A resolved cause. `name` is raw text from the kernel: escape it for
-/// wherever it goes (`sanitize::visible`, the CSV's cause escaping).
-pub type Named = (Kind, Arc<str>);
+/// What unexplained time is, in the one wording every view uses (short
+/// where space is short).
+pub const UNEXPLAINED: &str = "(no kernel event: hypervisor, SMI, hardware)";
+pub const UNEXPLAINED_SHORT: &str = "(no kernel event)";
 
-pub struct Namer {
-    pub kallsyms: Kallsyms,
-    irq_names: HashMap<i32, String>,
-    cache: HashMap<Cause, Named>,
-    unexplained: Arc<str>,
+/// The name of the entry that folded causes of one kind share.
+pub const OTHERS: &str = "(others)";
+
+/// A kernel function, named once through kallsyms (`vmstat_update`, or
+/// `0xffffffff81001000` when it cannot be resolved).
+pub type Symbol = Arc<str>;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Cause {
+    /// A task; `pid` None once folded with its program's other pids.
+    Task {
+        comm: Comm,
+        pid: Option<u32>,
+    },
+    /// A work item, by its function.
+    Work(Symbol),
+    /// A device interrupt, by number and action name (raw bytes, maybe empty).
+    Irq {
+        irq: i32,
+        name: Arc<[u8]>,
+    },
+    /// An x86 system vector: the local timer (an interrupt) or an IPI.
+    Vector(Vector),
+    Softirq(u16),
+    /// An hrtimer callback.
+    Timer(Symbol),
+    /// A cross-CPU function call (the csd callback).
+    Csd(Symbol),
+    Nmi(Symbol),
+    /// Causes of this kind folded together past the per-CPU cap.
+    Others(Kind),
+    /// Time no kernel event covers: the hypervisor, SMIs, hardware.
+    Unexplained,
 }
 
-impl Namer {
-    pub fn new(kallsyms: Kallsyms) -> Self {
-        Self { kallsyms, irq_names: HashMap::new(), cache: HashMap::new(), unexplained: Arc::from("") }
-    }
-
-    /// Remembers an IRQ's action name (seen on irq_handler_entry). Allocates
-    /// only the first time an IRQ is seen, or when its name changes.
-    pub fn note_irq(&mut self, irq: i32, raw_name: &[u8]) {
-        let name = sanitize::c_str(raw_name);
-        if self.irq_names.get(&irq).is_none_or(|n| *n != name) {
-            self.irq_names.insert(irq, name.into_owned());
-            self.cache.remove(&Cause::Irq(irq));
-        }
-    }
-
-    pub fn name(&mut self, cause: Cause) -> Named {
-        if cause.is_unexplained() {
-            return (Kind::Unexplained, self.unexplained.clone());
-        }
-        if let Some(n) = self.cache.get(&cause) {
-            return n.clone();
-        }
-        let named: (Kind, String) = match cause {
-            Cause::Task { pid, comm } => (Kind::Task, format!("{}[{pid}]", sanitize::c_str(&comm))),
-            Cause::Work(f) => (Kind::Work, self.kallsyms.name(f)),
-            Cause::Irq(irq) => match self.irq_names.get(&irq) {
-                Some(n) if !n.is_empty() => (Kind::Irq, format!("{irq}:{n}")),
-                _ => (Kind::Irq, irq.to_string()),
-            },
-            Cause::Softirq(v) => (Kind::Softirq, names::softirq(v).into_owned()),
-            Cause::Timer(f) => (Kind::Timer, self.kallsyms.name(f)),
+impl Cause {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Cause::Task { .. } => Kind::Task,
+            Cause::Work(_) => Kind::Work,
             // The local timer is an interrupt (LOC in /proc/interrupts); the
             // other vectors are inter-processor interrupts.
-            Cause::Vector(Vector::LocalTimer) => (Kind::Irq, "local_timer".into()),
-            Cause::Vector(v) => (Kind::Ipi, v.name().into()),
-            Cause::Csd(f) => (Kind::Ipi, self.kallsyms.name(f)),
-            Cause::Nmi(f) => (Kind::Nmi, self.kallsyms.name(f)),
-            Cause::Probe | Cause::Unknown => unreachable!("handled above"),
-        };
-        let named = (named.0, Arc::from(named.1));
-        if self.cache.len() > 100_000 {
-            // Pid churn: bound the cache rather than grow without end.
-            self.cache.clear();
+            Cause::Irq { .. } | Cause::Vector(Vector::LocalTimer) => Kind::Irq,
+            Cause::Vector(_) | Cause::Csd(_) => Kind::Ipi,
+            Cause::Softirq(_) => Kind::Softirq,
+            Cause::Timer(_) => Kind::Timer,
+            Cause::Nmi(_) => Kind::Nmi,
+            Cause::Others(k) => *k,
+            Cause::Unexplained => Kind::Unexplained,
         }
-        self.cache.insert(cause, named.clone());
-        named
     }
+
+    pub fn is_unexplained(&self) -> bool {
+        matches!(self, Cause::Unexplained)
+    }
+
+    /// The entry this cause joins when folded: a task its program's
+    /// (`comm[*]`), anything else the `(others)` of its kind. None when it
+    /// is already a folded entry (or unexplained, which is never folded).
+    pub fn folded(&self) -> Option<Cause> {
+        match self {
+            Cause::Task { comm, pid: Some(_) } => Some(Cause::Task { comm: *comm, pid: None }),
+            Cause::Task { pid: None, .. } | Cause::Others(_) | Cause::Unexplained => None,
+            other => Some(Cause::Others(other.kind())),
+        }
+    }
+
+    /// The name as every view shows it, escaped (`sanitize::visible`):
+    /// `kworker/6:1[412]`, `vmstat_update`, `24:virtio0-input.0`, `RCU`.
+    /// Empty for unexplained time.
+    pub fn push_name(&self, out: &mut String) {
+        match self {
+            Cause::Task { comm, pid } => {
+                push_visible_bytes(comm, out);
+                match pid {
+                    Some(p) => {
+                        out.push('[');
+                        out.push_str(itoa::Buffer::new().format(*p));
+                        out.push(']');
+                    }
+                    None => out.push_str("[*]"),
+                }
+            }
+            Cause::Work(s) | Cause::Timer(s) | Cause::Csd(s) | Cause::Nmi(s) => out.push_str(&visible(s)),
+            Cause::Irq { irq, name } => {
+                out.push_str(itoa::Buffer::new().format(*irq));
+                if !name.is_empty() {
+                    out.push(':');
+                    push_visible_bytes(name, out);
+                }
+            }
+            Cause::Vector(v) => out.push_str(v.name()),
+            Cause::Softirq(v) => out.push_str(&crate::names::softirq(*v)),
+            Cause::Others(_) => out.push_str(OTHERS),
+            Cause::Unexplained => {}
+        }
+    }
+
+    pub fn name(&self) -> String {
+        let mut s = String::new();
+        self.push_name(&mut s);
+        s
+    }
+
+    /// `kind:name`, as the CSV and the stall breakdowns write a cause.
+    pub fn label(&self) -> String {
+        format!("{}:{}", self.kind(), self.name())
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn comm(s: &[u8]) -> Comm {
+    let mut c = [0u8; crate::record::COMM_LEN];
+    assert!(s.len() < c.len(), "a comm holds {} bytes and the NUL", c.len() - 1);
+    c[..s.len()].copy_from_slice(s);
+    c
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn comm(s: &str) -> [u8; 16] {
-        let mut c = [0u8; 16];
-        c[..s.len()].copy_from_slice(s.as_bytes());
-        c
+    #[test]
+    fn names_each_kind_escaped() {
+        let sym = |s: &str| Symbol::from(s);
+        let cases = [
+            (Cause::Task { comm: comm(b"kworker/6:1"), pid: Some(412) }, "task:kworker/6:1[412]"),
+            (Cause::Task { comm: comm(b"cc1"), pid: None }, "task:cc1[*]"),
+            (Cause::Task { comm: comm(b"ev\x1bil\xff\\"), pid: Some(7) }, "task:ev\\x1bil\\xff\\\\[7]"),
+            (Cause::Work(sym("vmstat_update")), "work:vmstat_update"),
+            (Cause::Irq { irq: 24, name: Arc::from(&b"virtio0-input.0"[..]) }, "irq:24:virtio0-input.0"),
+            (Cause::Irq { irq: 25, name: Arc::from(&b""[..]) }, "irq:25"),
+            (Cause::Vector(Vector::LocalTimer), "irq:local_timer"),
+            (Cause::Vector(Vector::Reschedule), "ipi:reschedule"),
+            (Cause::Csd(sym("flush_tlb_func")), "ipi:flush_tlb_func"),
+            (Cause::Softirq(9), "softirq:RCU"),
+            (Cause::Timer(sym("tick_nohz_handler")), "timer:tick_nohz_handler"),
+            (Cause::Nmi(sym("0x10")), "nmi:0x10"),
+            (Cause::Others(Kind::Irq), "irq:(others)"),
+            (Cause::Unexplained, "unexplained:"),
+        ];
+        for (c, want) in cases {
+            assert_eq!(c.label(), want);
+        }
     }
 
     #[test]
-    fn names_each_kind() {
-        let k = Kallsyms::parse("ffffffff81001000 t vmstat_update\nffffffff81002000 t tick_nohz_handler\n");
-        let mut n = Namer::new(k);
-        n.note_irq(24, b"virtio0-input.0\0");
-        let s = |n: &mut Namer, c| {
-            let (k, name) = n.name(c);
-            format!("{k}:{name}")
-        };
-        assert_eq!(s(&mut n, Cause::Task { pid: 412, comm: comm("kworker/6:1") }), "task:kworker/6:1[412]");
-        assert_eq!(s(&mut n, Cause::Work(0xffffffff81001000)), "work:vmstat_update");
-        assert_eq!(s(&mut n, Cause::Irq(24)), "irq:24:virtio0-input.0");
-        assert_eq!(s(&mut n, Cause::Irq(25)), "irq:25");
-        assert_eq!(s(&mut n, Cause::Softirq(9)), "softirq:RCU");
-        assert_eq!(s(&mut n, Cause::Timer(0xffffffff81002000)), "timer:tick_nohz_handler");
-        assert_eq!(s(&mut n, Cause::Vector(Vector::LocalTimer)), "irq:local_timer");
-        assert_eq!(s(&mut n, Cause::Vector(Vector::Reschedule)), "ipi:reschedule");
-        assert_eq!(s(&mut n, Cause::Nmi(0x10)), "nmi:0x10");
-        assert_eq!(s(&mut n, Cause::Probe), "unexplained:");
-        n.note_irq(24, b"renamed\0");
-        assert_eq!(s(&mut n, Cause::Irq(24)), "irq:24:renamed");
+    fn folding_keeps_the_program_and_the_kind() {
+        let t = Cause::Task { comm: comm(b"sh"), pid: Some(9) };
+        assert_eq!(t.folded(), Some(Cause::Task { comm: comm(b"sh"), pid: None }));
+        assert_eq!(t.folded().unwrap().folded(), None);
+        assert_eq!(Cause::Softirq(1).folded(), Some(Cause::Others(Kind::Softirq)));
+        assert_eq!(Cause::Unexplained.folded(), None);
     }
 }

@@ -41,12 +41,7 @@ pub fn btf(root: &Path) -> Result<()> {
 }
 
 fn read_list(root: &Path, rel: &str) -> Result<Vec<usize>> {
-    let path = root.join(rel);
-    let text = fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    if text.trim().is_empty() {
-        return Ok(Vec::new());
-    }
-    cpulist::parse(text.trim()).with_context(|| format!("cannot parse {}", path.display()))
+    cpulist::read_file(&root.join(rel))
 }
 
 pub fn online_cpus(root: &Path) -> Result<Vec<usize>> {
@@ -59,7 +54,7 @@ pub fn online_cpus(root: &Path) -> Result<Vec<usize>> {
 pub fn watched_cpus(root: &Path, arg: Option<&str>) -> Result<Vec<usize>> {
     let cpus = existing_cpus(root, arg)?;
     let online = online_cpus(root)?;
-    if housekeeping(&online, &cpus).is_empty() {
+    if cpulist::housekeeping(&online, &cpus).is_empty() {
         bail!("--cpus {} covers every online CPU: leave at least one unwatched for jitterwatch's own threads", cpulist::Display(&cpus));
     }
     Ok(cpus)
@@ -118,11 +113,6 @@ pub fn no_other_probe(root: &Path, cpus: &[usize]) -> Result<()> {
         bail!("CPU {cpu} is already watched by another jitterwatch (pid {pid}): stop it first, or watch other CPUs");
     }
     Ok(())
-}
-
-/// Online CPUs that are not watched: where jitterwatch's own threads run.
-pub fn housekeeping(online: &[usize], watched: &[usize]) -> Vec<usize> {
-    online.iter().copied().filter(|c| !watched.contains(c)).collect()
 }
 
 #[cfg(test)]

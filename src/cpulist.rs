@@ -15,8 +15,7 @@ pub enum CpuListError {
     TooLarge { cpu: usize, max: usize },
 }
 
-/// The most CPUs the BPF side can watch (`JW_MAX_CPUS`).
-pub const MAX_CPUS: usize = 1024;
+use crate::record::MAX_CPUS;
 
 /// Parses a cpulist into sorted, de-duplicated CPU numbers. Spaces around
 /// items are allowed; a stride form (`0-7:2`) is accepted as the kernel does.
@@ -60,6 +59,28 @@ pub fn parse(list: &str) -> Result<Vec<usize>, CpuListError> {
         cpus.extend((lo..=hi).step_by(stride));
     }
     Ok(cpus.into_iter().collect())
+}
+
+/// A cpulist file of sysfs (`online`, `isolated`, `nohz_full`...): empty,
+/// or `(null)` as a kernel without the option prints it, means no CPU.
+pub fn read_file(path: &std::path::Path) -> anyhow::Result<Vec<usize>> {
+    use anyhow::Context;
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    parse_file(&text).with_context(|| format!("cannot parse {}", path.display()))
+}
+
+/// The contents of a cpulist file (see `read_file`).
+pub fn parse_file(text: &str) -> Result<Vec<usize>, CpuListError> {
+    match text.trim() {
+        "" | "(null)" => Ok(Vec::new()),
+        t => parse(t),
+    }
+}
+
+/// Online CPUs that are not watched: where jitterwatch's own threads run,
+/// and where the audit sends disturbances.
+pub fn housekeeping(online: &[usize], watched: &[usize]) -> Vec<usize> {
+    online.iter().copied().filter(|c| !watched.contains(c)).collect()
 }
 
 /// Formats CPUs back as a compact cpulist (`2-5,8`).
@@ -137,6 +158,14 @@ mod tests {
         for s in ["2-5,8", "0", "1,3,5-7"] {
             assert_eq!(Display(&parse(s).unwrap()).to_string(), s);
         }
+    }
+
+    #[test]
+    fn files_and_housekeeping() {
+        assert_eq!(parse_file("(null)\n"), Ok(vec![]));
+        assert_eq!(parse_file("\n"), Ok(vec![]));
+        assert_eq!(parse_file("0-2\n"), Ok(vec![0, 1, 2]));
+        assert_eq!(housekeeping(&[0, 1, 2, 3], &[1, 3]), vec![0, 2]);
     }
 
     #[test]

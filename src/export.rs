@@ -5,20 +5,23 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use crate::attribution::Hiccup;
-use crate::cause::Kind;
+use crate::cause::Cause;
+use crate::collector::HiccupSink;
+use crate::interval::Hiccup;
 
 pub const HEADER: [&str; 9] = ["time_ns", "cpu", "gap_ns", "explained_ns", "unexplained_ns", "top_kind", "top_name", "top_ns", "causes"];
 
-/// A name as it appears in `causes`: `\`, `;`, `=` backslash-escaped and
-/// control characters written visibly (`\x1b`), never raw.
-pub fn escape_name(name: &str, out: &mut String) {
-    for c in name.chars() {
+/// A cause's name as it appears in the CSV: as every view shows it
+/// (`Cause::push_name`: `\` doubled, control and format characters
+/// written visibly, never raw), with `;` and `=` escaped as `\;` and `\=`
+/// so that `causes` splits unambiguously.
+fn push_name(cause: &Cause, scratch: &mut String, out: &mut String) {
+    scratch.clear();
+    cause.push_name(scratch);
+    for c in scratch.chars() {
         match c {
-            '\\' => out.push_str("\\\\"),
             ';' => out.push_str("\\;"),
             '=' => out.push_str("\\="),
-            c if c.is_control() => out.push_str(&crate::sanitize::visible(c.encode_utf8(&mut [0; 4]))),
             c => out.push(c),
         }
     }
@@ -28,7 +31,7 @@ pub struct CsvSink<W: Write> {
     w: csv::Writer<W>,
     causes: String,
     top_name: String,
-    pub rows: u64,
+    scratch: String,
 }
 
 impl CsvSink<BufWriter<File>> {
@@ -42,37 +45,40 @@ impl<W: Write> CsvSink<W> {
     pub fn new(inner: W) -> io::Result<Self> {
         let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(inner);
         w.write_record(HEADER)?;
-        Ok(Self { w, causes: String::new(), top_name: String::new(), rows: 0 })
+        Ok(Self { w, causes: String::new(), top_name: String::new(), scratch: String::new() })
     }
 
     pub fn write(&mut self, h: &Hiccup) -> io::Result<()> {
-        let all = h.all_causes();
+        let mut itoa = itoa::Buffer::new();
         self.causes.clear();
-        for (i, (kind, name, ns)) in all.iter().enumerate() {
+        for (i, (cause, ns)) in h.all_causes().enumerate() {
             if i > 0 {
                 self.causes.push(';');
             }
-            self.causes.push_str(kind.as_str());
+            self.causes.push_str(cause.kind().as_str());
             self.causes.push(':');
-            escape_name(name, &mut self.causes);
+            push_name(cause, &mut self.scratch, &mut self.causes);
             self.causes.push('=');
-            self.causes.push_str(itoa(*ns).as_str());
+            self.causes.push_str(itoa.format(ns));
         }
-        let (top_kind, top, top_ns) = all.first().copied().unwrap_or((Kind::Unexplained, "", 0));
+        static NONE: Cause = Cause::Unexplained;
+        let (top, top_ns) = h.all_causes().next().unwrap_or((&NONE, 0));
         self.top_name.clear();
-        escape_name(top, &mut self.top_name);
+        push_name(top, &mut self.scratch, &mut self.top_name);
+        let mut nums = [itoa::Buffer::new(), itoa::Buffer::new(), itoa::Buffer::new(), itoa::Buffer::new(), itoa::Buffer::new()];
+        let [a, b, c, d, e] = &mut nums;
+        let mut top_buf = itoa::Buffer::new();
         self.w.write_record([
-            itoa(h.t0).as_str(),
-            itoa(h.cpu as u64).as_str(),
-            itoa(h.gap).as_str(),
-            itoa(h.explained()).as_str(),
-            itoa(h.unexplained).as_str(),
-            top_kind.as_str(),
+            a.format(h.t0),
+            b.format(h.cpu),
+            c.format(h.gap),
+            d.format(h.explained()),
+            e.format(h.unexplained),
+            top.kind().as_str(),
             self.top_name.as_str(),
-            itoa(top_ns).as_str(),
+            top_buf.format(top_ns),
             self.causes.as_str(),
         ])?;
-        self.rows += 1;
         Ok(())
     }
 
@@ -80,51 +86,38 @@ impl<W: Write> CsvSink<W> {
         self.w.flush()
     }
 
+    #[cfg(test)]
     pub fn into_inner(self) -> W {
         self.w.into_inner().map_err(|e| e.into_error()).expect("flushed")
     }
 }
 
-/// A number formatted on the stack.
-fn itoa(n: u64) -> Num {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+impl HiccupSink for CsvSink<BufWriter<File>> {
+    fn write(&mut self, h: &Hiccup) -> io::Result<()> {
+        CsvSink::write(self, h)
     }
-    Num { buf, start: i }
-}
 
-struct Num {
-    buf: [u8; 20],
-    start: usize,
-}
+    fn flush(&mut self) -> io::Result<()> {
+        CsvSink::flush(self)
+    }
 
-impl Num {
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.buf[self.start..]).expect("digits")
+    fn what(&self) -> &'static str {
+        "the CSV"
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
+    use crate::cause::{comm, Symbol};
+    use crate::interval::hiccup;
 
+    /// A comm with every byte a hostile process can set: CSV quoting, the
+    /// cause separators, a backslash, an escape, a newline, a byte that is
+    /// not UTF-8 and a bidi override (15 bytes and the NUL: the kernel's limit).
     fn hostile() -> Hiccup {
-        Hiccup {
-            cpu: 1,
-            t0: 1_000,
-            gap: 100,
-            causes: vec![(Kind::Task, Arc::from("a,b\"c;d=e\\f\x1b[31m\n[7]"), 60), (Kind::Work, Arc::from("vmstat_update"), 10)],
-            unexplained: 30,
-        }
+        let evil = Cause::Task { comm: comm(b"a,b\";d=e\\\x1b\n\xff\xe2\x80\xae"), pid: Some(7) };
+        hiccup(1, 1_000, vec![(evil, 60), (Cause::Work(Symbol::from("vmstat_update")), 10)], 30)
     }
 
     /// The inverse of escape_name, splitting `causes` as a consumer would.
@@ -161,7 +154,8 @@ mod tests {
         let mut sink = CsvSink::new(Vec::new()).unwrap();
         sink.write(&hostile()).unwrap();
         let bytes = sink.into_inner();
-        assert!(!bytes.contains(&0x1b), "raw escape reached the file");
+        assert!(!bytes.contains(&0x1b) && !bytes.contains(&0xff), "raw byte reached the file");
+        assert!(!String::from_utf8(bytes.clone()).unwrap().contains('\u{202e}'), "raw bidi override reached the file");
         let mut r = csv::ReaderBuilder::new().has_headers(true).from_reader(&bytes[..]);
         assert_eq!(r.headers().unwrap().iter().collect::<Vec<_>>(), HEADER);
         let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
@@ -170,7 +164,7 @@ mod tests {
         assert_eq!(&row[0], "1000");
         assert_eq!((&row[2], &row[3], &row[4]), ("100", "70", "30"));
         assert_eq!((&row[5], &row[7]), ("task", "60"));
-        assert_eq!(&row[6], "a,b\"c\\;d\\=e\\\\f\\x1b[31m\\x0a[7]");
+        assert_eq!(&row[6], "a,b\"\\;d\\=e\\\\\\x1b\\x0a\\xff\\u{202e}[7]");
         let causes = parse_causes(&row[8]);
         assert_eq!(causes.len(), 3);
         assert_eq!(causes[0].1, row[6].to_string());
@@ -183,14 +177,8 @@ mod tests {
     #[test]
     fn all_unexplained_row() {
         let mut sink = CsvSink::new(Vec::new()).unwrap();
-        sink.write(&Hiccup { cpu: 0, t0: 5, gap: 9, causes: vec![], unexplained: 9 }).unwrap();
+        sink.write(&hiccup(0, 5, vec![], 9)).unwrap();
         let s = String::from_utf8(sink.into_inner()).unwrap();
         assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,0,9,unexplained,,9,unexplained:=9");
-    }
-
-    #[test]
-    fn numbers() {
-        assert_eq!(itoa(0).as_str(), "0");
-        assert_eq!(itoa(u64::MAX).as_str(), "18446744073709551615");
     }
 }

@@ -47,10 +47,12 @@ impl Kallsyms {
         Self { syms, names }
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.syms.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.syms.is_empty()
     }

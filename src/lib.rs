@@ -1,26 +1,93 @@
 //! jitterwatch: who steals each isolated CPU, and for how long.
-pub mod attribution;
-pub mod bpf;
-pub mod cause;
-pub mod checks;
-pub mod cli;
-pub mod collector;
+//!
+//! Sources (the spin probe) produce intervals, the engine explains them
+//! from the kernel's events, sinks (aggregates, CSV, summary, screen)
+//! consume the explained intervals: see interval.rs for the seam.
+//! Modules are private: the binary calls `main`; the integration tests use
+//! the few public ones below.
+
+mod bpf;
+mod cause;
+mod checks;
+mod cli;
+mod collector;
+mod doctor;
+mod duration;
+mod engine;
+mod event_lines;
+mod events_cmd;
+mod export;
+mod interval;
+mod kallsyms;
+mod lifecycle;
+mod monitor;
+mod names;
+mod probe;
+mod record;
+mod sanitize;
+mod snapshot;
+mod startup;
+mod stats;
+mod summary;
+mod tui;
+mod units;
+
+pub mod clock;
 pub mod cpulist;
-pub mod doctor;
-pub mod duration;
-pub mod eventlog;
-pub mod events;
-pub mod events_cmd;
-pub mod export;
-pub mod kallsyms;
-pub mod lifecycle;
-pub mod monitor;
-pub mod names;
-pub mod probe;
-pub mod sanitize;
-pub mod stats;
-pub mod summary;
 pub mod sys;
-pub mod timeline;
-pub mod tui;
-pub mod units;
+
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+/// The whole program: parse, dispatch, and turn the outcome into one line
+/// and an exit status.
+pub fn main() -> ExitCode {
+    lifecycle::mark_main_start();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) =>
+        {
+            e.exit()
+        }
+        Err(e) => {
+            // One line, like every other error, not clap's three.
+            let msg = e.to_string();
+            let first = msg.lines().next().unwrap_or_default();
+            eprintln!("jitterwatch: {} (see --help)", first.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
+    lifecycle::install_panic_hook();
+    if let Err(e) = lifecycle::install_signal_handlers() {
+        eprintln!("jitterwatch: cannot install signal handlers: {e}");
+        return ExitCode::from(2);
+    }
+    let result = match cli.command {
+        None => monitor::run(cli.watch),
+        Some(Command::Events { cpus, duration }) => events_cmd::run(cpus.as_deref(), duration),
+        Some(Command::Doctor { cpus, json }) => {
+            let root = std::path::Path::new("/");
+            checks::existing_cpus(root, cpus.as_deref()).and_then(|cpus| doctor::run(root, &cpus, json, &mut std::io::stdout().lock()))
+        }
+    };
+    match result {
+        Ok(code) => ExitCode::from(code as u8),
+        // `jitterwatch ... | head` closing the pipe is a normal way to stop:
+        // the one place a broken pipe is recognised.
+        Err(e) if e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) => {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("jitterwatch: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

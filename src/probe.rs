@@ -6,10 +6,12 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{mpsc, Arc};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use crossbeam_queue::ArrayQueue;
 
-use crate::attribution::Gap;
+use crate::clock::now_ns;
+use crate::interval::{Interval, Source};
 
 pub const HIST_BUCKETS: usize = 64;
 /// Gaps the queue holds before overflowing (counted, never blocking).
@@ -18,15 +20,6 @@ const QUEUE_LEN: usize = 1 << 16;
 const PUBLISH_EVERY: u32 = 4096;
 /// How long the probe measures its own floor before recording gaps.
 const CALIBRATE_NS: u64 = 20_000_000;
-
-/// CLOCK_MONOTONIC in ns: the clock bpf_ktime_get_ns() reads.
-#[inline(always)]
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid timespec; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 /// log2 bucket of a loop delta: 0 for 0 ns, k for [2^(k-1), 2^k).
 #[inline(always)]
@@ -38,7 +31,7 @@ pub fn bucket(d: u64) -> usize {
 /// relaxed stores; read by whoever wants a figure.
 pub struct ProbeShared {
     pub cpu: u32,
-    pub queue: ArrayQueue<Gap>,
+    pub queue: ArrayQueue<Interval>,
     pub overflow: AtomicU64,
     pub hist: [AtomicU64; HIST_BUCKETS],
     /// The last clock reading published: no future gap starts before it.
@@ -54,6 +47,8 @@ pub struct ProbeShared {
     pub hot_start_ns: AtomicU64,
     pub hot_loops: AtomicU64,
     pub tid: AtomicU32,
+    /// Set to make the probe leave its loop.
+    stop: AtomicBool,
 }
 
 impl ProbeShared {
@@ -71,6 +66,7 @@ impl ProbeShared {
             hot_start_ns: AtomicU64::new(0),
             hot_loops: AtomicU64::new(0),
             tid: AtomicU32::new(0),
+            stop: AtomicBool::new(false),
         }
     }
 
@@ -107,9 +103,9 @@ pub struct Probe {
 
 impl Probe {
     /// Spawns a probe for `cpu`, pinned and set up before this returns. It
-    /// blocks until `start` and stops when `stop` is set; dropped or joined
+    /// blocks until `start` and runs until stopped (`Probes::stop`); stopped
     /// without `start`, it exits without measuring.
-    pub fn spawn(cpu: u32, cfg: ProbeConfig, stop: &'static AtomicBool) -> anyhow::Result<Self> {
+    pub fn spawn(cpu: u32, cfg: ProbeConfig) -> anyhow::Result<Self> {
         let shared = Arc::new(ProbeShared::new(cpu));
         let (ready_tx, ready_rx) = mpsc::channel();
         let (go_tx, go_rx) = mpsc::channel::<()>();
@@ -119,8 +115,8 @@ impl Probe {
             let setup = setup(cpu, cfg);
             let ok = setup.is_ok();
             let _ = ready_tx.send(setup);
-            if ok && go_rx.recv().is_ok() && !stop.load(Relaxed) {
-                run(&s, cfg, stop);
+            if ok && go_rx.recv().is_ok() && !s.stop.load(Relaxed) {
+                run(&s, cfg);
             }
         })?;
         match ready_rx.recv() {
@@ -132,18 +128,71 @@ impl Probe {
             Err(_) => anyhow::bail!("the probe thread for CPU {cpu} died while starting"),
         }
     }
+}
 
-    /// Lets the probe begin measuring.
+/// The probes of a run. However they end (return, error, panic unwinding
+/// through the owner), they are stopped: no thread is left spinning.
+pub struct Probes(Vec<Probe>);
+
+/// How long stopping may take before the rest of the run goes on without
+/// a probe (it is left to the process's exit).
+pub const STOP_BOUND: Duration = Duration::from_millis(500);
+
+impl Probes {
+    pub fn new(probes: Vec<Probe>) -> Self {
+        Probes(probes)
+    }
+
+    pub fn shared(&self) -> Vec<Arc<ProbeShared>> {
+        self.0.iter().map(|p| p.shared.clone()).collect()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Probe> {
+        self.0.iter()
+    }
+
+    /// Lets the probes begin measuring.
     pub fn start(&mut self) {
-        if let Some(go) = self.go.take() {
-            let _ = go.send(());
+        for p in &mut self.0 {
+            if let Some(go) = p.go.take() {
+                let _ = go.send(());
+            }
         }
     }
 
-    /// Waits for the probe to leave its loop (set `stop` first).
-    pub fn join(mut self) {
-        self.go.take();
-        let _ = self.handle.join();
+    /// Stops every probe and waits for them within `bound`, whatever their
+    /// scheduling: a probe starved by a busy task on its CPU cannot see the
+    /// flag, so halfway through, any still running is raised to SCHED_FIFO
+    /// 99 to get the CPU. Returns the CPUs whose probe had not stopped.
+    pub fn stop(&mut self, bound: Duration) -> Vec<u32> {
+        for p in &mut self.0 {
+            p.shared.stop.store(true, Relaxed);
+            p.go.take();
+        }
+        let start = Instant::now();
+        let mut boosted = false;
+        while self.0.iter().any(|p| !p.handle.is_finished()) && start.elapsed() < bound {
+            if !boosted && start.elapsed() >= bound / 2 {
+                boosted = true;
+                for p in self.0.iter().filter(|p| !p.handle.is_finished()) {
+                    let _ = crate::sys::set_fifo_of(p.shared.tid.load(Relaxed), 99);
+                }
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
+        let (done, stuck): (Vec<Probe>, Vec<Probe>) = self.0.drain(..).partition(|p| p.handle.is_finished());
+        for p in done {
+            let _ = p.handle.join();
+        }
+        // Detached: the thread ends with the process (it measures nothing
+        // more that anyone reads).
+        stuck.iter().map(|p| p.shared.cpu).collect()
+    }
+}
+
+impl Drop for Probes {
+    fn drop(&mut self) {
+        self.stop(STOP_BOUND);
     }
 }
 
@@ -161,7 +210,7 @@ fn setup(cpu: u32, cfg: ProbeConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run(s: &ProbeShared, cfg: ProbeConfig, stop: &AtomicBool) {
+fn run(s: &ProbeShared, cfg: ProbeConfig) {
     let mut hist = [0u64; HIST_BUCKETS];
     let publish = |hist: &[u64; HIST_BUCKETS], t: u64, loops: u64| {
         for (a, &v) in s.hist.iter().zip(hist) {
@@ -214,7 +263,7 @@ fn run(s: &ProbeShared, cfg: ProbeConfig, stop: &AtomicBool) {
         } else {
             hist[bucket(d)] += 1;
             if d >= threshold {
-                report_gap(s, Gap { cpu, t0: prev, t1: t });
+                report_gap(s, Interval { cpu, t0: prev, t1: t, source: Source::Probe });
             }
         }
         n += 1;
@@ -225,7 +274,7 @@ fn run(s: &ProbeShared, cfg: ProbeConfig, stop: &AtomicBool) {
             fast = 0;
             s.floor_ns.store(floor.max(1), Relaxed);
             publish(&hist, t, loops);
-            if stop.load(Relaxed) {
+            if s.stop.load(Relaxed) {
                 break;
             }
         }
@@ -244,7 +293,7 @@ pub fn mean_between_gaps(span: u64, loops: u64, gap_ns: u64, gaps: u64) -> Optio
 /// The rare path, kept out of the loop's body.
 #[cold]
 #[inline(never)]
-fn report_gap(s: &ProbeShared, gap: Gap) {
+fn report_gap(s: &ProbeShared, gap: Interval) {
     if s.queue.push(gap).is_err() {
         s.overflow.fetch_add(1, Relaxed);
     }
@@ -271,12 +320,5 @@ mod tests {
         assert_eq!(mean_between_gaps(30_000, 1000, 0, 0), Some(30.0));
         assert_eq!(mean_between_gaps(30_000, 2, 10_000, 2), None);
         assert_eq!(mean_between_gaps(0, 0, 0, 0), None);
-    }
-
-    #[test]
-    fn clock_is_monotonic() {
-        let a = now_ns();
-        let b = now_ns();
-        assert!(b >= a && a > 0);
     }
 }

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::cause::Kind;
+use crate::cause::{Cause, Kind, UNEXPLAINED};
 use crate::sanitize::visible;
 use crate::stats::Stats;
 
@@ -35,7 +35,10 @@ pub struct CpuRow {
 
 #[derive(Serialize)]
 pub struct CauseRow {
+    #[serde(skip)]
+    pub cause: Cause,
     pub kind: Kind,
+    /// As every view shows it: escaped, never raw (`Cause::push_name`).
     pub name: String,
     pub count: u64,
     pub total_ns: u64,
@@ -86,6 +89,10 @@ pub struct Summary {
     /// Fix hints matched to the top culprits (from the isolation audit).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hints: Vec<String>,
+    /// What the reader must know to trust the figures (a reset, a probe
+    /// that did not stop).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Summary {
@@ -95,26 +102,27 @@ impl Summary {
             .iter()
             .map(|c| CpuRow {
                 cpu: c.cpu,
-                threshold_ns: c.threshold_ns,
+                threshold_ns: c.probe.threshold_ns,
                 hiccups: c.hiccups,
                 pct99_ns: c.pct(0.99),
                 pct999_ns: c.pct(0.999),
                 max_ns: c.max_ns,
                 stolen_pct: s.stolen_pct(c),
-                explained_pct: if c.stolen_ns == 0 { 0.0 } else { 100.0 * c.explained_ns as f64 / c.stolen_ns as f64 },
-                loop_floor_ns: c.floor_ns,
-                loop_mean_ns: c.loop_mean_ns,
-                loop_quiet_mean_ns: c.loop_quiet_mean_ns,
+                explained_pct: c.explained_pct(),
+                loop_floor_ns: c.probe.floor_ns,
+                loop_mean_ns: c.probe.loop_mean_ns,
+                loop_quiet_mean_ns: c.probe.loop_quiet_mean_ns,
                 hiccups_per_sec: s.per_sec(c.hiccups),
-                queue_overflows: c.overflow,
-                ringbuf_drops: c.drops,
+                queue_overflows: c.probe.overflow,
+                ringbuf_drops: c.probe.drops,
                 top_causes: s
                     .top_causes(Some(c.cpu))
                     .into_iter()
                     .take(TOP)
-                    .map(|((_, kind, name), st)| CauseRow {
-                        kind: *kind,
-                        name: name.to_string(),
+                    .map(|(k, st)| CauseRow {
+                        cause: k.cause.clone(),
+                        kind: k.cause.kind(),
+                        name: k.cause.name(),
                         count: st.count,
                         total_ns: st.total_ns,
                         max_ns: st.max_ns,
@@ -123,33 +131,39 @@ impl Summary {
                     .collect(),
             })
             .collect();
+        let n = &s.counters;
+        let mut notes = Vec::new();
+        if s.was_reset {
+            notes.push("the counts were reset during the run: this summary covers the time since the last reset".to_string());
+        }
         Summary {
             duration_ns: s.elapsed_ns(),
-            events: s.events,
-            events_per_sec: s.per_sec(s.events),
+            events: n.events,
+            events_per_sec: s.per_sec(n.events),
             overhead: Overhead {
                 main_start_ns: crate::lifecycle::main_start_ns(),
                 first_sample_ns: s.start_ns,
-                first_event_ns: s.first_event_ns,
-                lag_max_ns: s.lag_max_ns,
-                consumer_cpu_ns: s.consumer_cpu_ns,
-                consumer_ns_per_event: if s.events == 0 { 0.0 } else { s.consumer_cpu_ns as f64 / s.events as f64 },
-                setup_cpu_ns: s.setup_cpu_ns,
-                reordered_events: s.reordered_events,
-                evicted_segments: s.evicted_segments,
-                ringbuf_drops: s.cpus.iter().map(|c| c.drops).sum(),
-                queue_overflows: s.cpus.iter().map(|c| c.overflow).sum(),
-                bpf_programs: s
+                first_event_ns: n.first_event_ns,
+                lag_max_ns: n.lag_max_ns,
+                consumer_cpu_ns: n.consumer_cpu_ns,
+                consumer_ns_per_event: if n.events == 0 { 0.0 } else { n.consumer_cpu_ns as f64 / n.events as f64 },
+                setup_cpu_ns: n.setup_cpu_ns,
+                reordered_events: n.reordered_events,
+                evicted_segments: n.evicted_segments,
+                ringbuf_drops: n.drops(),
+                queue_overflows: n.overflows(),
+                bpf_programs: n
                     .prog_stats
                     .iter()
                     .filter(|p| p.run_cnt > 0)
                     .map(|p| ProgRow { name: p.name.clone(), run_cnt: p.run_cnt, ns_per_run: p.run_time_ns as f64 / p.run_cnt as f64 })
                     .collect(),
             },
-            missing_tracepoints: s.missing_tracepoints.clone(),
-            switch_hook: s.switch_hook.clone(),
+            missing_tracepoints: n.missing_tracepoints.clone(),
+            switch_hook: n.switch_hook.clone(),
             cpus,
             hints: Vec::new(),
+            notes,
         }
     }
 
@@ -158,7 +172,7 @@ impl Summary {
         const CULPRITS: usize = 5;
         for c in &self.cpus {
             for k in c.top_causes.iter().take(CULPRITS) {
-                for h in crate::doctor::hints(report, k.kind.as_str(), &k.name) {
+                for h in crate::doctor::hints(report, &k.cause) {
                     if !self.hints.contains(&h) {
                         self.hints.push(h);
                     }
@@ -192,8 +206,8 @@ impl Summary {
             }
             writeln!(out, "  {:<11} {:<40} {:>8} {:>14} {:>12} {:>12}", "kind", "name", "count", "total_ns", "max_ns", "p99_ns")?;
             for k in &c.top_causes {
-                let name =
-                    if k.kind == Kind::Unexplained { "(no kernel event: hypervisor, SMI, hardware)".into() } else { visible(&k.name) };
+                // Names are escaped already (Cause::push_name).
+                let name = if k.kind == Kind::Unexplained { UNEXPLAINED } else { &k.name };
                 writeln!(
                     out,
                     "  {:<11} {:<40} {:>8} {:>14} {:>12} {:>12}",
@@ -240,6 +254,9 @@ impl Summary {
         for h in &self.hints {
             writeln!(out, "hint: {}", visible(h))?;
         }
+        for n in &self.notes {
+            writeln!(out, "note: {}", visible(n))?;
+        }
         Ok(())
     }
 
@@ -252,39 +269,39 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attribution::Hiccup;
-    use std::sync::Arc;
+    use crate::cause::comm;
+    use crate::interval::hiccup;
+    use crate::stats::Counters;
 
     #[test]
-    fn text_and_json_carry_the_same_figures() {
+    fn text_and_json_carry_the_same_figures_escaped() {
         let mut s = Stats::new(&[1], 0);
-        s.cpus[0].threshold_ns = 250;
-        s.record(&Hiccup {
-            cpu: 1,
-            t0: 10,
-            gap: 1000,
-            causes: vec![(Kind::Task, Arc::from("evil\x1b]0;x\x07[9]"), 900)],
-            unexplained: 100,
-        });
-        s.now_ns = 1_000_000;
-        s.events = 400;
-        s.consumer_cpu_ns = 20_000;
-        s.setup_cpu_ns = 30_000_000;
+        // A comm with an escape, a bidi override, a byte that is not UTF-8
+        // and a literal backslash sequence.
+        let evil = Cause::Task { comm: comm(b"ev\\x1b\x1b\xe2\x80\xae\xff"), pid: Some(9) };
+        s.record(&hiccup(1, 10, vec![(evil, 900)], 100));
+        let mut raw = Counters::new(&[1]);
+        raw.cpus[0].threshold_ns = 250;
+        (raw.events, raw.consumer_cpu_ns, raw.setup_cpu_ns) = (400, 20_000, 30_000_000);
+        s.update_counters(raw, 1_000_000);
         let sum = Summary::from_stats(&s);
         let mut text = Vec::new();
         sum.write_text(&mut text).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(text.lines().next().unwrap().starts_with(" cpu threshold_ns   hiccups"));
         assert!(text.contains("   1          250         1"), "{text}");
-        assert!(text.contains("evil\\x1b]0;x\\x07[9]"));
-        assert!(!text.contains('\x1b'));
+        let shown = "ev\\\\x1b\\x1b\\u{202e}\\xff[9]";
+        assert!(text.contains(shown), "{text}");
+        assert!(!text.contains('\x1b') && !text.contains('\u{202e}'));
         assert!(text.contains("consumer thread: 20.0µs of CPU, 2.0% of one CPU, 50 ns per event (after 30.0ms of set-up"), "{text}");
         let mut json = Vec::new();
         sum.write_json(&mut json).unwrap();
+        assert!(!String::from_utf8(json.clone()).unwrap().contains('\u{202e}'), "raw bidi override in the JSON");
         let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(v["cpus"][0]["hiccups"], 1);
         assert_eq!(v["cpus"][0]["max_ns"], 1000);
         assert_eq!(v["cpus"][0]["top_causes"][0]["kind"], "task");
+        assert_eq!(v["cpus"][0]["top_causes"][0]["name"], shown);
         assert_eq!(v["cpus"][0]["stolen_pct"], 0.1);
         assert_eq!(v["overhead"]["consumer_cpu_ns"], 20_000);
         assert_eq!(v["overhead"]["consumer_ns_per_event"], 50.0);

@@ -24,18 +24,15 @@ pub fn pin_to(cpus: &[usize]) -> io::Result<()> {
 
 /// SCHED_FIFO at `prio` for the calling thread.
 pub fn set_fifo(prio: i32) -> io::Result<()> {
+    set_fifo_of(0, prio)
+}
+
+/// SCHED_FIFO at `prio` for thread `tid` (0: the calling thread).
+pub fn set_fifo_of(tid: u32, prio: i32) -> io::Result<()> {
     let p = libc::sched_param { sched_priority: prio };
-    // SAFETY: valid param for this thread (0).
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
+    // SAFETY: a valid param; an unknown tid is an error return, not UB.
+    if unsafe { libc::sched_setscheduler(tid as libc::pid_t, libc::SCHED_FIFO, &p) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
-}
-
-/// CPU time the calling thread has used, ns.
-pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid timespec to fill; this clock exists on every Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

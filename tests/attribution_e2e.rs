@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
-use jitterwatch::probe::now_ns;
+use jitterwatch::clock::now_ns;
 
 const BURSTS: usize = 120;
 const BURST_NS: u64 = 200_000;

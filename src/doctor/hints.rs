@@ -1,9 +1,13 @@
-//! Links a culprit seen at run time (kind + name, as the attribution names
-//! it) to the audit findings whose fixes would remove it.
+//! Links a culprit seen at run time (a typed `Cause`) to the audit
+//! findings whose fixes would remove it. Both sides are read by their
+//! fields: the cause's comm, pid, IRQ number or symbol, the findings' keys
+//! and typed facts.
 
-use super::{Finding, Report, Status};
+use super::{Fact, Finding, Report, Status};
+use crate::cause::Cause;
 use crate::cpulist::Display;
-use crate::sanitize::visible;
+use crate::record::Vector;
+use crate::sanitize::{visible, visible_bytes};
 
 struct Hints<'a> {
     r: &'a Report,
@@ -36,19 +40,18 @@ impl Hints<'_> {
     }
 
     /// IRQ findings for interrupts delivered to a watched CPU now (the ones
-    /// that raise softirqs there), at most a few.
+    /// that raise softirqs there), busiest first, at most a few.
     fn add_delivered_irqs(&mut self) {
         const MAX: usize = 6;
-        // Busiest first, by the counts in the evidence ("/proc/interrupts: N on CPUc").
-        let count = |f: &Finding| -> u64 {
-            f.evidence.iter().filter_map(|e| e.strip_prefix("/proc/interrupts: ")?.split(' ').next()?.parse::<u64>().ok()).sum()
-        };
         let mut hits: Vec<(u64, String)> = self
             .r
             .findings
             .iter()
-            .filter(|f| f.status == Status::Warn && f.key.starts_with("irq:") && f.title.contains(" is delivered to "))
-            .map(|f| (count(f), f.key.clone()))
+            .filter(|f| f.status == Status::Warn)
+            .filter_map(|f| match f.fact {
+                Some(Fact::IrqDelivered { count, .. }) => Some((count, f.key.clone())),
+                _ => None,
+            })
             .collect();
         hits.sort_by_key(|h| std::cmp::Reverse(h.0));
         let keys: Vec<String> = hits.into_iter().map(|(_, k)| k).collect();
@@ -61,16 +64,21 @@ impl Hints<'_> {
     }
 
     fn push(&mut self, s: impl Into<String>) {
-        let s = visible(&s.into()).into_owned();
+        let s = s.into();
         if !self.out.contains(&s) {
             self.out.push(s);
         }
     }
 
     fn hk(&self) -> Option<String> {
-        let f = self.r.find("cpus")?;
-        let hk = f.evidence.iter().find_map(|e| e.strip_prefix("housekeeping: "))?;
-        (!hk.is_empty()).then(|| hk.to_string())
+        match &self.r.find("cpus")?.fact {
+            Some(Fact::Housekeeping(hk)) if !hk.is_empty() => Some(Display(hk).to_string()),
+            _ => None,
+        }
+    }
+
+    fn pinned(&self, tid: u32) -> bool {
+        self.r.find("tasks:pinned").is_some_and(|f| matches!(&f.fact, Some(Fact::Pinned(t)) if t.contains(&tid)))
     }
 
     fn cpus(&self) -> String {
@@ -83,22 +91,26 @@ impl Hints<'_> {
     }
 }
 
-/// One-line hints for a run-time cause (`kind` is task, work, irq, softirq,
-/// timer, ipi, nmi or unexplained; `name` as the attribution formats it).
-pub fn hints(report: &Report, kind: &str, name: &str) -> Vec<String> {
+/// One-line hints for a run-time cause.
+pub fn hints(report: &Report, cause: &Cause) -> Vec<String> {
     let mut h = Hints { r: report, out: Vec::new() };
-    match kind {
-        "irq" => irq(&mut h, name),
-        "softirq" => softirq(&mut h, name),
-        "work" => work(&mut h, name),
-        "task" => task(&mut h, name),
-        "timer" => timer(&mut h, name),
-        "ipi" => ipi(&mut h, name),
-        "nmi" => {
+    match cause {
+        Cause::Irq { irq, .. } => irq_line(&mut h, *irq),
+        Cause::Vector(Vector::LocalTimer) => {
+            h.add("nohz_full");
+            h.push("local timer: the tick, or an hrtimer armed on that CPU (jitterwatch names the timer function)");
+        }
+        Cause::Vector(v) => ipi(&mut h, v.name()),
+        Cause::Csd(f) => ipi(&mut h, f),
+        Cause::Softirq(v) => softirq(&mut h, &crate::names::softirq(*v)),
+        Cause::Work(f) => work(&mut h, f),
+        Cause::Task { comm, pid } => task(&mut h, &visible_bytes(comm), *pid),
+        Cause::Timer(f) => timer(&mut h, f),
+        Cause::Nmi(_) => {
             h.add("watchdog");
             h.push("NMIs also come from perf sampling (perf record/top with hardware events) on that CPU");
         }
-        "unexplained" => {
+        Cause::Unexplained => {
             if let Some(f) = report.find("hypervisor").filter(|f| f.status == Status::Info) {
                 h.push(format!(
                     "{}: host pauses (vCPU preemption, VM exits) are invisible to the guest; only dedicated, pinned host cores remove them",
@@ -109,32 +121,22 @@ pub fn hints(report: &Report, kind: &str, name: &str) -> Vec<String> {
             }
             h.add("steal");
         }
-        _ => {}
+        Cause::Others(_) => {}
     }
     h.out
 }
 
-fn irq(h: &mut Hints, name: &str) {
-    let num = name.split(':').next().filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-    match num {
-        Some(n) => {
-            let key = format!("irq:{n}");
-            match h.warn(&key).cloned() {
-                Some(f) => match f.fix {
-                    Some(fix) if fix.contains("managed") => h.push(format!("irq {n} is kernel-managed and reaches {}: {fix}", h.cpus())),
-                    Some(fix) => h.push(format!("irq {n} has {} in its affinity: {fix}", h.cpus())),
-                    None => h.push(f.title),
-                },
-                None => h.push(format!("irq {n} is not in the audit's warnings: its affinity was changed since, or irqbalance moves it")),
-            }
-            h.add("irqbalance");
-        }
-        None if name.contains("timer") || name == "LOC" => {
-            h.add("nohz_full");
-            h.push("local timer: the tick, or an hrtimer armed on that CPU (jitterwatch names the timer function)");
-        }
-        None => h.push(format!("{}: a per-CPU vector, not a device IRQ", visible(name))),
+fn irq_line(h: &mut Hints, n: i32) {
+    let key = format!("irq:{n}");
+    match h.warn(&key).cloned() {
+        Some(f) => match f.fix {
+            Some(fix) if fix.contains("managed") => h.push(format!("irq {n} is kernel-managed and reaches {}: {fix}", h.cpus())),
+            Some(fix) => h.push(format!("irq {n} has {} in its affinity: {fix}", h.cpus())),
+            None => h.push(f.title),
+        },
+        None => h.push(format!("irq {n} is not in the audit's warnings: its affinity was changed since, or irqbalance moves it")),
     }
+    h.add("irqbalance");
 }
 
 fn softirq(h: &mut Hints, name: &str) {
@@ -196,15 +198,12 @@ fn work(h: &mut Hints, name: &str) {
     h.add_prefix("workqueue:");
 }
 
-fn task(h: &mut Hints, name: &str) {
-    let (comm, pid) = match name.rsplit_once('[') {
-        Some((c, p)) => (c, p.trim_end_matches(']').parse::<u32>().ok()),
-        None => (name, None),
-    };
+/// `comm` as shown (escaped); `pid` None for a program's folded tasks.
+fn task(h: &mut Hints, comm: &str, pid: Option<u32>) {
     let base = comm.split('/').next().unwrap_or(comm);
     match base {
         "swapper" => {
-            h.push(format!("{} went idle: the workload blocked, or was parked by RT throttling or the fair server", visible(comm)));
+            h.push(format!("{comm} went idle: the workload blocked, or was parked by RT throttling or the fair server"));
             h.add("rt_throttling");
             h.add("fair_server");
         }
@@ -247,9 +246,8 @@ fn task(h: &mut Hints, name: &str) {
     // kworkers cannot be re-pinned (PF_NO_SETAFFINITY); per-CPU threads must stay.
     let percpu = ["kworker", "ksoftirqd", "migration", "cpuhp", "rcuc", "swapper", "idle_inject"].contains(&base);
     if let (Some(pid), false) = (pid, percpu) {
-        let label = visible(name);
-        let pinned = h.r.find("tasks:pinned").is_some_and(|f| f.evidence.iter().any(|e| e.contains(label.as_ref())));
-        if pinned {
+        let label = format!("{comm}[{pid}]");
+        if h.pinned(pid) {
             h.push(format!("{label} is pinned to the watched CPUs: part of your workload, or pin it elsewhere"));
         } else if pid != 0 {
             if let Some(hk) = h.hk() {

@@ -100,6 +100,10 @@ pub(crate) fn check(cx: &mut Ctx) {
                 f = f.ev(format!("/proc/interrupts: {} on CPU{c}", l.counts.get(c).copied().unwrap_or(0)));
             }
         }
+        if let Some(on) = &fires_here {
+            let count = line.map_or(0, |l| on.iter().map(|&c| l.counts.get(c).copied().unwrap_or(0)).sum());
+            f = f.fact(super::Fact::IrqDelivered { irq: n, count });
+        }
         if managed == Some(true) {
             f = f.ev("kernel-managed (AFFINITY_MANAGED in /sys/kernel/debug/irq/irqs)");
             f = f.fix(format!("kernel-managed, writes fail: boot with isolcpus=managed_irq,domain,{w}"));
@@ -203,7 +207,7 @@ fn irqbalance(cx: &mut Ctx) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{audit, fixture::Fx, hints, Status};
+    use super::super::{audit, fixture::Fx, test_hints as hints, Status};
     use super::parse_interrupts;
 
     #[test]

@@ -122,7 +122,7 @@ fn mm(cx: &mut Ctx) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{audit, fixture::Fx, hints, Status};
+    use super::super::{audit, fixture::Fx, test_hints as hints, Status};
 
     #[test]
     fn power_and_mm_ok() {

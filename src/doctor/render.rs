@@ -1,11 +1,13 @@
-//! Plain-text rendering (no colour, so NO_COLOR holds trivially). Every line
-//! goes through `visible` once more, so nothing raw reaches a terminal.
+//! Plain-text rendering (no colour, so NO_COLOR holds trivially). Findings
+//! are built from escaped parts; every line still goes through
+//! `sanitize::guard`, so nothing raw reaches a terminal even if a check
+//! forgot, without escaping the escapes twice.
 
 use std::io::{self, Write};
 
 use super::{Report, Status};
 use crate::cpulist::Display;
-use crate::sanitize::visible;
+use crate::sanitize::guard;
 
 fn tag(s: Status) -> &'static str {
     match s {
@@ -26,20 +28,20 @@ pub(crate) fn text(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     for g in groups {
         writeln!(out)?;
-        writeln!(out, "{}", visible(g))?;
+        writeln!(out, "{}", guard(g))?;
         let mut last_why = "";
         for f in r.findings.iter().filter(|f| f.check == g) {
-            writeln!(out, "  {} {}", tag(f.status), visible(&f.title))?;
+            writeln!(out, "  {} {}", tag(f.status), guard(&f.title))?;
             // Per-IRQ and per-workqueue findings share their why: say it once.
             if !f.why.is_empty() && f.why != last_why {
-                writeln!(out, "         why: {}", visible(&f.why))?;
+                writeln!(out, "         why: {}", guard(&f.why))?;
             }
             last_why = &f.why;
             for e in &f.evidence {
-                writeln!(out, "         evidence: {}", visible(e))?;
+                writeln!(out, "         evidence: {}", guard(e))?;
             }
             if let Some(fix) = &f.fix {
-                writeln!(out, "         fix: {}", visible(fix))?;
+                writeln!(out, "         fix: {}", guard(fix))?;
             }
         }
     }
@@ -47,7 +49,7 @@ pub(crate) fn text(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out)?;
         writeln!(out, "could not read ({}; findings that depend on them are missing):", r.unreadable.len())?;
         for u in &r.unreadable {
-            writeln!(out, "  {}", visible(u))?;
+            writeln!(out, "  {}", guard(u))?;
         }
     }
     writeln!(out)?;

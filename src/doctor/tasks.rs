@@ -160,7 +160,8 @@ pub(crate) fn check(cx: &mut Ctx) {
                 format!("{} user threads pinned to {} (your workload?)", workload.len(), Ctx::cpu_word(&cx.cpus)),
             )
             .why("threads whose affinity is only watched CPUs: expected if they are yours")
-            .ev(bounded(&labels(&workload), LIST_MAX)),
+            .ev(bounded(&labels(&workload), LIST_MAX))
+            .fact(super::Fact::Pinned(workload.iter().map(|t| t.tid).collect())),
         );
     }
     let f = if kstray.is_empty() {
@@ -215,7 +216,7 @@ pub(crate) fn check(cx: &mut Ctx) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{audit, fixture::Fx, hints, Status};
+    use super::super::{audit, fixture::Fx, test_hints as hints, Status};
     use super::parse_stat;
 
     #[test]
@@ -266,14 +267,14 @@ mod tests {
         super::super::run(fx.path(), &[1], false, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(!text.contains('\x1b') && !text.contains('\x07'));
-        assert!(text.contains("evil\\x1b[2J\\x07[666]"));
+        assert!(text.contains("evil\\x1b[2J\\x07[666]"), "{text}");
 
         let mut out = Vec::new();
         super::super::run(fx.path(), &[1], true, &mut out).unwrap();
         let json = String::from_utf8(out).unwrap();
         assert!(!json.contains('\x1b'));
 
-        let h = hints(&r, "task", "evil\\x1b[2J\\x07[666]");
+        let h = hints(&r, "task", "evil\x1b[2J\x07[666]");
         assert!(h.iter().any(|l| l.contains("taskset -pc 0 666")), "{h:?}");
     }
 }

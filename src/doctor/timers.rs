@@ -108,7 +108,7 @@ fn fair_server(cx: &mut Ctx) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{audit, fixture::Fx, hints, Status};
+    use super::super::{audit, fixture::Fx, test_hints as hints, Status};
 
     #[test]
     fn timers_ok() {

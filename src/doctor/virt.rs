@@ -124,7 +124,7 @@ pub(crate) fn check(cx: &mut Ctx) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{audit, fixture::Fx, hints, Status};
+    use super::super::{audit, fixture::Fx, test_hints as hints, Status};
     use super::steal;
 
     #[test]

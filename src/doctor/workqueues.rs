@@ -66,7 +66,7 @@ pub(crate) fn check(cx: &mut Ctx) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{audit, fixture::Fx, hints, Status};
+    use super::super::{audit, fixture::Fx, test_hints as hints, Status};
 
     #[test]
     fn workqueues_ok_when_masked() {

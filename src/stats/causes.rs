@@ -2,13 +2,10 @@
 //! folds stale causes so pid churn cannot grow them without end.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use hdrhistogram::Histogram;
 
-use crate::cause::Kind;
-
-use super::histogram;
+use super::{histogram, CauseKey};
 
 /// Causes kept per CPU. Past it, a quarter is folded: tasks into one
 /// `comm[*]` entry per program, the rest into `(others)` of their kind, so
@@ -17,8 +14,6 @@ use super::histogram;
 /// causes stay under ~5 MB.
 /// (BENCHMARKS.md states this bound: xtask/src/bench/report.rs.)
 pub const MAX_CAUSES: usize = 128;
-/// The name of the folded entries (no task, symbol or IRQ is named so).
-pub const OTHERS: &str = "(others)";
 
 /// Samples kept exactly before a cause gets a histogram. Most causes (one
 /// short-lived task each) never get there, so memory stays small when pids
@@ -77,13 +72,6 @@ impl Dist {
     }
 }
 
-/// A task cause `comm[pid]` as `comm[*]`, the entry its folded siblings
-/// share (short-lived processes of one program); None if already folded.
-fn pidless(name: &str) -> Option<String> {
-    let (comm, pid) = name.strip_suffix(']')?.rsplit_once('[')?;
-    (pid != "*").then(|| format!("{comm}[*]"))
-}
-
 #[derive(Clone)]
 pub struct CauseStats {
     pub count: u64,
@@ -122,30 +110,22 @@ impl CauseStats {
     }
 }
 
-pub type CauseKey = (u32, Kind, Arc<str>);
-
 /// Folds a quarter of `cpu`'s causes into `(others)` of their kind: the
 /// least recently seen, sparing the largest quarter by total time, so
 /// that neither a big old culprit nor a small steady one (the tick) loses
 /// its name to pid churn. Rare: once per MAX_CAUSES / 4 new causes.
 pub(super) fn fold_stale(causes: &mut HashMap<CauseKey, CauseStats>, cpu: u32) -> usize {
-    let mut mine: Vec<(&CauseKey, &CauseStats)> =
-        causes.iter().filter(|(k, _)| k.0 == cpu && k.1 != Kind::Unexplained && &*k.2 != OTHERS).collect();
+    let mut mine: Vec<(&CauseKey, &CauseStats)> = causes.iter().filter(|(k, _)| k.cpu == cpu && k.cause.folded().is_some()).collect();
     mine.sort_unstable_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then_with(|| a.0.cmp(b.0)));
     let mut rest = mine.split_off((MAX_CAUSES / 4).min(mine.len()));
     rest.sort_unstable_by(|a, b| a.1.last_seen_ns.cmp(&b.1.last_seen_ns).then_with(|| a.0.cmp(b.0)));
     let fold: Vec<CauseKey> = rest.into_iter().take(MAX_CAUSES / 4).map(|(k, _)| k.clone()).collect();
-    let others: Arc<str> = Arc::from(OTHERS);
     for key in fold {
-        let Some(gone) = causes.remove(&key) else { continue };
-        let into = match (key.1, pidless(&key.2)) {
-            (Kind::Task, Some(name)) => Arc::from(name),
-            _ => others.clone(),
-        };
-        causes.entry((cpu, key.1, into)).or_default().absorb(gone);
+        let (Some(gone), Some(into)) = (causes.remove(&key), key.cause.folded()) else { continue };
+        causes.entry(CauseKey { cpu, cause: into }).or_default().absorb(gone);
     }
     // What is left for this CPU: the cap counts on from here.
-    causes.keys().filter(|k| k.0 == cpu).count()
+    causes.keys().filter(|k| k.cpu == cpu).count()
 }
 
 #[cfg(test)]
@@ -167,10 +147,5 @@ mod tests {
             e.record(v);
         }
         assert_eq!((e.quantile(0.5), e.quantile(0.99)), (3, 9));
-    }
-
-    #[test]
-    fn folded_tasks_are_named_by_program() {
-        assert_eq!((pidless("a[b]c[12]").as_deref(), pidless("cc1[*]"), pidless("swapper")), (Some("a[b]c[*]"), None, None));
     }
 }

@@ -1,11 +1,13 @@
 //! The view model: the latest snapshot, what the user chose (pause, pane,
-//! sort, CPU filter, reset baseline, help), and the figures derived from
-//! them. Pure: no terminal, no clock, no locks; `render.rs` draws it.
+//! sort, CPU filter, help), and the figures derived from them. Pure: no
+//! terminal, no clock, no channel; `render.rs` draws it, `mod.rs` carries
+//! a reset to the collector, where the aggregates are kept.
 
-use crate::stats::{CauseKey, CauseStats, Stats};
+use crate::doctor::Report;
+use crate::interval::Hiccup;
+use crate::snapshot::{Culprit, Snapshot};
 
 use super::sysinfo::SysInfo;
-use super::view;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
@@ -81,13 +83,10 @@ struct RateRef {
 pub struct App {
     pub info: SysInfo,
     /// The isolation audit taken at start, to name a fix for the culprits.
-    pub audit: Option<crate::doctor::Report>,
+    pub audit: Option<Report>,
     pub color: bool,
     /// Latest snapshot from the collector (frozen while paused).
-    raw: Stats,
-    baseline: Option<Stats>,
-    /// `raw` minus the baseline, after a reset.
-    since_reset: Option<Stats>,
+    snap: Snapshot,
     pub paused: bool,
     pub focus: Pane,
     pub sort: Sort,
@@ -102,14 +101,12 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(info: SysInfo, stats: Stats, color: bool) -> Self {
+    pub fn new(info: SysInfo, snap: Snapshot, color: bool) -> Self {
         let mut app = Self {
             info,
             audit: None,
             color,
-            raw: stats,
-            since_reset: None,
-            baseline: None,
+            snap,
             paused: false,
             focus: Pane::Culprits,
             sort: Sort::Total,
@@ -124,34 +121,23 @@ impl App {
         app
     }
 
-    /// The collector's `now_ns` of the snapshot shown (to skip clones of
-    /// an unchanged one).
-    pub fn snapshot_ns(&self) -> u64 {
-        self.raw.now_ns
-    }
-
     /// A new snapshot. Ignored while paused: the view stays as it was.
-    pub fn update(&mut self, stats: Stats) {
+    pub fn update(&mut self, snap: Snapshot) {
         if self.paused {
             return;
         }
-        self.raw = stats;
+        self.snap = snap;
         self.note_rates();
-        self.derive();
     }
 
-    fn derive(&mut self) {
-        self.since_reset = self.baseline.as_ref().map(|b| view::since(&self.raw, b));
-    }
-
-    /// What is shown: the latest snapshot, or what came since the reset.
-    pub fn view(&self) -> &Stats {
-        self.since_reset.as_ref().unwrap_or(&self.raw)
+    /// What is shown.
+    pub fn view(&self) -> &Snapshot {
+        &self.snap
     }
 
     fn note_rates(&mut self) {
-        let hiccups: Vec<u64> = self.raw.cpus.iter().map(|c| c.hiccups).collect();
-        let now = RateRef { now_ns: self.raw.now_ns, events: self.raw.events, hiccups };
+        let hiccups: Vec<u64> = self.snap.cpus.iter().map(|c| c.hiccups).collect();
+        let now = RateRef { now_ns: self.snap.now_ns, events: self.snap.counters.events, hiccups };
         let Some(r) = &self.rate_ref else {
             self.rate_ref = Some(now);
             return;
@@ -173,7 +159,7 @@ impl App {
     pub fn events_per_sec(&self) -> f64 {
         match &self.rates {
             Some((e, _)) if self.view().elapsed_ns() >= 1_000_000_000 => *e,
-            _ => self.view().per_sec(self.view().events),
+            _ => self.view().per_sec(self.view().counters.events),
         }
     }
 
@@ -185,24 +171,24 @@ impl App {
         }
     }
 
-    /// The CPU second the sparkline ends at, and where seconds count from.
-    pub fn spark_clock(&self) -> (u64, u64) {
-        (self.raw.start_ns, self.raw.now_ns.saturating_sub(self.raw.start_ns) / 1_000_000_000)
+    /// The second since start the sparkline ends at.
+    pub fn spark_now(&self) -> u64 {
+        self.snap.elapsed_ns() / 1_000_000_000
     }
 
     pub fn reset_active(&self) -> bool {
-        self.baseline.is_some()
+        self.snap.was_reset
     }
 
     /// Causes of the chosen CPU (or all), in the chosen order.
-    pub fn culprits(&self) -> Vec<(&CauseKey, &CauseStats)> {
-        let mut v = self.view().top_causes(self.cpu_filter);
+    pub fn culprits(&self) -> Vec<&Culprit> {
+        let mut v: Vec<&Culprit> = self.view().culprits_of(self.cpu_filter).collect();
         match self.sort {
             Sort::Total => {}
-            Sort::Count => v.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(b.0))),
-            Sort::Max => v.sort_by(|a, b| b.1.max_ns.cmp(&a.1.max_ns).then_with(|| a.0.cmp(b.0))),
-            Sort::Recent => v.sort_by(|a, b| b.1.last_seen_ns.cmp(&a.1.last_seen_ns).then_with(|| a.0.cmp(b.0))),
-            Sort::Name => v.sort_by(|a, b| (&a.0 .2, a.0 .1, a.0 .0).cmp(&(&b.0 .2, b.0 .1, b.0 .0))),
+            Sort::Count => v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key))),
+            Sort::Max => v.sort_by(|a, b| b.max_ns.cmp(&a.max_ns).then_with(|| a.key.cmp(&b.key))),
+            Sort::Recent => v.sort_by(|a, b| b.last_seen_ns.cmp(&a.last_seen_ns).then_with(|| a.key.cmp(&b.key))),
+            Sort::Name => v.sort_by_cached_key(|c| (c.key.cause.name(), c.key.cause.kind(), c.key.cpu)),
         }
         v
     }
@@ -211,15 +197,11 @@ impl App {
     /// the first one that has one.
     pub fn hint(&self) -> Option<String> {
         let report = self.audit.as_ref()?;
-        self.view()
-            .top_causes(self.cpu_filter)
-            .into_iter()
-            .take(3)
-            .find_map(|((_, kind, name), _)| crate::doctor::hints(report, kind.as_str(), name).into_iter().next())
+        self.view().culprits_of(self.cpu_filter).take(3).find_map(|c| crate::doctor::hints(report, &c.key.cause).into_iter().next())
     }
 
     /// Recent worst stalls of the chosen CPU (or all), largest first.
-    pub fn stalls(&self) -> impl Iterator<Item = &crate::attribution::Hiccup> {
+    pub fn stalls(&self) -> impl Iterator<Item = &Hiccup> {
         self.view().worst.iter().filter(|h| self.cpu_filter.is_none_or(|c| h.cpu == c))
     }
 
@@ -235,10 +217,11 @@ impl App {
         }
     }
 
-    /// Applies a user action; true when the user asked to quit.
-    pub fn apply(&mut self, a: Action) -> bool {
+    /// Applies a user action; what the collector must do about it (quit,
+    /// reset) is the caller's.
+    pub fn apply(&mut self, a: Action) {
         match a {
-            Action::Quit => return true,
+            Action::Quit => {}
             Action::Pause => self.paused = !self.paused,
             Action::NextPane => self.focus = Pane::ALL[(self.focus.index() + 1) % 4],
             Action::PrevPane => self.focus = Pane::ALL[(self.focus.index() + 3) % 4],
@@ -254,11 +237,7 @@ impl App {
                 };
                 self.scroll = [0; 4];
             }
-            Action::Reset => {
-                self.baseline = Some(self.raw.clone());
-                self.scroll = [0; 4];
-                self.derive();
-            }
+            Action::Reset => self.scroll = [0; 4],
             Action::Help => self.help = !self.help,
             Action::CloseHelp => self.help = false,
             Action::Scroll(d) => {
@@ -268,6 +247,5 @@ impl App {
             }
             Action::Top => self.scroll[self.focus.index()] = 0,
         }
-        false
     }
 }

@@ -1,32 +1,32 @@
-//! The live screen (`jitterwatch --cpus 6,7`): a view over the aggregates
-//! the collector publishes. Runs on the calling thread, which monitor.rs
-//! has pinned to the unwatched CPUs; it only ever holds the publish lock
-//! for a clone, and the collector only try-locks it, so neither the
-//! consumer nor the probes wait on the screen.
+//! The live screen (`jitterwatch --cpus 6,7`): draws the snapshots the
+//! collector sends, and sends it the user's reset. Runs on the calling
+//! thread, which monitor.rs has pinned to the unwatched CPUs; the
+//! collector never waits on it (it drops a frame the screen has not taken).
 
 mod app;
 mod fmt;
-mod input;
-mod keys;
+mod keymap;
+mod keyreader;
 mod panes;
 mod render;
 mod sysinfo;
 mod terminal;
 #[cfg(test)]
 mod tests;
-mod view;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::collector::Command;
+use crate::doctor::Report;
 use crate::lifecycle;
-use crate::stats::Stats;
+use crate::snapshot::Snapshot;
 
-pub use app::{Action, App, Pane, Sort};
-pub use sysinfo::SysInfo;
+use app::{Action, App};
+use sysinfo::SysInfo;
 
 /// About ten frames a second.
 const FRAME: Duration = Duration::from_millis(100);
@@ -38,22 +38,20 @@ pub fn color_wanted() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// A clone of the published aggregates, unless they are the ones `have_ns`
-/// already shows. The lock is held for the clone only.
-fn snapshot(publish: &Mutex<Stats>, have_ns: Option<u64>) -> Option<Stats> {
-    let g = publish.lock().unwrap_or_else(|e| e.into_inner());
-    (Some(g.now_ns) != have_ns).then(|| g.clone())
-}
-
 /// Runs the live screen until the user quits (q, Ctrl-C), a signal or a
 /// panic asks everything to stop, or `duration` has passed.
-pub fn run(publish: &Arc<Mutex<Stats>>, cpus: &[usize], duration: Option<Duration>) -> Result<()> {
+pub fn run(
+    snapshots: Receiver<Snapshot>,
+    commands: Sender<Command>,
+    cpus: &[usize],
+    duration: Option<Duration>,
+    audit: &Report,
+) -> Result<()> {
     let started = Instant::now();
     let info = SysInfo::read(Path::new("/"), cpus);
-    let first = snapshot(publish, None).unwrap_or_else(|| Stats::new(cpus, 0));
-    let mut app = App::new(info, first, color_wanted());
-    app.audit = Some(crate::doctor::audit(Path::new("/"), cpus));
-    let mut keys = keys::Keys::open();
+    let mut app = App::new(info, Snapshot::empty(cpus), color_wanted());
+    app.audit = Some(audit.clone());
+    let mut keys = keyreader::Keys::open();
     let mut term = terminal::Guard::enter()?;
     let mut last_change = Instant::now();
     let mut next_frame = Instant::now();
@@ -72,28 +70,36 @@ pub fn run(publish: &Arc<Mutex<Stats>>, cpus: &[usize], duration: Option<Duratio
             Some(k) => k.wait(wait)?,
             None => {
                 std::thread::sleep(wait);
-                keys::Input::Timeout
+                keyreader::Input::Timeout
             }
         };
         match input {
-            keys::Input::Keys(ks) => {
+            keyreader::Input::Keys(ks) => {
                 for k in ks {
-                    let Some(a) = input::action(k, app.help) else { continue };
-                    if app.apply(a) {
-                        lifecycle::request_stop();
-                        return Ok(());
+                    let Some(a) = keymap::action(k, app.help) else { continue };
+                    match a {
+                        Action::Quit => {
+                            lifecycle::request_stop();
+                            return Ok(());
+                        }
+                        // Kept where the aggregates are: the next snapshot starts afresh.
+                        Action::Reset => {
+                            let _ = commands.send(Command::Reset);
+                        }
+                        _ => {}
                     }
+                    app.apply(a);
                     dirty = true;
                 }
                 continue;
             }
-            keys::Input::HangUp => {
+            keyreader::Input::HangUp => {
                 // Nobody left to watch: stop the run as SIGHUP would.
                 lifecycle::request_stop();
                 return Ok(());
             }
-            keys::Input::Timeout if Instant::now() < next_frame => continue,
-            keys::Input::Timeout => {}
+            keyreader::Input::Timeout if Instant::now() < next_frame => continue,
+            keyreader::Input::Timeout => {}
         }
         next_frame = (next_frame + FRAME).max(Instant::now());
         if app.paused {
@@ -101,7 +107,8 @@ pub fn run(publish: &Arc<Mutex<Stats>>, cpus: &[usize], duration: Option<Duratio
             last_change = Instant::now();
             continue;
         }
-        if let Some(s) = snapshot(publish, Some(app.snapshot_ns())) {
+        // The latest of what arrived since the last frame.
+        if let Some(s) = snapshots.try_iter().last() {
             app.update(s);
             last_change = Instant::now();
             dirty = true;

@@ -7,11 +7,10 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 
-use crate::attribution::Hiccup;
-use crate::cause::Kind;
+use crate::cause::{Cause, Kind, UNEXPLAINED, UNEXPLAINED_SHORT};
+use crate::interval::Hiccup;
 use crate::probe::HIST_BUCKETS;
-use crate::sanitize::visible;
-use crate::stats::CpuStats;
+use crate::snapshot::CpuRow;
 
 use super::app::{App, Pane, Sort};
 use super::fmt;
@@ -47,7 +46,7 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let mut header: Vec<Cell> = heads.iter().map(|h| right(h.to_string())).collect();
     let spark_head = if spark_w >= 36 { "worst gap of each second (log scale)" } else { "worst gap/s (log)" };
     header.push(Cell::from(spark_head.chars().take(spark_w).collect::<String>()));
-    let (_, now_sec) = app.spark_clock();
+    let now_sec = app.spark_now();
     let v = &app.view();
     let rows = v.cpus.iter().enumerate().map(|(i, c)| {
         let some = |ns: u64| if c.hiccups == 0 { "-".to_string() } else { fmt::dur(ns) };
@@ -61,11 +60,11 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
             right(format!("{}{}", if chosen { "▶" } else { "" }, c.cpu)),
             right(fmt::count(c.hiccups)),
             right(fmt::rate(app.hiccups_per_sec(i))),
-            right(some(c.pct(0.99))),
-            right(some(c.pct(0.999))),
+            right(some(c.p99_ns)),
+            right(some(c.p999_ns)),
             right_styled(some(c.max_ns), max_style),
             right(fmt::pct(v.stolen_pct(c))),
-            right(if c.floor_ns == 0 { "-".into() } else { fmt::dur(c.floor_ns) }),
+            right(if c.probe.floor_ns == 0 { "-".into() } else { fmt::dur(c.probe.floor_ns) }),
             Cell::from(Span::styled(sparkline(c, now_sec, spark_w), th.fg(Color::Yellow))),
         ])
         .style(if chosen { Style::new().add_modifier(Modifier::BOLD) } else { Style::new() })
@@ -77,7 +76,7 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
 
 /// The worst gap of each of the last `width` seconds, newest at the right,
 /// on a log scale from the threshold to the largest in view.
-pub fn sparkline(c: &CpuStats, now_sec: u64, width: usize) -> String {
+pub fn sparkline(c: &CpuRow, now_sec: u64, width: usize) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     let first = (now_sec + 1).saturating_sub(width as u64);
     let mut vals = vec![0u64; width];
@@ -86,7 +85,7 @@ pub fn sparkline(c: &CpuStats, now_sec: u64, width: usize) -> String {
             vals[(s - first) as usize + width - (now_sec + 1 - first) as usize] = w;
         }
     }
-    let base = c.threshold_ns.max(1) as f64 / 2.0;
+    let base = c.probe.threshold_ns.max(1) as f64 / 2.0;
     let level = |w: u64| (w as f64 / base).log2().max(0.5);
     let top = vals.iter().copied().filter(|&w| w > 0).map(level).fold(1.0, f64::max);
     vals.iter().map(|&w| if w == 0 { ' ' } else { BARS[((level(w) / top * 8.0).ceil() as usize).clamp(1, 8) - 1] }).collect()
@@ -113,17 +112,18 @@ pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         right(mark(Sort::Recent, "last")),
     ])
     .style(th.head());
-    let rows = list.iter().skip(first).take(shown).map(|((cpu, kind, name), s)| {
-        let stolen = v.cpus.iter().find(|c| c.cpu == *cpu).map_or(0, |c| c.stolen_ns);
+    let rows = list.iter().skip(first).take(shown).map(|s| {
+        let (cpu, kind) = (s.key.cpu, s.key.cause.kind());
+        let stolen = v.cpus.iter().find(|c| c.cpu == cpu).map_or(0, |c| c.stolen_ns);
         let share = if stolen == 0 { 0.0 } else { 100.0 * s.total_ns as f64 / stolen as f64 };
-        let name = if *kind == Kind::Unexplained {
-            Span::styled(if area.width >= 92 { "(no kernel event: host, SMI, hw)" } else { "(no kernel event)" }, th.dim())
+        let name = if kind == Kind::Unexplained {
+            Span::styled(if area.width >= 100 { UNEXPLAINED } else { UNEXPLAINED_SHORT }, th.dim())
         } else {
-            Span::raw(visible(name).into_owned())
+            Span::raw(s.key.cause.name())
         };
         Row::new(vec![
             right(cpu.to_string()),
-            Cell::from(Span::styled(kind.as_str(), th.kind(*kind))),
+            Cell::from(Span::styled(kind.as_str(), th.kind(kind))),
             Cell::from(name),
             right(fmt::count(s.count)),
             right(fmt::dur(s.total_ns)),
@@ -149,22 +149,22 @@ fn table_inner(area: Rect) -> Rect {
 
 /// A cause as the breakdown names it: tasks, work items and timers by
 /// name alone, the rest with their kind.
-fn cause_label(kind: Kind, name: &str) -> String {
-    match kind {
+fn cause_label(cause: &Cause) -> String {
+    match cause.kind() {
         Kind::Unexplained => "unexplained".into(),
-        Kind::Task | Kind::Work | Kind::Timer => visible(name).into_owned(),
-        _ => format!("{kind}:{}", visible(name)),
+        Kind::Task | Kind::Work | Kind::Timer => cause.name(),
+        _ => cause.label(),
     }
 }
 
 /// `kworker/6:1[412] 2µs + vmstat_update 42µs + irq:local_timer 3µs + unexplained 1µs`
 pub fn breakdown(h: &Hiccup, th: Theme) -> Vec<Span<'static>> {
     let mut spans = Vec::new();
-    for (i, (kind, name, ns)) in h.all_causes().into_iter().enumerate() {
+    for (i, (cause, ns)) in h.all_causes().enumerate() {
         if i > 0 {
             spans.push(Span::styled(" + ", th.dim()));
         }
-        spans.push(Span::styled(cause_label(kind, name), th.kind(kind)));
+        spans.push(Span::styled(cause_label(cause), th.kind(cause.kind())));
         spans.push(Span::raw(format!(" {}", fmt::dur(ns))));
     }
     spans
@@ -215,10 +215,10 @@ pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let inner = block.inner(area);
     block.render(area, buf);
     const LABEL: u16 = 9;
-    let all: Vec<&CpuStats> = app.view().cpus.iter().filter(|c| app.cpu_filter.is_none_or(|f| c.cpu == f)).collect();
+    let all: Vec<&CpuRow> = app.view().cpus.iter().filter(|c| app.cpu_filter.is_none_or(|f| c.cpu == f)).collect();
     let cols = (inner.width.saturating_sub(LABEL) / 14).max(1) as usize;
     let cpus = &all[..all.len().min(cols)];
-    let nonzero = |c: &&CpuStats| (0..HIST_BUCKETS).filter(|&k| c.loop_hist[k] > 0).collect::<Vec<_>>();
+    let nonzero = |c: &&CpuRow| (0..HIST_BUCKETS).filter(|&k| c.probe.loop_hist[k] > 0).collect::<Vec<_>>();
     let used: Vec<usize> = cpus.iter().flat_map(nonzero).collect();
     let (Some(&lo), Some(&hi)) = (used.iter().min(), used.iter().max()) else {
         Paragraph::new(Line::styled("no loop yet", th.dim()).centered()).render(inner, buf);
@@ -227,7 +227,7 @@ pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let rows = inner.height.saturating_sub(1) as usize;
     // Too many buckets: the fastest go (the CPU row gives the floor).
     let lo = lo.max((hi + 1).saturating_sub(rows));
-    let top = cpus.iter().flat_map(|c| c.loop_hist[lo..=hi].iter()).copied().max().unwrap_or(1).max(1);
+    let top = cpus.iter().flat_map(|c| c.probe.loop_hist[lo..=hi].iter()).copied().max().unwrap_or(1).max(1);
     let col_w = ((inner.width - LABEL) as usize / cpus.len()).max(14);
     let bar_w = col_w - 8;
     let mut header = vec![Span::styled(format!("{:>8} ", "gap ≥"), th.head())];
@@ -241,9 +241,9 @@ pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     for k in (lo..=hi).rev() {
         let mut l = vec![Span::raw(format!("{:>8} ", fmt::dur(bucket_lo(k))))];
         for c in cpus {
-            let n = c.loop_hist[k];
+            let n = c.probe.loop_hist[k];
             let len = if n == 0 { 0 } else { (((n as f64).log10() + 1.0) / ((top as f64).log10() + 1.0) * bar_w as f64).ceil() as usize };
-            let over = c.threshold_ns > 0 && bucket_lo(k) >= c.threshold_ns;
+            let over = c.probe.threshold_ns > 0 && bucket_lo(k) >= c.probe.threshold_ns;
             let (ch, st) = if over { ('▓', th.fg(Color::Red)) } else { ('█', th.fg(Color::Green)) };
             l.push(Span::raw(format!("{:>6}  ", if n == 0 { String::new() } else { fmt::count(n) })));
             l.push(Span::styled(format!("{:<w$}", ch.to_string().repeat(len.min(bar_w)), w = bar_w), st));

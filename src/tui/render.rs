@@ -12,7 +12,7 @@ use crate::cause::Kind;
 
 use super::app::{App, Pane};
 use super::fmt;
-use super::input::{FOOTER_KEYS, KEYS};
+use super::keymap::{FOOTER_KEYS, KEYS};
 use super::panes;
 
 /// Styles, with or without colour (NO_COLOR): without, only bold and
@@ -105,7 +105,8 @@ impl Widget for &App {
         ])
         .areas(area);
         if let Some(h) = hint {
-            Paragraph::new(Line::styled(format!(" hint: {}", crate::sanitize::visible(&h)), th.dim())).render(hint_area, buf);
+            // Hints come escaped from the audit (doctor::hints).
+            Paragraph::new(Line::styled(format!(" hint: {h}"), th.dim())).render(hint_area, buf);
         }
         Paragraph::new(head).render(top, buf);
         panes::cpus(self, th, cpus, buf);
@@ -136,7 +137,7 @@ fn sep(th: Theme) -> Span<'static> {
 
 /// Thresholds of the watched CPUs: one figure, or a range.
 fn thresholds(app: &App) -> String {
-    let t: Vec<u64> = app.view().cpus.iter().map(|c| c.threshold_ns).filter(|&t| t > 0).collect();
+    let t: Vec<u64> = app.view().cpus.iter().map(|c| c.probe.threshold_ns).filter(|&t| t > 0).collect();
     match (t.iter().min(), t.iter().max()) {
         (Some(&lo), Some(&hi)) if lo == hi => fmt::dur(lo),
         (Some(&lo), Some(&hi)) => format!("{}–{}", fmt::dur(lo), fmt::dur(hi)),
@@ -146,9 +147,9 @@ fn thresholds(app: &App) -> String {
 
 /// jitterwatch's own cost: (drops, overflows, BPF ns per event if known).
 pub fn cost(app: &App) -> (u64, u64, Option<u64>) {
-    let drops = app.view().cpus.iter().map(|c| c.drops).sum();
-    let overflow = app.view().cpus.iter().map(|c| c.overflow).sum();
-    let (ns, cnt) = app.view().prog_stats.iter().fold((0u64, 0u64), |a, p| (a.0 + p.run_time_ns, a.1 + p.run_cnt));
+    let n = &app.view().counters;
+    let (drops, overflow) = (n.drops(), n.overflows());
+    let (ns, cnt) = n.prog_stats.iter().fold((0u64, 0u64), |a, p| (a.0 + p.run_time_ns, a.1 + p.run_cnt));
     (drops, overflow, (cnt > 0).then(|| ns / cnt))
 }
 
@@ -175,13 +176,16 @@ fn header_lines(app: &App, th: Theme, width: u16) -> Vec<Line<'static>> {
         sep(th),
         Span::styled(format!("overflow {}", fmt::count(overflow)), flag(overflow)),
         sep(th),
-        Span::raw(format!("lag {}", fmt::dur(v.lag_ns))),
+        Span::raw(format!("lag {}", fmt::dur(v.counters.lag_ns))),
     ];
     if let Some(ns) = bpf {
         how.extend([sep(th), Span::raw(format!("bpf {ns}ns/ev"))]);
     }
-    if !v.missing_tracepoints.is_empty() {
-        how.extend([sep(th), Span::styled(format!("{} tracepoints missing (?)", v.missing_tracepoints.len()), th.fg(Color::Yellow))]);
+    if !v.counters.missing_tracepoints.is_empty() {
+        how.extend([
+            sep(th),
+            Span::styled(format!("{} tracepoints missing (?)", v.counters.missing_tracepoints.len()), th.fg(Color::Yellow)),
+        ]);
     }
     let (who, what, how) = (Line::from(who), Line::from(what), Line::from(how));
     if who.width() + 3 + what.width() <= width as usize {
@@ -228,42 +232,46 @@ fn help(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     }
     lines.push(Line::styled("Cost of jitterwatch", th.head()));
     let v = &app.view();
+    let n = &v.counters;
     for c in &v.cpus {
-        lines.push(Line::raw(format!("  cpu {:<4} ring-buffer drops {:>6}  probe-queue overflows {:>6}", c.cpu, c.drops, c.overflow)));
+        lines.push(Line::raw(format!(
+            "  cpu {:<4} ring-buffer drops {:>6}  probe-queue overflows {:>6}",
+            c.cpu, c.probe.drops, c.probe.overflow
+        )));
     }
     lines.push(Line::raw(format!(
         "  consumer lag {} (worst {})   events traced {}",
-        fmt::dur(v.lag_ns),
-        fmt::dur(v.lag_max_ns.max(v.lag_ns)),
-        fmt::count(v.events)
+        fmt::dur(n.lag_ns),
+        fmt::dur(n.lag_max_ns.max(n.lag_ns)),
+        fmt::count(n.events)
     )));
-    if v.consumer_cpu_ns > 0 && v.elapsed_ns() > 0 {
+    if n.consumer_cpu_ns > 0 && v.elapsed_ns() > 0 {
         lines.push(Line::raw(format!(
             "  consumer thread {:.1}% of one CPU, {} per event",
-            100.0 * v.consumer_cpu_ns as f64 / v.elapsed_ns() as f64,
-            fmt::dur(v.consumer_cpu_ns / v.events.max(1))
+            100.0 * n.consumer_cpu_ns as f64 / v.elapsed_ns() as f64,
+            fmt::dur(n.consumer_cpu_ns / n.events.max(1))
         )));
     }
-    if !v.switch_hook.is_empty() {
-        lines.push(Line::raw(format!("  context switches: {}", crate::sanitize::visible(&v.switch_hook))));
+    if !n.switch_hook.is_empty() {
+        lines.push(Line::raw(format!("  context switches: {}", n.switch_hook)));
     }
-    if v.prog_stats.is_empty() {
+    if n.prog_stats.is_empty() {
         lines.push(Line::styled("  BPF run time per program: run with --bpf-stats", th.dim()));
     }
-    for p in &v.prog_stats {
+    for p in &n.prog_stats {
         let per = p.run_time_ns.checked_div(p.run_cnt).unwrap_or(0);
         let name = crate::sanitize::visible(&p.name);
         lines.push(Line::raw(format!("  {name:<28} {per:>6} ns/event {:>10} runs", fmt::count(p.run_cnt))));
     }
-    if !v.missing_tracepoints.is_empty() {
-        lines.push(Line::styled(format!("  not traced (kernel lacks): {}", v.missing_tracepoints.join(", ")), th.fg(Color::Yellow)));
+    if !n.missing_tracepoints.is_empty() {
+        lines.push(Line::styled(format!("  not traced (kernel lacks): {}", n.missing_tracepoints.join(", ")), th.fg(Color::Yellow)));
     }
     lines.push(Line::styled("Reading", th.head()));
     for l in [
         "  stolen: hiccup time / elapsed; floor: the probe's fastest loop",
         "  sparkline: worst gap of each second (log scale), newest right",
         "  histogram: every probe loop gap, log2 buckets; ▓ at/over threshold",
-        "  unexplained: time no kernel event covers (hypervisor, SMI, hw)",
+        "  unexplained: time no kernel event covers (hypervisor, SMI, hardware)",
     ] {
         lines.push(Line::raw(l));
     }

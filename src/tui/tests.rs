@@ -1,27 +1,28 @@
-//! The screen drawn from a fixed state with ratatui's TestBackend, and the
-//! keys acting on the view model.
-
-use std::sync::Arc;
+//! The screen drawn from a fixed snapshot with ratatui's TestBackend, and
+//! the keys acting on the view model.
 
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::Color;
 use ratatui::Terminal;
 
-use super::app::{Action, App, Sort};
+use super::app::{Action, App, Pane, Sort};
 use super::sysinfo::{Isolation, SysInfo};
-use crate::attribution::Hiccup;
-use crate::bpf::ProgStat;
-use crate::cause::Kind;
-use crate::stats::Stats;
+use crate::cause::{comm, Cause, Symbol};
+use crate::interval::hiccup;
+use crate::record::Vector;
+use crate::snapshot::Snapshot;
+use crate::stats::{Counters, ProgStat, Stats};
 
 const S: u64 = 1_000_000_000;
 const START: u64 = 100 * S;
 
-fn hiccup(cpu: u32, t0: u64, parts: &[(Kind, &str, u64)], unexplained: u64) -> Hiccup {
-    let causes: Vec<_> = parts.iter().map(|&(k, n, ns)| (k, Arc::from(n), ns)).collect();
-    let gap = causes.iter().map(|c| c.2).sum::<u64>() + unexplained;
-    Hiccup { cpu, t0, gap, causes, unexplained }
+fn task(name: &[u8], pid: u32) -> Cause {
+    Cause::Task { comm: comm(name), pid: Some(pid) }
+}
+
+fn virtio() -> Cause {
+    Cause::Irq { irq: 24, name: std::sync::Arc::from(&b"virtio0-input.0"[..]) }
 }
 
 fn stats() -> Stats {
@@ -29,14 +30,19 @@ fn stats() -> Stats {
     s.record(&hiccup(
         6,
         START + 2 * S,
-        &[(Kind::Work, "vmstat_update", 42_000), (Kind::Irq, "local_timer", 3_000), (Kind::Task, "kworker/6:1[412]", 2_000)],
+        vec![
+            (Cause::Work(Symbol::from("vmstat_update")), 42_000),
+            (Cause::Vector(Vector::LocalTimer), 3_000),
+            (task(b"kworker/6:1", 412), 2_000),
+        ],
         1_000,
     ));
-    s.record(&hiccup(6, START + 5 * S, &[(Kind::Task, "evil\x1b[2J[666]", 1_500_000)], 0));
+    s.record(&hiccup(6, START + 5 * S, vec![(task(b"evil\x1b[2J", 666), 1_500_000)], 0));
     for i in 0..5 {
-        s.record(&hiccup(7, START + (3 + i) * S, &[(Kind::Irq, "24:virtio0-input.0", 8_000)], 2_000));
+        s.record(&hiccup(7, START + (3 + i) * S, vec![(virtio(), 8_000)], 2_000));
     }
-    for c in &mut s.cpus {
+    let mut raw = Counters::new(&[6, 7]);
+    for c in &mut raw.cpus {
         c.threshold_ns = 1_000;
         c.floor_ns = 25;
         c.loop_hist[5] = 40_000_000;
@@ -44,13 +50,13 @@ fn stats() -> Stats {
         c.loop_hist[11] = 300;
         c.loop_hist[21] = 1;
     }
-    s.cpus[0].drops = 3;
-    s.events = 123_456;
-    s.lag_ns = 2_500_000;
-    s.consumer_cpu_ns = 50_000_000;
-    s.prog_stats = vec![ProgStat { name: "on_switch".into(), run_cnt: 1000, run_time_ns: 85_000 }];
-    s.switch_hook = "per-CPU perf event (unwatched CPUs never enter BPF)".into();
-    s.now_ns = START + 10 * S;
+    raw.cpus[0].drops = 3;
+    raw.events = 123_456;
+    raw.lag_ns = 2_500_000;
+    raw.consumer_cpu_ns = 50_000_000;
+    raw.prog_stats = vec![ProgStat { name: "on_switch".into(), run_cnt: 1000, run_time_ns: 85_000 }];
+    raw.switch_hook = "per-CPU perf event (unwatched CPUs never enter BPF)".into();
+    s.update_counters(raw, START + 10 * S);
     s
 }
 
@@ -60,7 +66,7 @@ fn info() -> SysInfo {
 }
 
 fn app() -> App {
-    App::new(info(), stats(), true)
+    App::new(info(), Snapshot::of(&stats()), true)
 }
 
 fn draw(app: &App, w: u16, h: u16) -> Buffer {
@@ -119,11 +125,11 @@ fn large_terminal_shows_all_panes() {
 #[test]
 fn sort_cycles_and_reorders_culprits() {
     let mut a = app();
-    let first = |a: &App| a.culprits()[0].0 .2.to_string();
-    assert_eq!((a.sort, first(&a)), (Sort::Total, "evil\x1b[2J[666]".into()));
+    let first = |a: &App| a.culprits()[0].key.cause.clone();
+    assert_eq!((a.sort, first(&a)), (Sort::Total, task(b"evil\x1b[2J", 666)));
     a.apply(Action::CycleSort);
     assert_eq!(a.sort, Sort::Count);
-    assert_eq!(first(&a), "24:virtio0-input.0");
+    assert_eq!(first(&a), virtio());
     assert!(text(&draw(&a, 80, 24)).contains("count▼"));
     for _ in 0..4 {
         a.apply(Action::CycleSort);
@@ -141,7 +147,7 @@ fn cpu_filter_cycles_through_each_cpu() {
     }
     assert_eq!(seen, vec![None, Some(6), Some(7), None]);
     a.apply(Action::CycleCpu);
-    assert!(a.culprits().iter().all(|(k, _)| k.0 == 6));
+    assert!(a.culprits().iter().all(|c| c.key.cpu == 6));
     let s = text(&draw(&a, 80, 24));
     assert!(s.contains("cpu 6 (c)") && !s.contains("24:virtio0"), "{s}");
 }
@@ -151,29 +157,33 @@ fn pause_freezes_the_view() {
     let mut a = app();
     a.apply(Action::Pause);
     let mut later = stats();
-    later.record(&hiccup(6, START + 11 * S, &[(Kind::Task, "late[9]", 5_000)], 0));
+    later.record(&hiccup(6, START + 11 * S, vec![(task(b"late", 9), 5_000)], 0));
     later.now_ns = START + 12 * S;
-    a.update(later.clone());
+    a.update(Snapshot::of(&later));
     assert_eq!(a.view().cpus[0].hiccups, 2);
     assert!(text(&draw(&a, 80, 24)).contains("PAUSED"));
     a.apply(Action::Pause);
-    a.update(later);
+    a.update(Snapshot::of(&later));
     assert_eq!(a.view().cpus[0].hiccups, 3);
 }
 
+/// The reset happens where the aggregates are kept (stats.rs tests it);
+/// the screen shows the fresh snapshot the collector sends after it.
 #[test]
-fn reset_zeroes_what_the_user_sees() {
+fn a_reset_snapshot_shows_zeros_and_says_reset() {
     let mut a = app();
+    let mut s = stats();
+    s.reset(START + 10 * S);
     a.apply(Action::Reset);
-    assert!(a.view().cpus.iter().all(|c| c.hiccups == 0 && c.max_ns == 0 && c.drops == 0));
-    assert_eq!((a.view().events, a.view().consumer_cpu_ns), (0, 0));
+    a.update(Snapshot::of(&s));
+    assert!(a.view().cpus.iter().all(|c| c.hiccups == 0 && c.max_ns == 0 && c.probe.drops == 0));
+    assert_eq!((a.view().counters.events, a.view().counters.consumer_cpu_ns), (0, 0));
     assert!(a.culprits().is_empty() && a.stalls().next().is_none());
-    let s = text(&draw(&a, 80, 24));
-    assert!(s.contains("no hiccup yet") && s.contains("elapsed 0:00") && s.contains("drops 0"), "{s}");
-    let mut later = stats();
-    later.record(&hiccup(7, START + 11 * S, &[(Kind::Task, "late[9]", 5_000)], 0));
-    later.now_ns = START + 12 * S;
-    a.update(later);
+    let screen = text(&draw(&a, 80, 24));
+    assert!(screen.contains("no hiccup yet") && screen.contains("elapsed 0:00 (reset)") && screen.contains("drops 0"), "{screen}");
+    s.record(&hiccup(7, START + 11 * S, vec![(task(b"late", 9), 5_000)], 0));
+    s.now_ns = START + 12 * S;
+    a.update(Snapshot::of(&s));
     assert_eq!((a.view().cpus[0].hiccups, a.view().cpus[1].hiccups, a.view().cpus[1].max_ns), (0, 1, 5_000));
     assert_eq!(a.culprits().len(), 1);
 }
@@ -201,9 +211,10 @@ fn tab_moves_between_panes_and_small_screens_swap_in_the_histogram() {
             a.focus
         })
         .collect();
-    assert_eq!(panes.len(), 4);
-    assert_eq!(a.focus, super::Pane::Culprits);
-    while a.focus != super::Pane::Histogram {
+    assert_eq!(panes, [Pane::Stalls, Pane::Histogram, Pane::Cpus, Pane::Culprits]);
+    a.apply(Action::PrevPane);
+    assert_eq!(a.focus, Pane::Cpus);
+    while a.focus != Pane::Histogram {
         a.apply(Action::NextPane);
     }
     let s = text(&draw(&a, 80, 24));
@@ -241,6 +252,7 @@ fn hint_line_names_the_fix_for_the_top_culprit() {
             evidence: vec![],
             fix: Some("echo 0-5 > /proc/irq/24/smp_affinity_list".into()),
             key: "irq:24".into(),
+            fact: None,
         }],
         unreadable: vec![],
     });

@@ -1,48 +1,20 @@
-//! Pairs each probe gap with its CPU's timeline once the event stream has
-//! been drained past the gap's end (the watermark), and charges the gap to
-//! causes by exclusive time. Pure logic: no BPF, no threads.
+//! The engine: explains intervals from any source by what ran on their CPU.
+//! Each CPU's kernel events build its timeline; an interval is attributed
+//! once the event stream has been drained past its end (the watermark, or
+//! its CPU's own events passing it), and charged to causes by exclusive
+//! time. Pure logic: no BPF, no threads.
+
+mod namer;
+mod spill;
+mod timeline;
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
-use crate::cause::{Kind, Namer};
-use crate::events::{Event, Payload};
-use crate::timeline::{Cause, Timeline};
+use crate::interval::{Hiccup, Interval};
+use crate::record::{Event, Payload};
 
-/// A stall the probe saw: it read the clock at `t0` and next at `t1`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Gap {
-    pub cpu: u32,
-    pub t0: u64,
-    pub t1: u64,
-}
-
-/// A gap explained: named causes, largest first, and the rest unexplained.
-/// `causes` excludes unexplained time; their sum plus `unexplained` is the gap.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Hiccup {
-    pub cpu: u32,
-    pub t0: u64,
-    pub gap: u64,
-    pub causes: Vec<(Kind, Arc<str>, u64)>,
-    pub unexplained: u64,
-}
-
-impl Hiccup {
-    pub fn explained(&self) -> u64 {
-        self.gap - self.unexplained
-    }
-
-    /// Every cause including unexplained time, largest first.
-    pub fn all_causes(&self) -> Vec<(Kind, &str, u64)> {
-        let mut v: Vec<_> = self.causes.iter().map(|(k, n, ns)| (*k, &**n, *ns)).collect();
-        if self.unexplained > 0 {
-            let at = v.partition_point(|c| c.2 >= self.unexplained);
-            v.insert(at, (Kind::Unexplained, "", self.unexplained));
-        }
-        v
-    }
-}
+pub use namer::Namer;
+use timeline::{Context, Timeline};
 
 /// A CPU's events come in order but for BPF programs nested in others
 /// (an IRQ entered while a program ran): an event this much past a gap's end
@@ -53,12 +25,12 @@ pub struct Engine {
     /// CPU number → index into `timelines` (None: not watched).
     slots: Vec<Option<usize>>,
     timelines: Vec<Timeline>,
-    pending: VecDeque<Gap>,
+    pending: VecDeque<Interval>,
     /// Per timeline: the earliest end of its pending gaps (u64::MAX: none).
     next_end: Vec<u64>,
     /// Gaps attributed as their CPU's events passed them, not yet handed out.
     done: VecDeque<Hiccup>,
-    scratch: Vec<(Cause, u64)>,
+    scratch: Vec<(Context, u64)>,
     pub namer: Namer,
     /// Events from CPUs we do not watch (should stay 0: BPF filters them).
     pub foreign_events: u64,
@@ -114,7 +86,7 @@ impl Engine {
         self.timelines[i].on_event(ev);
     }
 
-    pub fn on_gap(&mut self, gap: Gap) {
+    pub fn on_interval(&mut self, gap: Interval) {
         if let Some(i) = self.slot(gap.cpu).filter(|_| gap.t1 > gap.t0) {
             self.pending.push_back(gap);
             self.next_end[i] = self.next_end[i].min(gap.t1);
@@ -153,10 +125,6 @@ impl Engine {
         }
     }
 
-    pub fn pending(&self) -> usize {
-        self.pending.len()
-    }
-
     /// Attributes every pending gap that ended at or before `watermark` (all
     /// events up to it have been consumed), handing each to `out`.
     pub fn attribute_ready(&mut self, watermark: u64, mut out: impl FnMut(Hiccup)) {
@@ -166,7 +134,7 @@ impl Engine {
         self.take_pending(None, watermark, out);
     }
 
-    fn attribute(&mut self, g: Gap, watermark: u64) -> Hiccup {
+    fn attribute(&mut self, g: Interval, watermark: u64) -> Hiccup {
         let slot = self.slot(g.cpu).expect("pending gaps are on watched CPUs");
         self.scratch.clear();
         // The probe ran at both ends of its gap: that places switches into
@@ -176,17 +144,16 @@ impl Engine {
         let mut unexplained = tl.charge(g.t0, g.t1, watermark, &mut self.scratch);
         tl.probe_ran_at(g.t1);
         let mut causes = Vec::with_capacity(self.scratch.len());
-        for &(cause, ns) in &self.scratch {
-            if cause.is_unexplained() {
+        for &(ctx, ns) in &self.scratch {
+            if ctx.is_unexplained() {
                 unexplained += ns;
             } else {
-                let (kind, name) = self.namer.name(cause);
-                causes.push((kind, name, ns));
+                causes.push((self.namer.cause(ctx), ns));
             }
         }
-        // Largest first; ties in a stable, readable order.
-        causes.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
-        Hiccup { cpu: g.cpu, t0: g.t0, gap: g.t1 - g.t0, causes, unexplained }
+        // Largest first; ties in a stable order.
+        causes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Hiccup { cpu: g.cpu, t0: g.t0, gap: g.t1 - g.t0, source: g.source, causes, unexplained }
     }
 
     /// Drops history no future gap can need: before `before[cpu]` (the
@@ -198,10 +165,20 @@ impl Engine {
         self.timelines[i].prune(t);
     }
 
-    /// (segments held, reordered events, evicted segments) per watched CPU.
-    pub fn window_stats(&self) -> impl Iterator<Item = (usize, u64, u64)> + '_ {
-        self.timelines.iter().map(|t| (t.len(), t.reordered, t.evicted))
+    /// How the timelines' windows have fared, over all watched CPUs.
+    pub fn window_stats(&self) -> WindowStats {
+        self.timelines
+            .iter()
+            .fold(WindowStats::default(), |w, t| WindowStats { reordered: w.reordered + t.reordered, evicted: w.evicted + t.evicted })
     }
+}
+
+/// Events stamped slightly out of order on their CPU (clamped), and
+/// timeline segments evicted because a window was full (summed per context).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WindowStats {
+    pub reordered: u64,
+    pub evicted: u64,
 }
 
 #[cfg(test)]

@@ -5,19 +5,19 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::events::{Event, Payload, Vector};
-use crate::kallsyms::Kallsyms;
+use crate::engine::Namer;
 use crate::names;
-use crate::sanitize::{c_str, visible};
+use crate::record::{Event, Payload};
+use crate::sanitize::{visible, visible_bytes};
 
 /// What an entry is remembered by until its exit: (cpu, tag, id).
 type Key = (u32, u8, u64);
 
 pub struct Printer {
-    syms: Kallsyms,
+    /// Symbols and IRQ names, as the engine resolves them.
+    namer: Namer,
     /// Open entries: when they began, and the function for exits that lack it.
     open: HashMap<Key, (u64, u64)>,
-    irq_names: HashMap<i32, String>,
 }
 
 fn state(s: u32) -> Cow<'static, str> {
@@ -39,8 +39,8 @@ fn dur(ns: u64) -> String {
 }
 
 impl Printer {
-    pub fn new(syms: Kallsyms) -> Self {
-        Self { syms, open: HashMap::with_capacity(256), irq_names: HashMap::new() }
+    pub fn new(namer: Namer) -> Self {
+        Self { namer, open: HashMap::with_capacity(256) }
     }
 
     fn enter(&mut self, key: Key, ts: u64, func: u64) {
@@ -59,35 +59,33 @@ impl Printer {
     }
 
     fn sym(&self, addr: u64) -> String {
-        visible(&self.syms.name(addr)).into_owned()
+        visible(&self.namer.symbol(addr)).into_owned()
     }
 
     fn irq(&self, irq: i32) -> String {
-        match self.irq_names.get(&irq) {
-            Some(n) if !n.is_empty() => format!("{irq}:{}", visible(n)),
-            _ => irq.to_string(),
-        }
+        self.namer.irq(irq).name()
     }
 
     pub fn print(&mut self, ev: &Event, out: &mut impl Write) -> io::Result<()> {
+        let vector_tp;
         let (kind, detail, took): (&str, String, Option<u64>) = match ev.payload {
             // The time shown is how long prev ran (known with the perf-event hook).
             Payload::Switch { prev, next, prev_state, prev_ran_ns, .. } => (
                 "sched_switch",
                 format!(
                     "{}[{}] prio={} state={} ==> {}[{}] prio={}",
-                    visible(&c_str(&prev.comm)),
+                    visible_bytes(&prev.comm),
                     prev.pid,
                     prev.prio,
                     state(prev_state),
-                    visible(&c_str(&next.comm)),
+                    visible_bytes(&next.comm),
                     next.pid,
                     next.prio
                 ),
                 (prev_ran_ns > 0).then_some(u64::from(prev_ran_ns)),
             ),
             Payload::IrqEntry { irq, name } => {
-                self.irq_names.insert(irq, c_str(&name).into_owned());
+                self.namer.note_irq(irq, &name);
                 self.enter((ev.cpu, 1, irq as u64), ev.ts, 0);
                 ("irq_handler_entry", self.irq(irq), None)
             }
@@ -122,11 +120,17 @@ impl Printer {
             }
             Payload::VectorEntry(v) => {
                 self.enter((ev.cpu, 5, v as u64), ev.ts, 0);
-                (entry_name(v), String::new(), None)
+                {
+                    vector_tp = format!("{}_entry", v.name());
+                    (vector_tp.as_str(), String::new(), None)
+                }
             }
             Payload::VectorExit(v) => {
                 let (d, _) = self.leave((ev.cpu, 5, v as u64), ev.ts);
-                (exit_name(v), String::new(), d)
+                {
+                    vector_tp = format!("{}_exit", v.name());
+                    (vector_tp.as_str(), String::new(), d)
+                }
             }
             Payload::CsdEntry { func, csd } => {
                 self.enter((ev.cpu, 6, csd), ev.ts, func);
@@ -154,30 +158,11 @@ impl Printer {
     }
 }
 
-fn entry_name(v: Vector) -> &'static str {
-    match v {
-        Vector::LocalTimer => "local_timer_entry",
-        Vector::Reschedule => "reschedule_entry",
-        Vector::CallFunction => "call_function_entry",
-        Vector::CallFunctionSingle => "call_function_single_entry",
-        Vector::IrqWork => "irq_work_entry",
-    }
-}
-
-fn exit_name(v: Vector) -> &'static str {
-    match v {
-        Vector::LocalTimer => "local_timer_exit",
-        Vector::Reschedule => "reschedule_exit",
-        Vector::CallFunction => "call_function_exit",
-        Vector::CallFunctionSingle => "call_function_single_exit",
-        Vector::IrqWork => "irq_work_exit",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::Task;
+    use crate::kallsyms::Kallsyms;
+    use crate::record::{Task, Vector};
 
     fn line(p: &mut Printer, ts: u64, payload: Payload) -> String {
         let mut out = Vec::new();
@@ -187,7 +172,7 @@ mod tests {
 
     #[test]
     fn lines_name_things_and_time_exits() {
-        let mut p = Printer::new(Kallsyms::parse("ffffffff81001000 t refresh_vm_stats\n"));
+        let mut p = Printer::new(Namer::new(Kallsyms::parse("ffffffff81001000 t refresh_vm_stats\n")));
         let mut comm = [0u8; 16];
         comm[..8].copy_from_slice(b"bad\x1b[2Jx");
         let t = Task { pid: 7, tgid: 7, prio: 120, comm };

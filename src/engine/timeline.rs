@@ -5,12 +5,16 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::events::{Comm, Event, Payload, Vector};
+use crate::cause::Kind;
+use crate::record::{Comm, Event, Payload, Vector};
 
-/// Who a stretch of CPU time belongs to. Copy and allocation-free: names are
-/// resolved only when a hiccup is reported.
+use super::spill::Spill;
+
+/// What runs on a CPU at an instant, as the kernel's events say it: raw
+/// (a pid and comm, a function address). Copy and allocation-free, for the
+/// hot path; the namer turns it into a `Cause` when a hiccup is reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Cause {
+pub enum Context {
     Task {
         pid: u32,
         comm: Comm,
@@ -22,16 +26,36 @@ pub enum Cause {
     Vector(Vector),
     Csd(u64),
     Nmi(u64),
+    /// Tasks of one program, folded where too many pids came by (the spill).
+    Program(Comm),
+    /// Contexts of one kind, folded likewise.
+    Others(Kind),
     /// The probe's own thread: never a cause, its time is "unexplained".
     Probe,
     /// Before the first event told us what runs here.
     Unknown,
 }
 
-impl Cause {
+impl Context {
     /// Time charged to this is time no kernel event explains.
     pub fn is_unexplained(&self) -> bool {
-        matches!(self, Cause::Probe | Cause::Unknown)
+        matches!(self, Context::Probe | Context::Unknown)
+    }
+
+    /// What this context is folded into when distinct ones must be bounded:
+    /// a task into its program, anything else into the others of its kind.
+    pub fn folded(self) -> Context {
+        match self {
+            Context::Task { comm, .. } => Context::Program(comm),
+            Context::Program(_) => Context::Others(Kind::Task),
+            Context::Work(_) => Context::Others(Kind::Work),
+            Context::Irq(_) | Context::Vector(Vector::LocalTimer) => Context::Others(Kind::Irq),
+            Context::Vector(_) | Context::Csd(_) => Context::Others(Kind::Ipi),
+            Context::Softirq(_) => Context::Others(Kind::Softirq),
+            Context::Timer(_) => Context::Others(Kind::Timer),
+            Context::Nmi(_) => Context::Others(Kind::Nmi),
+            c @ (Context::Others(_) | Context::Probe | Context::Unknown) => c,
+        }
     }
 }
 
@@ -39,7 +63,7 @@ impl Cause {
 pub struct Segment {
     pub start: u64,
     pub end: u64,
-    pub cause: Cause,
+    pub ctx: Context,
 }
 
 /// Whether a frame lives in a task (and is carried across its sleeps) or in
@@ -52,7 +76,7 @@ enum Level {
 
 #[derive(Debug, Clone, Copy)]
 struct Frame {
-    cause: Cause,
+    ctx: Context,
     /// Pairs an exit with its entry (irq number, work/timer/csd object...).
     id: u64,
     level: Level,
@@ -61,77 +85,10 @@ struct Frame {
 }
 
 const MAX_DEPTH: usize = 16;
-/// Distinct causes the spill keeps; past it, evicted time is Unknown.
-const SPILL_CAUSES: usize = 256;
-
-/// Segments the full window pushed out, summed per cause over
-/// [from, to). They lie after the probe last ran (older ones are pruned
-/// first, and a probe segment starts the spill afresh), so they belong to
-/// a gap still open: a stall longer than the window keeps its totals per
-/// cause, and loses only their order.
-#[derive(Debug, Default)]
-struct Spill {
-    from: u64,
-    to: u64,
-    by_cause: Vec<(Cause, u64)>,
-    /// The entry the last segment went to: storms alternate few causes.
-    hint: usize,
-}
-
-impl Spill {
-    fn add(&mut self, s: Segment) {
-        if s.cause == Cause::Probe {
-            // The probe ran until s.end: no gap reaches back past it.
-            self.clear();
-            self.from = s.end;
-            self.to = s.end;
-            return;
-        }
-        if self.by_cause.is_empty() {
-            self.from = s.start;
-        }
-        self.to = s.end;
-        let ns = s.end - s.start;
-        let at = match self.by_cause.get(self.hint) {
-            Some(e) if e.0 == s.cause => Some(self.hint),
-            _ => self.by_cause.iter().position(|e| e.0 == s.cause),
-        };
-        let cause = if at.is_none() && self.by_cause.len() >= SPILL_CAUSES { Cause::Unknown } else { s.cause };
-        match at.or_else(|| self.by_cause.iter().position(|e| e.0 == cause)) {
-            Some(i) => {
-                self.by_cause[i].1 += ns;
-                self.hint = i;
-            }
-            None => {
-                self.by_cause.push((cause, ns));
-                self.hint = self.by_cause.len() - 1;
-            }
-        }
-    }
-
-    fn clear(&mut self) {
-        self.by_cause.clear();
-        self.hint = 0;
-    }
-
-    /// Each cause's share of [t0, t1): exact when the gap covers the whole
-    /// spill (the usual case), pro rata when it covers part of it.
-    fn charge(&self, t0: u64, t1: u64, mut add: impl FnMut(Cause, u64)) {
-        let (lo, hi) = (t0.max(self.from), t1.min(self.to));
-        if self.by_cause.is_empty() || hi <= lo {
-            return;
-        }
-        let (part, span) = ((hi - lo) as u128, (self.to - self.from) as u128);
-        for &(cause, ns) in &self.by_cause {
-            add(cause, if part == span { ns } else { (ns as u128 * part / span) as u64 });
-        }
-    }
-}
-
 pub struct Timeline {
     segments: VecDeque<Segment>,
     cap: usize,
-    base: Cause,
+    base: Context,
     stack: Vec<Frame>,
     /// The work item of each task that slept inside it, by pid.
     suspended: HashMap<u32, Frame>,
@@ -153,7 +110,7 @@ impl Timeline {
         Self {
             segments: VecDeque::with_capacity(cap),
             cap,
-            base: Cause::Unknown,
+            base: Context::Unknown,
             stack: Vec::with_capacity(MAX_DEPTH),
             suspended: HashMap::with_capacity(64),
             last: start,
@@ -161,7 +118,7 @@ impl Timeline {
             probe_tids: Vec::new(),
             reordered: 0,
             evicted: 0,
-            spill: Spill { by_cause: Vec::with_capacity(SPILL_CAUSES), ..Spill::default() },
+            spill: Spill::new(),
         }
     }
 
@@ -171,16 +128,16 @@ impl Timeline {
         self.probe_tids.extend_from_slice(tids);
     }
 
-    fn top(&self) -> Cause {
-        self.stack.last().map_or(self.base, |f| f.cause)
+    fn top(&self) -> Context {
+        self.stack.last().map_or(self.base, |f| f.ctx)
     }
 
-    fn push_segment(&mut self, start: u64, end: u64, cause: Cause) {
+    fn push_segment(&mut self, start: u64, end: u64, ctx: Context) {
         if end <= start {
             return;
         }
         if let Some(last) = self.segments.back_mut() {
-            if last.cause == cause && last.end == start {
+            if last.ctx == ctx && last.end == start {
                 last.end = end;
                 return;
             }
@@ -191,7 +148,7 @@ impl Timeline {
             }
             self.evicted += 1;
         }
-        self.segments.push_back(Segment { start, end, cause });
+        self.segments.push_back(Segment { start, end, ctx });
     }
 
     /// Charges [last, ts) to whatever is on top and moves `last` to ts.
@@ -200,25 +157,25 @@ impl Timeline {
         self.last = ts;
     }
 
-    fn enter(&mut self, ts: u64, cause: Cause, id: u64, level: Level) {
+    fn enter(&mut self, ts: u64, ctx: Context, id: u64, level: Level) {
         self.close(ts);
         if self.stack.len() == MAX_DEPTH {
             // Exits were lost; the oldest frames are the stalest.
             self.stack.remove(0);
         }
-        self.stack.push(Frame { cause, id, level, since: ts });
+        self.stack.push(Frame { ctx, id, level, since: ts });
     }
 
     /// Leaves the frame matching `matches`. An exit whose entry we never saw
     /// (before attach, or dropped) is charged from `last`: clipped, not lost.
-    fn exit(&mut self, ts: u64, cause: Cause, matches: impl Fn(&Frame) -> bool) {
+    fn exit(&mut self, ts: u64, ctx: Context, matches: impl Fn(&Frame) -> bool) {
         match self.stack.iter().rposition(matches) {
             Some(i) => {
                 self.close(ts);
                 self.stack.truncate(i);
             }
             None => {
-                self.push_segment(self.last, ts, cause);
+                self.push_segment(self.last, ts, ctx);
                 self.last = ts;
             }
         }
@@ -232,7 +189,7 @@ impl Timeline {
     /// Interrupt frames entered before it are stale (no switch happens in
     /// interrupt context): their exits were never seen, e.g. IPIs that came
     /// while the exit programs were still being attached.
-    fn unseen_switch(&mut self, at: u64, to: Cause) {
+    fn unseen_switch(&mut self, at: u64, to: Context) {
         let from = self.base;
         let stale = |f: &Frame| f.level == Level::Irq && f.since < at;
         if at >= self.last {
@@ -241,13 +198,13 @@ impl Timeline {
             let mut i = self.segments.partition_point(|s| s.end <= at);
             while i < self.segments.len() {
                 let s = self.segments[i];
-                if s.cause == from || self.stack.iter().any(|f| stale(f) && f.cause == s.cause) {
+                if s.ctx == from || self.stack.iter().any(|f| stale(f) && f.ctx == s.ctx) {
                     if s.start < at {
                         self.segments[i].end = at;
                         i += 1;
-                        self.segments.insert(i, Segment { start: at, end: s.end, cause: to });
+                        self.segments.insert(i, Segment { start: at, end: s.end, ctx: to });
                     } else {
-                        self.segments[i].cause = to;
+                        self.segments[i].ctx = to;
                     }
                 }
                 i += 1;
@@ -262,25 +219,25 @@ impl Timeline {
     /// into the probe was unseen (out of the idle task, after RT throttling
     /// parked the probe): from `t` on, the time is the probe's.
     pub fn probe_ran_at(&mut self, t: u64) {
-        if self.base != Cause::Probe && t >= self.last_switch && !self.probe_tids.is_empty() {
-            self.unseen_switch(t, Cause::Probe);
+        if self.base != Context::Probe && t >= self.last_switch && !self.probe_tids.is_empty() {
+            self.unseen_switch(t, Context::Probe);
         }
     }
 
     /// Whether the timeline has `pid` running now.
     fn runs(&self, pid: u32) -> bool {
         match self.base {
-            Cause::Task { pid: p, .. } => p == pid,
-            Cause::Probe => self.probe_tids.contains(&pid),
+            Context::Task { pid: p, .. } => p == pid,
+            Context::Probe => self.probe_tids.contains(&pid),
             _ => false,
         }
     }
 
-    fn task_cause(&self, pid: u32, comm: Comm) -> Cause {
+    fn task_cause(&self, pid: u32, comm: Comm) -> Context {
         if self.probe_tids.contains(&pid) {
-            Cause::Probe
+            Context::Probe
         } else {
-            Cause::Task { pid, comm }
+            Context::Task { pid, comm }
         }
     }
 
@@ -316,23 +273,23 @@ impl Timeline {
                 self.base = self.task_cause(next.pid, next.comm);
                 self.last_switch = ts;
             }
-            Payload::IrqEntry { irq, .. } => self.enter(ts, Cause::Irq(irq), irq as u64, Level::Irq),
-            Payload::IrqExit { irq, .. } => self.exit(ts, Cause::Irq(irq), |f| f.cause == Cause::Irq(irq)),
-            Payload::SoftirqEntry { vec } => self.enter(ts, Cause::Softirq(vec), 0, Level::Irq),
-            Payload::SoftirqExit { vec } => self.exit(ts, Cause::Softirq(vec), |f| f.cause == Cause::Softirq(vec)),
-            Payload::WorkStart { func, work } => self.enter(ts, Cause::Work(func), work, Level::Task),
-            Payload::WorkEnd { func, work } => self.exit(ts, Cause::Work(func), |f| matches!(f.cause, Cause::Work(_)) && f.id == work),
-            Payload::HrtimerEntry { func, timer } => self.enter(ts, Cause::Timer(func), timer, Level::Irq),
-            Payload::HrtimerExit { timer } => self.exit(ts, Cause::Timer(0), |f| matches!(f.cause, Cause::Timer(_)) && f.id == timer),
-            Payload::VectorEntry(v) => self.enter(ts, Cause::Vector(v), 0, Level::Irq),
-            Payload::VectorExit(v) => self.exit(ts, Cause::Vector(v), |f| f.cause == Cause::Vector(v)),
-            Payload::CsdEntry { func, csd } => self.enter(ts, Cause::Csd(func), csd, Level::Irq),
-            Payload::CsdExit { func, csd } => self.exit(ts, Cause::Csd(func), |f| f.cause == Cause::Csd(func) && f.id == csd),
+            Payload::IrqEntry { irq, .. } => self.enter(ts, Context::Irq(irq), irq as u64, Level::Irq),
+            Payload::IrqExit { irq, .. } => self.exit(ts, Context::Irq(irq), |f| f.ctx == Context::Irq(irq)),
+            Payload::SoftirqEntry { vec } => self.enter(ts, Context::Softirq(vec), 0, Level::Irq),
+            Payload::SoftirqExit { vec } => self.exit(ts, Context::Softirq(vec), |f| f.ctx == Context::Softirq(vec)),
+            Payload::WorkStart { func, work } => self.enter(ts, Context::Work(func), work, Level::Task),
+            Payload::WorkEnd { func, work } => self.exit(ts, Context::Work(func), |f| matches!(f.ctx, Context::Work(_)) && f.id == work),
+            Payload::HrtimerEntry { func, timer } => self.enter(ts, Context::Timer(func), timer, Level::Irq),
+            Payload::HrtimerExit { timer } => self.exit(ts, Context::Timer(0), |f| matches!(f.ctx, Context::Timer(_)) && f.id == timer),
+            Payload::VectorEntry(v) => self.enter(ts, Context::Vector(v), 0, Level::Irq),
+            Payload::VectorExit(v) => self.exit(ts, Context::Vector(v), |f| f.ctx == Context::Vector(v)),
+            Payload::CsdEntry { func, csd } => self.enter(ts, Context::Csd(func), csd, Level::Irq),
+            Payload::CsdExit { func, csd } => self.exit(ts, Context::Csd(func), |f| f.ctx == Context::Csd(func) && f.id == csd),
             Payload::Nmi { handler, delta_ns, .. } => {
                 // Reported at its end: cut the open segment where it began.
                 let begin = ts.saturating_sub(delta_ns).max(self.last);
                 self.close(begin);
-                self.push_segment(begin, ts, Cause::Nmi(handler));
+                self.push_segment(begin, ts, Context::Nmi(handler));
                 self.last = ts;
             }
         }
@@ -341,16 +298,16 @@ impl Timeline {
     /// Adds the time each cause had inside [t0, t1) to `out` (merging equal
     /// causes). `now` bounds the open segment: events up to it have been seen.
     /// Returns the time no segment covers.
-    pub fn charge(&self, t0: u64, t1: u64, now: u64, out: &mut Vec<(Cause, u64)>) -> u64 {
+    pub fn charge(&self, t0: u64, t1: u64, now: u64, out: &mut Vec<(Context, u64)>) -> u64 {
         let mut covered = 0;
-        let mut add = |cause: Cause, ns: u64| {
+        let mut add = |ctx: Context, ns: u64| {
             if ns == 0 {
                 return;
             }
             covered += ns;
-            match out.iter_mut().find(|(c, _)| *c == cause) {
+            match out.iter_mut().find(|(c, _)| *c == ctx) {
                 Some((_, n)) => *n += ns,
-                None => out.push((cause, ns)),
+                None => out.push((ctx, ns)),
             }
         };
         self.spill.charge(t0, t1, &mut add);
@@ -359,7 +316,7 @@ impl Timeline {
             if s.start >= t1 {
                 break;
             }
-            add(s.cause, s.end.min(t1) - s.start.max(t0));
+            add(s.ctx, s.end.min(t1) - s.start.max(t0));
         }
         // The open segment: from the last event up to what has been drained.
         let open_end = now.min(t1);
@@ -379,16 +336,14 @@ impl Timeline {
         }
     }
 
-    pub fn len(&self) -> usize {
+    /// Segments held in the window.
+    #[cfg(test)]
+    pub fn held(&self) -> usize {
         self.segments.len()
     }
 
     /// Half full or more: events are coming faster than pruning frees room.
     pub fn filling(&self) -> bool {
         self.segments.len() >= self.cap / 2
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.segments.is_empty()
     }
 }

@@ -1,11 +1,17 @@
 //! Decoding ring-buffer records into a plain, copyable `Event`. The layout
-//! comes from the C header through libbpf-cargo's generated types; nothing
-//! here allocates.
+//! and the limits come from the C header through libbpf-cargo's generated
+//! types; nothing here allocates.
 
-use crate::bpf::types::{jw_event, jw_kind, jw_vector};
+use crate::bpf::types::{jw_event, jw_kind, jw_limits, jw_vector};
+
+/// The most CPUs the BPF side can watch.
+pub const MAX_CPUS: usize = jw_limits::JW_MAX_CPUS.0 as usize;
+/// A task's comm as the kernel keeps it (TASK_COMM_LEN).
+pub const COMM_LEN: usize = jw_limits::JW_COMM_LEN.0 as usize;
+pub const IRQ_NAME_LEN: usize = jw_limits::JW_IRQ_NAME_LEN.0 as usize;
 
 /// x86 system vectors the kernel traces with entry/exit pairs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Vector {
     LocalTimer,
     Reschedule,
@@ -26,6 +32,8 @@ impl Vector {
         })
     }
 
+    /// The vector's name, as its tracepoints are named (`local_timer` for
+    /// local_timer_entry/exit).
     pub fn name(self) -> &'static str {
         match self {
             Self::LocalTimer => "local_timer",
@@ -37,7 +45,7 @@ impl Vector {
     }
 }
 
-pub type Comm = [u8; 16];
+pub type Comm = [u8; COMM_LEN];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Task {
@@ -60,7 +68,7 @@ pub enum Payload {
     },
     IrqEntry {
         irq: i32,
-        name: [u8; 24],
+        name: [u8; IRQ_NAME_LEN],
     },
     IrqExit {
         irq: i32,
@@ -177,8 +185,8 @@ pub(crate) mod tests {
         unsafe { std::slice::from_raw_parts((e as *const jw_event).cast::<u8>(), std::mem::size_of::<jw_event>()) }.to_vec()
     }
 
-    fn comm(s: &str) -> [i8; 16] {
-        let mut c = [0i8; 16];
+    fn comm(s: &str) -> [i8; COMM_LEN] {
+        let mut c = [0i8; COMM_LEN];
         for (d, b) in c.iter_mut().zip(s.bytes()) {
             *d = b as i8;
         }

@@ -1,0 +1,130 @@
+//! One drain of the collector, free of BPF and threads so it is tested on
+//! scripted sources: the intervals reported so far go to the engine, then a
+//! bounded batch of kernel events, then every interval the events have
+//! passed is explained and handed to the aggregates and the sinks.
+
+use std::io;
+
+use anyhow::{Context as _, Result};
+
+use crate::engine::Engine;
+use crate::interval::{Hiccup, Interval};
+use crate::record::Event;
+use crate::stats::Stats;
+
+/// Records read per drain at most, so a producer faster than the reader
+/// cannot keep it in one drain for ever; and a quarter of a timeline's
+/// window, so an interval reported while a drain runs is still in the
+/// window at the next one.
+pub const MAX_PER_DRAIN: usize = 1 << 14;
+/// Records reserved before a drain but not yet committed hold it back for
+/// at most a few µs; an interval is attributed once the drain is this far
+/// past it.
+pub const MARGIN_NS: u64 = 1_000_000;
+
+/// Where kernel events come from: the BPF ring buffer, or a script.
+pub trait EventSource {
+    /// Appends up to `max` events to `out` (empty on entry); returns how
+    /// many records were read, decodable or not.
+    fn read(&mut self, max: usize, out: &mut Vec<Event>) -> Result<usize>;
+}
+
+/// Where intervals come from (the probes): what they reported since the
+/// last call, and how far each CPU's source has got.
+pub trait IntervalSource {
+    fn take(&self, out: &mut dyn FnMut(Interval));
+    /// For each CPU: no interval reported later starts before this.
+    fn horizons(&self, out: &mut dyn FnMut(u32, u64));
+}
+
+/// A consumer of explained intervals (the CSV; later traces, metrics).
+pub trait HiccupSink: Send {
+    fn write(&mut self, h: &Hiccup) -> io::Result<()>;
+    /// Called after every drain: rows written so far reach the file whole.
+    fn flush(&mut self) -> io::Result<()>;
+    /// What it is, for error messages ("writing the CSV").
+    fn what(&self) -> &'static str;
+}
+
+/// What one drain saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drained {
+    pub records: usize,
+    /// Timestamp of the oldest event read (for the consumer's lag).
+    pub oldest_ts: Option<u64>,
+}
+
+pub struct Drain {
+    pub engine: Engine,
+    pub stats: Stats,
+    sinks: Vec<Box<dyn HiccupSink>>,
+    batch: Vec<Event>,
+    /// Every event stamped before this has been read.
+    watermark: u64,
+    pub events: u64,
+}
+
+impl Drain {
+    pub fn new(engine: Engine, stats: Stats, sinks: Vec<Box<dyn HiccupSink>>, start: u64) -> Self {
+        Drain { engine, stats, sinks, batch: Vec::with_capacity(MAX_PER_DRAIN), watermark: start, events: 0 }
+    }
+
+    /// One drain, begun at `now`. `last`: the sources have stopped and
+    /// every record is in the buffer; read it all and explain everything.
+    pub fn step(&mut self, events: &mut dyn EventSource, intervals: &dyn IntervalSource, now: u64, last: bool) -> Result<Drained> {
+        // Intervals first: the engine then explains each as soon as its
+        // CPU's events pass it (Engine::on_event).
+        intervals.take(&mut |iv| self.engine.on_interval(iv));
+        let mut records = 0;
+        let mut oldest = u64::MAX;
+        loop {
+            self.batch.clear();
+            let n = events.read(MAX_PER_DRAIN, &mut self.batch).context("reading the ring buffer")?;
+            records += n;
+            for ev in &self.batch {
+                oldest = oldest.min(ev.ts);
+                self.engine.on_event(ev);
+            }
+            self.events += self.batch.len() as u64;
+            // The last drain empties the buffer; the others take one batch.
+            if !last || n < MAX_PER_DRAIN {
+                break;
+            }
+        }
+        // A capped drain may have left older records behind: only an
+        // emptied buffer moves the watermark.
+        if last {
+            self.watermark = now;
+        } else if records < MAX_PER_DRAIN {
+            self.watermark = now.saturating_sub(MARGIN_NS);
+        }
+        let (stats, sinks) = (&mut self.stats, &mut self.sinks);
+        let mut failed: Option<(&'static str, io::Error)> = None;
+        self.engine.attribute_ready(self.watermark, |h| {
+            stats.record(&h);
+            for s in sinks.iter_mut() {
+                if failed.is_none() {
+                    if let Err(e) = s.write(&h) {
+                        failed = Some((s.what(), e));
+                    }
+                }
+            }
+        });
+        for s in self.sinks.iter_mut() {
+            if failed.is_none() {
+                if let Err(e) = s.flush() {
+                    failed = Some((s.what(), e));
+                }
+            }
+        }
+        if let Some((what, e)) = failed {
+            return Err(e).with_context(|| format!("writing {what}"));
+        }
+        let watermark = self.watermark;
+        intervals.horizons(&mut |cpu, t| self.engine.prune(cpu, t.min(watermark)));
+        Ok(Drained { records, oldest_ts: (oldest != u64::MAX).then_some(oldest) })
+    }
+}
+
+#[cfg(test)]
+mod tests;

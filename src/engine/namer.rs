@@ -1,0 +1,100 @@
+//! Raw contexts (a function address, an IRQ number) to causes with names:
+//! symbols through /proc/kallsyms, IRQ action names as irq_handler_entry
+//! reported them. Each context is resolved once and cached, so reporting a
+//! hiccup costs lookups, not symbol searches.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::cause::{Cause, Symbol};
+use crate::kallsyms::Kallsyms;
+
+use super::timeline::Context;
+
+/// Cached contexts at most: pid churn clears the cache rather than grow it.
+const CACHE_MAX: usize = 100_000;
+
+pub struct Namer {
+    kallsyms: Kallsyms,
+    /// The one map of IRQ numbers to their action names (raw bytes).
+    irq_names: HashMap<i32, Arc<[u8]>>,
+    cache: HashMap<Context, Cause>,
+}
+
+impl Namer {
+    pub fn new(kallsyms: Kallsyms) -> Self {
+        Self { kallsyms, irq_names: HashMap::new(), cache: HashMap::new() }
+    }
+
+    /// Remembers an IRQ's action name (seen on irq_handler_entry). Allocates
+    /// only the first time an IRQ is seen, or when its name changes.
+    pub fn note_irq(&mut self, irq: i32, raw_name: &[u8]) {
+        let name = &raw_name[..raw_name.iter().position(|&b| b == 0).unwrap_or(raw_name.len())];
+        if self.irq_names.get(&irq).is_none_or(|n| **n != *name) {
+            self.irq_names.insert(irq, Arc::from(name));
+            self.cache.remove(&Context::Irq(irq));
+        }
+    }
+
+    /// The cause of IRQ `irq`, named if its entry was seen.
+    pub fn irq(&self, irq: i32) -> Cause {
+        Cause::Irq { irq, name: self.irq_names.get(&irq).cloned().unwrap_or_else(|| Arc::from(&b""[..])) }
+    }
+
+    pub fn symbol(&self, addr: u64) -> Symbol {
+        Symbol::from(self.kallsyms.name(addr))
+    }
+
+    pub fn cause(&mut self, ctx: Context) -> Cause {
+        if ctx.is_unexplained() {
+            return Cause::Unexplained;
+        }
+        if let Some(c) = self.cache.get(&ctx) {
+            return c.clone();
+        }
+        let cause = match ctx {
+            Context::Task { pid, comm } => Cause::Task { comm, pid: Some(pid) },
+            Context::Program(comm) => Cause::Task { comm, pid: None },
+            Context::Work(f) => Cause::Work(self.symbol(f)),
+            Context::Irq(irq) => self.irq(irq),
+            Context::Softirq(v) => Cause::Softirq(v),
+            Context::Timer(f) => Cause::Timer(self.symbol(f)),
+            Context::Vector(v) => Cause::Vector(v),
+            Context::Csd(f) => Cause::Csd(self.symbol(f)),
+            Context::Nmi(f) => Cause::Nmi(self.symbol(f)),
+            Context::Others(k) => Cause::Others(k),
+            Context::Probe | Context::Unknown => unreachable!("unexplained, handled above"),
+        };
+        if self.cache.len() >= CACHE_MAX {
+            self.cache.clear();
+        }
+        self.cache.insert(ctx, cause.clone());
+        cause
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cause::comm;
+    use crate::record::Vector;
+
+    #[test]
+    fn resolves_each_context() {
+        let k = Kallsyms::parse("ffffffff81001000 t vmstat_update\nffffffff81002000 t tick_nohz_handler\n");
+        let mut n = Namer::new(k);
+        n.note_irq(24, b"virtio0-input.0\0junk");
+        let label = |n: &mut Namer, c| n.cause(c).label();
+        assert_eq!(label(&mut n, Context::Task { pid: 412, comm: comm(b"kworker/6:1") }), "task:kworker/6:1[412]");
+        assert_eq!(label(&mut n, Context::Program(comm(b"cc1"))), "task:cc1[*]");
+        assert_eq!(label(&mut n, Context::Work(0xffffffff81001000)), "work:vmstat_update");
+        assert_eq!(label(&mut n, Context::Irq(24)), "irq:24:virtio0-input.0");
+        assert_eq!(label(&mut n, Context::Irq(25)), "irq:25");
+        assert_eq!(label(&mut n, Context::Timer(0xffffffff81002000)), "timer:tick_nohz_handler");
+        assert_eq!(label(&mut n, Context::Vector(Vector::LocalTimer)), "irq:local_timer");
+        assert_eq!(label(&mut n, Context::Nmi(0x10)), "nmi:0x10");
+        assert_eq!(n.cause(Context::Probe), Cause::Unexplained);
+        n.note_irq(24, b"renamed\0");
+        assert_eq!(label(&mut n, Context::Irq(24)), "irq:24:renamed");
+    }
+}

@@ -1,0 +1,83 @@
+//! The seam between sources, the engine and sinks. Everything jitterwatch
+//! reports is an interval on a CPU: a source (the spin probe today) says
+//! when a CPU was taken from what it watches, the engine explains the
+//! interval from that CPU's timeline, and sinks (aggregates, CSV, summary,
+//! screen) consume the explained `Hiccup`. A new source produces
+//! `Interval`s and touches no sink; a new sink reads `Hiccup`s.
+
+use crate::cause::Cause;
+
+/// Who produced an interval, and so what kind of lost time it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// A gap in the spin probe's loop: the probe read its clock at `t0`
+    /// and next at `t1`.
+    Probe,
+}
+
+impl Source {
+    /// As the CSV's `source` column writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Probe => "probe",
+        }
+    }
+}
+
+/// Time a CPU was taken: `[t0, t1)` in CLOCK_MONOTONIC ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interval {
+    pub cpu: u32,
+    pub t0: u64,
+    pub t1: u64,
+    pub source: Source,
+}
+
+/// An interval explained: its causes, largest first, and the time no
+/// kernel event covers. `causes` holds no `Cause::Unexplained`; their sum
+/// plus `unexplained` is `gap`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hiccup {
+    pub cpu: u32,
+    pub t0: u64,
+    pub gap: u64,
+    pub source: Source,
+    pub causes: Vec<(Cause, u64)>,
+    pub unexplained: u64,
+}
+
+impl Hiccup {
+    pub fn explained(&self) -> u64 {
+        self.gap - self.unexplained
+    }
+
+    /// Every cause including unexplained time, largest first.
+    pub fn all_causes(&self) -> impl Iterator<Item = (&Cause, u64)> {
+        static UNEXPLAINED: Cause = Cause::Unexplained;
+        let at = self.causes.partition_point(|c| c.1 >= self.unexplained);
+        let (before, after) = self.causes.split_at(at);
+        let un = (self.unexplained > 0).then_some((&UNEXPLAINED, self.unexplained));
+        before.iter().map(|(c, ns)| (c, *ns)).chain(un).chain(after.iter().map(|(c, ns)| (c, *ns)))
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn hiccup(cpu: u32, t0: u64, causes: Vec<(Cause, u64)>, unexplained: u64) -> Hiccup {
+    let gap = causes.iter().map(|c| c.1).sum::<u64>() + unexplained;
+    Hiccup { cpu, t0, gap, source: Source::Probe, causes, unexplained }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unexplained_time_takes_its_place_by_size() {
+        let h = hiccup(1, 0, vec![(Cause::Softirq(1), 50), (Cause::Softirq(9), 10)], 20);
+        let order: Vec<u64> = h.all_causes().map(|c| c.1).collect();
+        assert_eq!(order, vec![50, 20, 10]);
+        assert_eq!((h.gap, h.explained()), (80, 60));
+        assert_eq!(hiccup(1, 0, vec![], 0).all_causes().count(), 0);
+    }
+}

@@ -1,0 +1,134 @@
+//! What the live screen draws, made by the collector from its aggregates a
+//! few times a second: figures already reduced (percentiles, not
+//! histograms), every cause of every CPU with its totals, and the recent
+//! worst stalls. Small enough to send across a channel each frame.
+
+use std::collections::VecDeque;
+
+use crate::interval::Hiccup;
+use crate::stats::{CauseKey, Counters, CpuCounters, Stats};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuRow {
+    pub cpu: u32,
+    pub hiccups: u64,
+    pub stolen_ns: u64,
+    pub max_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    /// (second since start, worst gap in it), oldest first.
+    pub worst_per_sec: VecDeque<(u64, u64)>,
+    pub probe: CpuCounters,
+}
+
+/// One cause on one CPU, with its totals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Culprit {
+    pub key: CauseKey,
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub last_seen_ns: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Snapshot {
+    pub start_ns: u64,
+    pub now_ns: u64,
+    /// The aggregates were reset during the run (they count from start_ns).
+    pub was_reset: bool,
+    pub cpus: Vec<CpuRow>,
+    /// Every cause kept, largest total first.
+    pub culprits: Vec<Culprit>,
+    /// Recent worst stalls, largest first.
+    pub worst: Vec<Hiccup>,
+    pub counters: Counters,
+}
+
+impl Snapshot {
+    pub fn of(s: &Stats) -> Self {
+        Snapshot {
+            start_ns: s.start_ns,
+            now_ns: s.now_ns,
+            was_reset: s.was_reset,
+            cpus: s
+                .cpus
+                .iter()
+                .map(|c| CpuRow {
+                    cpu: c.cpu,
+                    hiccups: c.hiccups,
+                    stolen_ns: c.stolen_ns,
+                    max_ns: c.max_ns,
+                    p99_ns: c.pct(0.99),
+                    p999_ns: c.pct(0.999),
+                    worst_per_sec: c.worst_per_sec.clone(),
+                    probe: c.probe.clone(),
+                })
+                .collect(),
+            culprits: s
+                .top_causes(None)
+                .into_iter()
+                .map(|(k, c)| Culprit {
+                    key: k.clone(),
+                    count: c.count,
+                    total_ns: c.total_ns,
+                    max_ns: c.max_ns,
+                    last_seen_ns: c.last_seen_ns,
+                })
+                .collect(),
+            worst: s.worst.clone(),
+            counters: s.counters.clone(),
+        }
+    }
+
+    /// An empty view of `cpus`, before the first snapshot arrives.
+    pub fn empty(cpus: &[usize]) -> Self {
+        Snapshot::of(&Stats::new(cpus, 0))
+    }
+
+    pub fn elapsed_ns(&self) -> u64 {
+        self.now_ns.saturating_sub(self.start_ns)
+    }
+
+    pub fn per_sec(&self, n: u64) -> f64 {
+        match self.elapsed_ns() {
+            0 => 0.0,
+            e => n as f64 * 1e9 / e as f64,
+        }
+    }
+
+    pub fn stolen_pct(&self, c: &CpuRow) -> f64 {
+        match self.elapsed_ns() {
+            0 => 0.0,
+            e => 100.0 * c.stolen_ns as f64 / e as f64,
+        }
+    }
+
+    /// The causes of one CPU (or all), largest total first.
+    pub fn culprits_of(&self, cpu: Option<u32>) -> impl Iterator<Item = &Culprit> {
+        self.culprits.iter().filter(move |c| cpu.is_none_or(|f| c.key.cpu == f))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cause::Cause;
+    use crate::interval::hiccup;
+
+    #[test]
+    fn reduces_the_aggregates() {
+        let mut s = Stats::new(&[1, 2], 0);
+        s.record(&hiccup(1, 5, vec![(Cause::Softirq(9), 700)], 300));
+        s.record(&hiccup(2, 6, vec![], 50));
+        s.now_ns = 1_000_000;
+        let snap = Snapshot::of(&s);
+        assert_eq!((snap.cpus[0].hiccups, snap.cpus[0].max_ns, snap.cpus[1].stolen_ns), (1, 1000, 50));
+        assert!((995..=1005).contains(&snap.cpus[0].p99_ns), "{}", snap.cpus[0].p99_ns);
+        let names: Vec<String> = snap.culprits.iter().map(|c| format!("{}@{}", c.key.cause.label(), c.key.cpu)).collect();
+        assert_eq!(names, vec!["softirq:RCU@1", "unexplained:@1", "unexplained:@2"]);
+        assert_eq!(snap.culprits_of(Some(2)).count(), 1);
+        assert_eq!(snap.worst.len(), 2);
+        assert!((snap.stolen_pct(&snap.cpus[0]) - 0.1).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,136 @@
+//! What the probes, the kernel and jitterwatch itself count: loop
+//! histograms, ring-buffer drops, queue overflows, events, the consumer's
+//! CPU. Their sources count from the start; a reset subtracts what they
+//! were at the time, so every view shows counts since the reset.
+
+use crate::probe::HIST_BUCKETS;
+
+/// Per-program BPF run statistics (needs kernel.bpf_stats_enabled=1).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ProgStat {
+    pub name: String,
+    pub run_cnt: u64,
+    pub run_time_ns: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuCounters {
+    pub cpu: u32,
+    /// The probe's threshold and floor (facts, not counts: never reset).
+    pub threshold_ns: u64,
+    pub floor_ns: u64,
+    /// Mean probe loop period, ns (time measured / iterations).
+    pub loop_mean_ns: f64,
+    /// Mean loop period between hiccups (gaps left out), ns; 0: not yet.
+    pub loop_quiet_mean_ns: f64,
+    /// log2 histogram of every loop delta, from the probe.
+    pub loop_hist: [u64; HIST_BUCKETS],
+    pub overflow: u64,
+    pub drops: u64,
+}
+
+impl CpuCounters {
+    pub fn new(cpu: u32) -> Self {
+        Self {
+            cpu,
+            threshold_ns: 0,
+            floor_ns: 0,
+            loop_mean_ns: 0.0,
+            loop_quiet_mean_ns: 0.0,
+            loop_hist: [0; HIST_BUCKETS],
+            overflow: 0,
+            drops: 0,
+        }
+    }
+
+    fn since(&self, base: &CpuCounters) -> CpuCounters {
+        let mut c = self.clone();
+        for (x, b) in c.loop_hist.iter_mut().zip(&base.loop_hist) {
+            *x = x.saturating_sub(*b);
+        }
+        c.overflow = c.overflow.saturating_sub(base.overflow);
+        c.drops = c.drops.saturating_sub(base.drops);
+        c
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counters {
+    pub events: u64,
+    /// CPU time of the collector thread (ring-buffer consumer, attribution,
+    /// sinks) since it began draining, and before that (BPF load and
+    /// attach), ns.
+    pub consumer_cpu_ns: u64,
+    pub setup_cpu_ns: u64,
+    /// Consumer lag: age of the oldest record at the drain that read it,
+    /// worst over the last snapshot period, and worst over the run.
+    pub lag_ns: u64,
+    pub lag_max_ns: u64,
+    /// CLOCK_MONOTONIC ns of the first event drained (0: none yet).
+    pub first_event_ns: u64,
+    /// Events stamped slightly out of order on their CPU (clamped), and
+    /// timeline segments evicted because a window was full.
+    pub reordered_events: u64,
+    pub evicted_segments: u64,
+    pub missing_tracepoints: Vec<&'static str>,
+    /// How context switches are hooked (see bpf::SwitchHook).
+    pub switch_hook: String,
+    /// Per-program BPF run statistics (with --bpf-stats).
+    pub prog_stats: Vec<ProgStat>,
+    pub cpus: Vec<CpuCounters>,
+}
+
+impl Counters {
+    pub fn new(cpus: &[usize]) -> Self {
+        Self { cpus: cpus.iter().map(|&c| CpuCounters::new(c as u32)).collect(), ..Self::default() }
+    }
+
+    /// These counts less those of `base` (an earlier reading of the same
+    /// sources); facts are kept as they are.
+    pub fn since(&self, base: &Counters) -> Counters {
+        let mut c = self.clone();
+        c.events = c.events.saturating_sub(base.events);
+        c.consumer_cpu_ns = c.consumer_cpu_ns.saturating_sub(base.consumer_cpu_ns);
+        c.reordered_events = c.reordered_events.saturating_sub(base.reordered_events);
+        c.evicted_segments = c.evicted_segments.saturating_sub(base.evicted_segments);
+        for p in &mut c.prog_stats {
+            if let Some(b) = base.prog_stats.iter().find(|b| b.name == p.name) {
+                p.run_cnt = p.run_cnt.saturating_sub(b.run_cnt);
+                p.run_time_ns = p.run_time_ns.saturating_sub(b.run_time_ns);
+            }
+        }
+        c.cpus = self.cpus.iter().map(|p| base.cpus.iter().find(|b| b.cpu == p.cpu).map_or_else(|| p.clone(), |b| p.since(b))).collect();
+        c
+    }
+
+    pub fn drops(&self) -> u64 {
+        self.cpus.iter().map(|c| c.drops).sum()
+    }
+
+    pub fn overflows(&self) -> u64 {
+        self.cpus.iter().map(|c| c.overflow).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_subtract_and_facts_stay() {
+        let mut base = Counters::new(&[1]);
+        base.events = 100;
+        base.cpus[0].drops = 3;
+        base.cpus[0].loop_hist[5] = 1000;
+        base.prog_stats = vec![ProgStat { name: "p".into(), run_cnt: 10, run_time_ns: 1000 }];
+        let mut now = base.clone();
+        now.events = 150;
+        now.cpus[0].drops = 5;
+        now.cpus[0].loop_hist[5] = 1500;
+        now.cpus[0].threshold_ns = 200;
+        now.prog_stats[0].run_cnt = 30;
+        let d = now.since(&base);
+        assert_eq!((d.events, d.cpus[0].drops, d.cpus[0].loop_hist[5], d.cpus[0].threshold_ns), (50, 2, 500, 200));
+        assert_eq!((d.prog_stats[0].run_cnt, d.drops()), (20, 2));
+    }
+}

@@ -1,0 +1,224 @@
+//! Aggregates per CPU and per CPU × cause, owned by the collector thread.
+//! Readers never share them: the screen gets a small render-ready
+//! `Snapshot`, the exit summary the final aggregates. A reset starts them
+//! afresh where they are kept.
+
+use std::collections::{HashMap, VecDeque};
+
+use hdrhistogram::Histogram;
+
+use crate::cause::Cause;
+use crate::interval::Hiccup;
+
+mod causes;
+mod counters;
+pub use causes::{CauseStats, MAX_CAUSES};
+pub use counters::{Counters, CpuCounters, ProgStat};
+
+/// Highest value the histograms track: one minute, in ns.
+const HIST_MAX: u64 = 60_000_000_000;
+/// Worst-gap-per-second history kept for the sparkline.
+const SPARK_SECS: usize = 300;
+/// Recent worst stalls kept with their breakdown.
+pub const WORST_KEPT: usize = 32;
+/// How long a stall stays among the "recent worst".
+const WORST_AGE_NS: u64 = 60_000_000_000;
+
+fn histogram(sigfig: u8) -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIST_MAX, sigfig).expect("valid histogram bounds")
+}
+
+/// A cause on one CPU: the key of the per-cause aggregates.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CauseKey {
+    pub cpu: u32,
+    pub cause: Cause,
+}
+
+pub struct CpuStats {
+    pub cpu: u32,
+    pub hiccups: u64,
+    pub stolen_ns: u64,
+    pub explained_ns: u64,
+    pub max_ns: u64,
+    pub gaps: Histogram<u64>,
+    /// (second since start, worst gap in it), oldest first.
+    pub worst_per_sec: VecDeque<(u64, u64)>,
+    /// What the probe and the kernel count for this CPU (since the reset).
+    pub probe: CpuCounters,
+}
+
+impl CpuStats {
+    fn new(cpu: u32) -> Self {
+        Self {
+            cpu,
+            hiccups: 0,
+            stolen_ns: 0,
+            explained_ns: 0,
+            max_ns: 0,
+            // 2 significant digits: percentiles to 1%, in a histogram small
+            // enough (~35 KB) to stay in cache.
+            gaps: histogram(2),
+            worst_per_sec: VecDeque::with_capacity(SPARK_SECS),
+            probe: CpuCounters::new(cpu),
+        }
+    }
+
+    pub fn pct(&self, q: f64) -> u64 {
+        if self.hiccups == 0 {
+            0
+        } else {
+            self.gaps.value_at_quantile(q)
+        }
+    }
+
+    pub fn explained_pct(&self) -> f64 {
+        if self.stolen_ns == 0 {
+            0.0
+        } else {
+            100.0 * self.explained_ns as f64 / self.stolen_ns as f64
+        }
+    }
+}
+
+pub struct Stats {
+    /// CLOCK_MONOTONIC ns when the probes began measuring (or the reset).
+    pub start_ns: u64,
+    /// Latest time the aggregates cover.
+    pub now_ns: u64,
+    pub cpus: Vec<CpuStats>,
+    pub causes: HashMap<CauseKey, CauseStats>,
+    pub worst: Vec<Hiccup>,
+    /// What the probes, the kernel and jitterwatch itself count (events,
+    /// drops, own CPU...), since the reset; `raw` since the start, `base`
+    /// as it was at the reset.
+    pub counters: Counters,
+    raw: Counters,
+    base: Counters,
+    /// Whether the user reset the aggregates during the run.
+    pub was_reset: bool,
+    /// Entries each CPU has in `causes`, kept for the cap.
+    cause_entries: HashMap<u32, usize>,
+}
+
+impl Stats {
+    pub fn new(cpus: &[usize], start_ns: u64) -> Self {
+        Self {
+            start_ns,
+            now_ns: start_ns,
+            cpus: cpus.iter().map(|&c| CpuStats::new(c as u32)).collect(),
+            causes: HashMap::new(),
+            worst: Vec::with_capacity(WORST_KEPT + 1),
+            counters: Counters::new(cpus),
+            raw: Counters::new(cpus),
+            base: Counters::new(cpus),
+            was_reset: false,
+            cause_entries: HashMap::new(),
+        }
+    }
+
+    pub fn cpu_mut(&mut self, cpu: u32) -> Option<&mut CpuStats> {
+        self.cpus.iter_mut().find(|c| c.cpu == cpu)
+    }
+
+    pub fn elapsed_ns(&self) -> u64 {
+        self.now_ns.saturating_sub(self.start_ns)
+    }
+
+    pub fn stolen_pct(&self, c: &CpuStats) -> f64 {
+        match self.elapsed_ns() {
+            0 => 0.0,
+            e => 100.0 * c.stolen_ns as f64 / e as f64,
+        }
+    }
+
+    pub fn per_sec(&self, n: u64) -> f64 {
+        match self.elapsed_ns() {
+            0 => 0.0,
+            e => n as f64 * 1e9 / e as f64,
+        }
+    }
+
+    pub fn record(&mut self, h: &Hiccup) {
+        let start = self.start_ns;
+        let Some(c) = self.cpu_mut(h.cpu) else { return };
+        c.hiccups += 1;
+        c.stolen_ns += h.gap;
+        c.explained_ns += h.explained();
+        c.max_ns = c.max_ns.max(h.gap);
+        c.gaps.saturating_record(h.gap.max(1));
+        let sec = h.t0.saturating_sub(start) / 1_000_000_000;
+        match c.worst_per_sec.back_mut() {
+            Some((s, w)) if *s == sec => *w = (*w).max(h.gap),
+            _ => {
+                if c.worst_per_sec.len() == SPARK_SECS {
+                    c.worst_per_sec.pop_front();
+                }
+                c.worst_per_sec.push_back((sec, h.gap));
+            }
+        }
+        for (cause, ns) in h.all_causes() {
+            self.add_cause(h.cpu, cause, ns, h.t0);
+        }
+        self.note_worst(h);
+    }
+
+    fn add_cause(&mut self, cpu: u32, cause: &Cause, ns: u64, at: u64) {
+        // One lookup for a cause already known (the common case); the key
+        // is cloned only for a new one.
+        let key = CauseKey { cpu, cause: cause.clone() };
+        if let Some(s) = self.causes.get_mut(&key) {
+            s.add(ns, at);
+            return;
+        }
+        let entries = self.cause_entries.entry(cpu).or_default();
+        if *entries >= MAX_CAUSES {
+            *entries = causes::fold_stale(&mut self.causes, cpu);
+        }
+        *entries += 1;
+        self.causes.entry(key).or_default().add(ns, at);
+    }
+
+    fn note_worst(&mut self, h: &Hiccup) {
+        let cutoff = h.t0.saturating_sub(WORST_AGE_NS);
+        self.worst.retain(|w| w.t0 >= cutoff);
+        if self.worst.len() == WORST_KEPT && self.worst.last().is_some_and(|w| w.gap >= h.gap) {
+            return;
+        }
+        let at = self.worst.partition_point(|w| w.gap >= h.gap);
+        self.worst.insert(at, h.clone());
+        self.worst.truncate(WORST_KEPT);
+    }
+
+    /// Causes of one CPU (or all), by total time, largest first.
+    pub fn top_causes(&self, cpu: Option<u32>) -> Vec<(&CauseKey, &CauseStats)> {
+        let mut v: Vec<_> = self.causes.iter().filter(|(k, _)| cpu.is_none_or(|c| k.cpu == c)).collect();
+        v.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then_with(|| a.0.cmp(b.0)));
+        v
+    }
+
+    /// Takes in what the probes and the kernel count, as counted since the
+    /// start: the aggregates hold what came since the last reset.
+    pub fn update_counters(&mut self, raw: Counters, now: u64) {
+        self.now_ns = now;
+        self.counters = raw.since(&self.base);
+        self.raw = raw;
+        for c in &mut self.cpus {
+            if let Some(p) = self.counters.cpus.iter().find(|p| p.cpu == c.cpu) {
+                c.probe = p.clone();
+            }
+        }
+    }
+
+    /// Starts the aggregates afresh at `now` (the screen's reset key): what
+    /// is counted from here on is what they show.
+    pub fn reset(&mut self, now: u64) {
+        let cpus: Vec<usize> = self.cpus.iter().map(|c| c.cpu as usize).collect();
+        let raw = std::mem::replace(&mut self.raw, Counters::new(&cpus));
+        *self = Stats { base: raw.clone(), was_reset: true, ..Stats::new(&cpus, now) };
+        self.update_counters(raw, now);
+    }
+}
+
+#[cfg(test)]
+mod tests;

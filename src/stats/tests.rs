@@ -1,0 +1,88 @@
+use super::*;
+use crate::cause::{comm, Kind, Symbol};
+use crate::interval::hiccup;
+
+fn task(name: &str, pid: u32) -> Cause {
+    Cause::Task { comm: comm(name.as_bytes()), pid: Some(pid) }
+}
+
+fn key(cpu: u32, cause: Cause) -> CauseKey {
+    CauseKey { cpu, cause }
+}
+
+#[test]
+fn aggregates_per_cpu_and_cause() {
+    let mut s = Stats::new(&[1, 3], 0);
+    let irq = Cause::Irq { irq: 24, name: std::sync::Arc::from(&b"eth0"[..]) };
+    s.record(&hiccup(1, 1_000, vec![(task("hog", 5), 200)], 20));
+    s.record(&hiccup(1, 2_000_000_000, vec![(task("hog", 5), 300), (irq.clone(), 50)], 0));
+    s.record(&hiccup(3, 10, vec![], 1000));
+    s.now_ns = 10_000_000_000;
+    let c1 = &s.cpus[0];
+    assert_eq!((c1.hiccups, c1.stolen_ns, c1.max_ns, c1.explained_ns), (2, 570, 350, 550));
+    assert_eq!(c1.worst_per_sec, VecDeque::from(vec![(0, 220), (2, 350)]));
+    let hog = &s.causes[&key(1, task("hog", 5))];
+    assert_eq!((hog.count, hog.total_ns, hog.max_ns, hog.last_seen_ns), (2, 500, 300, 2_000_000_000));
+    assert_eq!(hog.p99(), 300);
+    let top: Vec<Cause> = s.top_causes(Some(1)).iter().map(|(k, _)| k.cause.clone()).collect();
+    assert_eq!(top, vec![task("hog", 5), irq, Cause::Unexplained]);
+    assert_eq!(s.top_causes(Some(3))[0].0.cause, Cause::Unexplained);
+    assert!((s.stolen_pct(&s.cpus[0]) - 570.0 / 1e8).abs() < 1e-12);
+    assert!((s.per_sec(3) - 0.3).abs() < 1e-9);
+}
+
+#[test]
+fn pid_churn_folds_stale_causes_by_their_fields() {
+    let mut s = Stats::new(&[1], 0);
+    let big = 1_000_000;
+    let tick = Cause::Timer(Symbol::from("tick_nohz_handler"));
+    s.record(&hiccup(1, 0, vec![(task("hog", 5), big)], 0));
+    // 1000 short-lived tasks, each seen in 70 hiccups (a histogram each),
+    // bigger than the tick that keeps coming between them.
+    for pid in 0..1000u64 {
+        for i in 0..70 {
+            s.record(&hiccup(1, pid * 100 + i, vec![(task("cc1", 1000 + pid as u32), 10 + pid)], 0));
+        }
+        s.record(&hiccup(1, pid * 100 + 80, vec![(tick.clone(), 5)], 0));
+    }
+    let kept = s.causes.keys().filter(|k| k.cpu == 1).count();
+    assert!(kept <= MAX_CAUSES, "{kept} causes kept");
+    assert_eq!(s.cause_entries[&1], kept);
+    // Totals still add up, and the large cause survived.
+    let total: u64 = s.causes.values().map(|c| c.total_ns).sum();
+    assert_eq!(total, s.cpus[0].stolen_ns);
+    assert_eq!(s.causes[&key(1, task("hog", 5))].total_ns, big);
+    assert_eq!(s.causes[&key(1, tick)].count, 1000);
+    assert!(s.causes.contains_key(&key(1, task("cc1", 1999))), "the latest task keeps its name");
+    // Folded tasks share their program's entry: a comm with `[` in it
+    // folds by its field, not by parsing `comm[pid]` back.
+    let others = &s.causes[&key(1, Cause::Task { comm: comm(b"cc1"), pid: None })];
+    assert!(others.count > 0);
+    assert_eq!(s.causes.values().map(|c| c.count).sum::<u64>(), 71_001);
+    assert!(!s.causes.contains_key(&key(1, Cause::Others(Kind::Task))));
+}
+
+#[test]
+fn keeps_the_worst_recent_stalls_and_resets_at_the_source() {
+    let mut s = Stats::new(&[1], 0);
+    for i in 0..100u64 {
+        s.record(&hiccup(1, i, vec![], i + 1));
+    }
+    assert_eq!(s.worst.len(), WORST_KEPT);
+    assert_eq!(s.worst[0].gap, 100);
+    // A minute later the old ones have aged out.
+    s.record(&hiccup(1, 2 * WORST_AGE_NS, vec![], 5));
+    assert_eq!(s.worst.len(), 1);
+    let mut raw = Counters::new(&[1]);
+    raw.events = 500;
+    raw.cpus[0].drops = 7;
+    raw.cpus[0].threshold_ns = 180;
+    s.update_counters(raw.clone(), 10);
+    s.reset(20);
+    assert_eq!((s.cpus[0].hiccups, s.causes.len(), s.worst.len(), s.start_ns, s.was_reset), (0, 0, 0, 20, true));
+    assert_eq!((s.counters.events, s.cpus[0].probe.drops, s.cpus[0].probe.threshold_ns), (0, 0, 180));
+    raw.events = 600;
+    raw.cpus[0].drops = 9;
+    s.update_counters(raw, 30);
+    assert_eq!((s.counters.events, s.cpus[0].probe.drops, s.elapsed_ns()), (100, 2, 10));
+}
