@@ -141,8 +141,8 @@ impl Event {
         }
         // SAFETY: the length is checked and jw_event is plain old data.
         let e: jw_event = unsafe { std::ptr::read_unaligned(data.as_ptr().cast()) };
-        // SAFETY (all union reads below): `kind` says which member the BPF
-        // program wrote, and every member is plain old data.
+        // SAFETY: every union read below reads the member that `kind` says
+        // the BPF program wrote, and every member is plain old data.
         let payload = unsafe {
             match jw_kind(e.kind.into()) {
                 jw_kind::JW_SWITCH => {

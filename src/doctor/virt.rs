@@ -78,6 +78,7 @@ pub(crate) fn check(cx: &mut Ctx) {
     cx.push(f);
 
     let Some(stat) = cx.read("proc/stat") else { return };
+    // SAFETY: sysconf reads a constant and has no preconditions.
     let hz = match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
         n if n > 0 => n as u64,
         _ => 100,

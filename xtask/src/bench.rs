@@ -30,19 +30,10 @@ use anyhow::{bail, Context, Result};
 
 use crate::{deps, proc};
 
-const USAGE: &str = "usage: cargo xtask bench [--quick]";
 /// Internal: the sudo'd re-run, after the user's build.
 const BUILT: &str = "--built";
 
-pub fn run(args: &[String]) -> Result<()> {
-    let (mut quick, mut built) = (false, false);
-    for a in args {
-        match a.as_str() {
-            "--quick" => quick = true,
-            BUILT => built = true,
-            _ => bail!("{USAGE}"),
-        }
-    }
+pub fn run(quick: bool, built: bool) -> Result<()> {
     let started = Instant::now();
     if !proc::is_root() {
         // Build as the user (target/ stays theirs), measure as root.

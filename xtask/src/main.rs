@@ -1,12 +1,10 @@
-//! `cargo xtask <command>`: developer tasks for jitterwatch.
-//!
-//! Every command is one entry in [`COMMANDS`]: to add one, write a module
-//! with `pub fn run(args: &[String]) -> anyhow::Result<()>`, declare it
-//! below and add a row to the table.
+//! `cargo xtask <command>`: developer tasks for jitterwatch. Each command is
+//! a module with a `run`; its arguments are parsed here, once, by clap.
 
 mod bench;
 mod build;
 mod deps;
+mod lint;
 mod proc;
 mod run;
 mod test_cmd;
@@ -14,49 +12,60 @@ mod vmlinux;
 
 use std::process::ExitCode;
 
-/// A command gets the arguments that follow its name.
-type Cmd = fn(&[String]) -> anyhow::Result<()>;
+use clap::{Parser, Subcommand};
 
-/// name, one-line usage, help text, entry point.
-const COMMANDS: &[(&str, &str, &str, Cmd)] = &[
-    ("deps", "deps", "install missing system packages (clang, libelf-dev, bpftool, perf, ...)", deps::run),
-    ("build", "build", "deps, then cargo build --release", build::run),
-    ("bench", "bench [--quick]", "measure jitterwatch's own cost (as root, ~5 min) and write BENCHMARKS.md", bench::run),
-    ("run", "run [-- ARGS]", "deps, build, then run target/release/jitterwatch ARGS as root (sudo -E if needed)", run::run),
-    (
-        "test",
-        "test [-- TEST_ARGS]",
-        "deps, then cargo test --workspace --all-targets as root (TEST_ARGS go to the test binaries)",
-        test_cmd::run,
-    ),
-    ("vmlinux", "vmlinux", "regenerate bpf/vmlinux.h from /sys/kernel/btf/vmlinux", vmlinux::run),
-];
+#[derive(Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Developer tasks for jitterwatch")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-fn usage() -> String {
-    let width = COMMANDS.iter().map(|c| c.1.len()).max().unwrap_or(0);
-    let mut s = String::from("usage: cargo xtask <command> [args]\n\ncommands:\n");
-    for (_, synopsis, help, _) in COMMANDS {
-        s.push_str(&format!("  {synopsis:<width$}  {help}\n"));
-    }
-    s.push_str(&format!("  {:<width$}  show this text\n", "help"));
-    s
+#[derive(Subcommand)]
+enum Command {
+    /// Install missing system packages (clang, libelf-dev, bpftool, perf, ...).
+    Deps,
+    /// Deps, then cargo build --release.
+    Build,
+    /// Measure jitterwatch's own cost (as root, ~5 min) and write BENCHMARKS.md.
+    Bench {
+        /// Fewer repetitions: a smoke run, not figures to publish.
+        #[arg(long)]
+        quick: bool,
+        /// Internal: the sudo'd re-run after the user's build.
+        #[arg(long, hide = true)]
+        built: bool,
+    },
+    /// Deps, build, then run target/release/jitterwatch ARGS as root (sudo -E if needed).
+    Run {
+        /// Arguments for jitterwatch (after `--`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Deps, cargo fmt --check, clippy -D warnings, then every test as root.
+    Test {
+        /// Arguments for the test binaries (after `--`): a filter, --nocapture, ...
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// cargo fmt --check and cargo clippy --all-targets -D warnings, alone.
+    Lint,
+    /// Regenerate bpf/vmlinux.h from /sys/kernel/btf/vmlinux.
+    Vmlinux,
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(name) = args.first().map(String::as_str) else {
-        print!("{}", usage());
-        return ExitCode::SUCCESS;
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Deps => deps::run(),
+        Command::Build => build::run(),
+        Command::Bench { quick, built } => bench::run(quick, built),
+        Command::Run { args } => run::run(&args),
+        Command::Test { args } => test_cmd::run(&args),
+        Command::Lint => lint::run(),
+        Command::Vmlinux => vmlinux::run(),
     };
-    if matches!(name, "help" | "-h" | "--help") {
-        print!("{}", usage());
-        return ExitCode::SUCCESS;
-    }
-    let Some(&(_, _, _, cmd)) = COMMANDS.iter().find(|c| c.0 == name) else {
-        eprint!("error: unknown command `{name}`\n\n{}", usage());
-        return ExitCode::from(2);
-    };
-    match cmd(&args[1..]) {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         // A child we ran on the user's behalf (`run`) already said why it
         // failed; pass its status through without a line of our own.

@@ -67,6 +67,7 @@ pub fn status(cmd: &mut Command) -> Result<ExitStatus> {
     // no handler code of ours runs.
     let old = unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
     let st = child.wait();
+    // SAFETY: restores the disposition read above.
     unsafe { libc::signal(libc::SIGINT, old) };
     st.with_context(|| format!("waiting for `{}`", show(cmd)))
 }
@@ -116,13 +117,5 @@ pub fn sudo() -> Result<Command> {
     match which("sudo") {
         Some(p) => Ok(Command::new(p)),
         None => bail!("this needs root and `sudo` is not installed: run it as root"),
-    }
-}
-
-/// Drop a leading `--` (as in `cargo xtask run -- --help`).
-pub fn strip_dashes(args: &[String]) -> &[String] {
-    match args.first() {
-        Some(a) if a == "--" => &args[1..],
-        _ => args,
     }
 }

@@ -5,7 +5,6 @@ use anyhow::{bail, Result};
 use crate::{deps, proc};
 
 pub fn run(args: &[String]) -> Result<()> {
-    let args = proc::strip_dashes(args);
     // Not root: make sure sudo exists before spending time on a build.
     let sudo = if proc::is_root() { None } else { Some(proc::sudo()?) };
     deps::ensure(false)?;

@@ -1,6 +1,10 @@
-//! `cargo xtask test [-- TEST_ARGS]`: every test of the workspace, as root
-//! (the end-to-end tests load BPF). A non-root user builds the tests as
-//! themself, then only the run goes through `sudo -E`.
+//! `cargo xtask test [-- TEST_ARGS]`: the lint gates (fmt, clippy), then
+//! every test of the workspace as root (the end-to-end tests load BPF). A
+//! non-root user builds the tests as themself, then only the run goes
+//! through `sudo -E`. Tests that could not run (not root, no BTF, outside
+//! CI) append their name to a file whose path is in [`SKIP_LOG_VAR`]; the
+//! count is the last thing printed, so a skip is never buried in captured
+//! output.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -8,14 +12,16 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 
-use crate::{deps, proc};
+use crate::{deps, lint, proc};
 
 const CARGO_TEST: &[&str] = &["test", "--workspace", "--all-targets"];
 
-pub fn run(args: &[String]) -> Result<()> {
-    // Everything after `--` goes to the test binaries untouched
-    // (`--test-threads=1`, `--nocapture`, a name filter, ...).
-    let test_args = proc::strip_dashes(args);
+/// Read by `tests/common`: where a skipped test writes its name and why.
+const SKIP_LOG_VAR: &str = "JITTERWATCH_SKIP_LOG";
+
+/// `args` go to the test binaries untouched (`--test-threads=1`,
+/// `--nocapture`, a name filter, ...).
+pub fn run(test_args: &[String]) -> Result<()> {
     let root = proc::is_root();
     if !root && std::env::var("CI").is_ok_and(|v| v == "true") {
         bail!("CI=true but not running as root: the tests load BPF programs and must run as root in CI");
@@ -23,7 +29,11 @@ pub fn run(args: &[String]) -> Result<()> {
     let sudo = if root { None } else { Some(proc::sudo()?) };
     let start = Instant::now();
     deps::ensure(false)?;
+    lint::run()?;
 
+    let skip_log = proc::target_dir().join("skipped-tests.txt");
+    // A stale list from an earlier run would be counted again.
+    let _ = std::fs::remove_file(&skip_log);
     let mut cmd = match sudo {
         None => {
             let mut c = proc::cargo();
@@ -40,13 +50,21 @@ pub fn run(args: &[String]) -> Result<()> {
     if !test_args.is_empty() {
         cmd.arg("--").args(test_args);
     }
+    cmd.env(SKIP_LOG_VAR, &skip_log);
 
     let st = proc::status(&mut cmd)?;
     let secs = start.elapsed().as_secs_f64();
-    if !st.success() {
-        bail!("tests failed ({}) after {secs:.1}s", proc::describe(st));
+    let skipped: Vec<String> = std::fs::read_to_string(&skip_log).unwrap_or_default().lines().map(str::to_owned).collect();
+    for s in &skipped {
+        println!("test: SKIPPED {s}");
     }
-    println!("test: all passed in {secs:.1}s");
+    if !st.success() {
+        bail!("tests failed ({}) after {secs:.1}s; {} skipped", proc::describe(st), skipped.len());
+    }
+    match skipped.len() {
+        0 => println!("test: all passed in {secs:.1}s, none skipped"),
+        n => println!("test: passed in {secs:.1}s, but {n} skipped (listed above): they need root and BTF"),
+    }
     Ok(())
 }
 

@@ -12,10 +12,7 @@ use crate::proc;
 
 const BTF: &str = "/sys/kernel/btf/vmlinux";
 
-pub fn run(args: &[String]) -> Result<()> {
-    if !args.is_empty() {
-        bail!("vmlinux takes no arguments");
-    }
+pub fn run() -> Result<()> {
     if !Path::new(BTF).exists() {
         bail!("{BTF} is missing: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF=y is needed)");
     }
