@@ -21,6 +21,7 @@ mod measure;
 mod quiet;
 mod report;
 mod util;
+mod verdicts;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -121,7 +122,7 @@ pub fn run(quick: bool, built: bool) -> Result<()> {
     let md = md + &kept_history(&out);
     std::fs::write(&out, md).with_context(|| format!("writing {}", out.display()))?;
     give_back(&out);
-    report::print(&results);
+    verdicts::print(&results);
     println!("bench: wrote {} in {:.0} s", out.display(), started.elapsed().as_secs_f64());
     Ok(())
 }

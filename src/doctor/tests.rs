@@ -1,0 +1,57 @@
+use super::*;
+
+#[test]
+fn masks_parse() {
+    assert_eq!(parse_mask("3"), Some(vec![0, 1]));
+    assert_eq!(parse_mask("00000000,00000002"), Some(vec![1]));
+    assert_eq!(parse_mask("2,00000000"), Some(vec![33]));
+    assert_eq!(parse_mask("zz"), None);
+    for cpus in [vec![0usize], vec![1, 5, 40], vec![63]] {
+        assert_eq!(parse_mask(&cpulist::to_mask(&cpus, 64)), Some(cpus));
+    }
+}
+
+#[test]
+fn text_and_json_output() {
+    let fx = fixture::Fx::untuned();
+    let mut out = Vec::new();
+    assert_eq!(run(fx.path(), &[1], false, &mut out).unwrap(), 1);
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.starts_with("jitterwatch doctor: isolation audit of CPU 1\n"), "{text}");
+    assert!(text.contains("\nboot\n  [WARN] CPU 1 not isolated"), "{text}");
+    assert!(text.contains("\n         why: ") && text.contains("\n         evidence: ") && text.contains("\n         fix: "));
+    assert!(text.contains("  [ OK ] ") && text.contains("  [INFO] "));
+    let r = audit(fx.path(), &[1]);
+    let last = text.lines().last().unwrap();
+    assert_eq!(last, format!("{} WARN, {} INFO, {} OK", r.count(Status::Warn), r.count(Status::Info), r.count(Status::Ok)));
+
+    let mut out = Vec::new();
+    assert_eq!(run(fx.path(), &[1], true, &mut out).unwrap(), 1);
+    let back: Report = serde_json::from_slice(&out).unwrap();
+    assert_eq!(back, r);
+    assert!(String::from_utf8(out).unwrap().contains("\"status\": \"Warn\""));
+
+    // A clean machine exits 0.
+    let fx = fixture::Fx::tuned();
+    assert_eq!(
+        run(fx.path(), &[3], false, &mut Vec::new()).unwrap(),
+        0,
+        "{:#?}",
+        audit(fx.path(), &[3]).findings.iter().filter(|f| f.status == Status::Warn).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn run_on_empty_root_does_not_panic() {
+    let d = tempfile::tempdir().unwrap();
+    let mut out = Vec::new();
+    let code = run(d.path(), &[1], false, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("could not read"), "{text}");
+    // With no command line the boot checks see no isolation: WARN, so 1;
+    // the housekeeping check, with no CPU list, says it is unknown.
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("[INFO] online CPUs unknown"), "{text}");
+    let r = audit(d.path(), &[1]);
+    assert!(r.unreadable.iter().any(|u| u.starts_with("/proc/cmdline")));
+}

@@ -1,0 +1,227 @@
+//! Synthetic event streams: each test builds a CPU's history by hand and
+//! checks what a gap over it is charged to.
+
+use super::*;
+use crate::interval::Source;
+use crate::kallsyms::Kallsyms;
+use crate::record::{Comm, Task, Vector};
+
+const CPU: u32 = 1;
+const PROBE: u32 = 999;
+const WORK_FN: u64 = 0xffff_ffff_8100_1000;
+const TICK_FN: u64 = 0xffff_ffff_8100_2000;
+const SYMS: &str = "ffffffff81001000 t vmstat_update\nffffffff81002000 t tick_nohz_handler\n";
+
+fn comm(s: &str) -> Comm {
+    crate::cause::comm(s.as_bytes())
+}
+
+fn gap(t0: u64, t1: u64) -> Interval {
+    Interval { cpu: CPU, t0, t1, source: Source::Probe }
+}
+
+/// A hiccup's causes as `kind:name=ns`.
+fn labels(h: &Hiccup) -> Vec<String> {
+    h.causes.iter().map(|(c, ns)| format!("{}={ns}", c.label())).collect()
+}
+
+fn task(pid: u32, name: &str) -> Task {
+    Task { pid, tgid: pid, prio: 120, comm: comm(name) }
+}
+
+fn ev(ts: u64, payload: Payload) -> Event {
+    Event { ts, cpu: CPU, payload }
+}
+
+fn switch(ts: u64, prev: Task, next: Task) -> Event {
+    ev(ts, Payload::Switch { prev, next, prev_state: 0, prev_ran_ns: 0, preempt: true })
+}
+
+/// A switch as the per-CPU perf event reports it: with how long prev ran.
+fn switch_ran(ts: u64, prev: Task, next: Task, ran: u32) -> Event {
+    ev(ts, Payload::Switch { prev, next, prev_state: 1, prev_ran_ns: ran, preempt: false })
+}
+
+fn engine() -> Engine {
+    engine_with_window(1024)
+}
+
+/// An engine whose timeline keeps at most `window` segments.
+fn engine_with_window(window: usize) -> Engine {
+    let mut e = Engine::new(&[CPU as usize], 0, window, Namer::new(Kallsyms::parse(SYMS)));
+    e.set_probe_tids(CPU, &[PROBE]);
+    e
+}
+
+/// The first hiccup `attribute_ready` hands out, as `kind:name=ns` strings
+/// and its unexplained time.
+fn first_hiccup(e: &mut Engine, watermark: u64) -> (Vec<String>, u64) {
+    let mut got = Vec::new();
+    e.attribute_ready(watermark, |h| got.push(h));
+    let h = got.first().expect("a hiccup");
+    (labels(h), h.unexplained)
+}
+
+fn probe() -> Task {
+    task(PROBE, "jitterwatch-pro")
+}
+
+/// Feeds events, then gaps (t0, t1), and returns each hiccup as
+/// `kind:name=ns` strings and its unexplained time.
+fn run_gaps(events: &[Event], gaps: &[(u64, u64)], watermark: u64) -> Vec<(Vec<String>, u64)> {
+    let mut e = engine();
+    for x in events {
+        e.on_event(x);
+    }
+    for &(t0, t1) in gaps {
+        e.on_interval(gap(t0, t1));
+    }
+    let mut got = Vec::new();
+    e.attribute_ready(watermark, |h| got.push(h));
+    assert_eq!(got.len(), gaps.len(), "gaps not attributed");
+    got.iter()
+        .map(|h| {
+            assert_eq!(h.causes.iter().map(|c| c.1).sum::<u64>() + h.unexplained, h.gap, "rows add up");
+            (labels(h), h.unexplained)
+        })
+        .collect()
+}
+
+/// The same for one gap.
+fn run(events: &[Event], t0: u64, t1: u64, watermark: u64) -> (Vec<String>, u64) {
+    run_gaps(events, &[(t0, t1)], watermark).pop().expect("one gap")
+}
+
+#[test]
+fn task_slice() {
+    let evs = [switch(100, probe(), task(50, "hog")), switch(300, task(50, "hog"), probe())];
+    assert_eq!(run(&evs, 90, 310, 1000), (vec!["task:hog[50]=200".into()], 20));
+}
+
+#[test]
+fn irq_nested_in_task_slice_is_charged_once() {
+    let evs = [
+        switch(100, probe(), task(50, "hog")),
+        ev(150, Payload::IrqEntry { irq: 24, name: *b"virtio0-input.0\0\0\0\0\0\0\0\0\0" }),
+        ev(170, Payload::IrqExit { irq: 24, ret: 1 }),
+        switch(300, task(50, "hog"), probe()),
+    ];
+    let (c, u) = run(&evs, 100, 300, 1000);
+    assert_eq!(c, vec!["task:hog[50]=180", "irq:24:virtio0-input.0=20"]);
+    assert_eq!(u, 0);
+}
+
+#[test]
+fn softirq_right_after_irq() {
+    let evs = [
+        ev(100, Payload::IrqEntry { irq: 5, name: [0; crate::record::IRQ_NAME_LEN] }),
+        ev(110, Payload::IrqExit { irq: 5, ret: 1 }),
+        ev(110, Payload::SoftirqEntry { vec: 3 }),
+        ev(140, Payload::SoftirqExit { vec: 3 }),
+    ];
+    let (c, u) = run(&[switch(50, task(1, "x"), probe())].iter().chain(&evs).copied().collect::<Vec<_>>(), 95, 145, 1000);
+    assert_eq!(c, vec!["softirq:NET_RX=30", "irq:5=10"]);
+    // Kernel entry and exit around them ran in the probe's own context.
+    assert_eq!(u, 10);
+}
+
+#[test]
+fn work_item_inside_kworker_slice() {
+    let kw = task(412, "kworker/1:1");
+    let evs = [
+        switch(100, probe(), kw),
+        ev(110, Payload::WorkStart { func: WORK_FN, work: 0xabc }),
+        ev(150, Payload::WorkEnd { func: WORK_FN, work: 0xabc }),
+        switch(160, kw, probe()),
+    ];
+    let (c, u) = run(&evs, 100, 160, 1000);
+    assert_eq!(c, vec!["work:vmstat_update=40", "task:kworker/1:1[412]=20"]);
+    assert_eq!(u, 0);
+}
+
+#[test]
+fn work_item_that_sleeps_resumes_after_the_switch_back() {
+    let kw = task(412, "kworker/1:1");
+    let evs = [
+        switch(100, probe(), kw),
+        ev(100, Payload::WorkStart { func: WORK_FN, work: 0xabc }),
+        switch(120, kw, task(0, "swapper/1")),
+        switch(150, task(0, "swapper/1"), kw),
+        ev(170, Payload::WorkEnd { func: WORK_FN, work: 0xabc }),
+        switch(170, kw, probe()),
+    ];
+    let (c, _) = run(&evs, 100, 170, 1000);
+    assert_eq!(c, vec!["work:vmstat_update=40", "task:swapper/1[0]=30"]);
+}
+
+#[test]
+fn hrtimer_inside_local_timer() {
+    let evs = [
+        switch(10, task(1, "x"), probe()),
+        ev(100, Payload::VectorEntry(Vector::LocalTimer)),
+        ev(105, Payload::HrtimerEntry { func: TICK_FN, timer: 0x77 }),
+        ev(125, Payload::HrtimerExit { timer: 0x77 }),
+        ev(130, Payload::VectorExit(Vector::LocalTimer)),
+    ];
+    let (c, u) = run(&evs, 98, 132, 1000);
+    assert_eq!(c, vec!["timer:tick_nohz_handler=20", "irq:local_timer=10"]);
+    assert_eq!(u, 4);
+}
+
+#[test]
+fn no_events_is_all_unexplained() {
+    let (c, u) = run(&[switch(10, task(1, "x"), probe())], 100, 400, 1000);
+    assert!(c.is_empty());
+    assert_eq!(u, 300);
+}
+
+#[test]
+fn gap_wider_than_its_events_is_clipped_to_the_gap() {
+    // A hog that ran from before the gap to after it: only the overlap counts.
+    let evs = [switch(50, probe(), task(7, "hog")), switch(500, task(7, "hog"), probe())];
+    assert_eq!(run(&evs, 100, 300, 1000).0, vec!["task:hog[7]=200"]);
+    // And a gap that starts before its events and ends after them.
+    let evs = [
+        switch(10, task(1, "x"), probe()),
+        ev(200, Payload::IrqEntry { irq: 9, name: [0; crate::record::IRQ_NAME_LEN] }),
+        ev(260, Payload::IrqExit { irq: 9, ret: 1 }),
+    ];
+    assert_eq!(run(&evs, 100, 400, 1000), (vec!["irq:9=60".into()], 240));
+}
+
+#[test]
+fn exit_without_entry_is_clipped_not_dropped() {
+    // Tracing began at 0 in the middle of an IRQ whose entry we never saw.
+    let evs = [ev(40, Payload::IrqExit { irq: 3, ret: 1 })];
+    assert_eq!(run(&evs, 0, 50, 1000), (vec!["irq:3=40".into()], 10));
+}
+
+#[test]
+fn nmi_is_cut_out_of_what_it_interrupted() {
+    let evs = [
+        switch(100, probe(), task(50, "hog")),
+        ev(220, Payload::Nmi { handler: 0x1, delta_ns: 20, handled: true }),
+        switch(300, task(50, "hog"), probe()),
+    ];
+    assert_eq!(run(&evs, 100, 300, 1000).0, vec!["task:hog[50]=180", "nmi:0x1=20"]);
+}
+
+#[test]
+fn parked_probe_names_idle_and_the_timer() {
+    // RT throttling: the probe is switched out for idle, the RT period timer
+    // fires later in idle's context and lets it run again.
+    let idle = task(0, "swapper/1");
+    let evs = [
+        switch(1000, probe(), idle),
+        ev(50_000, Payload::VectorEntry(Vector::LocalTimer)),
+        ev(50_010, Payload::HrtimerEntry { func: TICK_FN, timer: 1 }),
+        ev(50_030, Payload::HrtimerExit { timer: 1 }),
+        ev(50_040, Payload::VectorExit(Vector::LocalTimer)),
+        switch(50_100, idle, probe()),
+    ];
+    let (c, _) = run(&evs, 990, 50_110, 60_000);
+    assert_eq!(c[0], "task:swapper/1[0]=49060");
+    assert!(c.contains(&"timer:tick_nohz_handler=20".to_string()));
+}
+
+mod window;
