@@ -2,6 +2,14 @@
 //! error, a panic hook (ahead of the one lifecycle.rs installed, which
 //! stops the probes and prints the message on the restored screen), and
 //! SIGTERM/SIGINT, which arrive as the stop flag and end the loop.
+//!
+//! Restoring is ratatui's own `try_restore` (raw mode off first, then the
+//! main screen) plus showing the cursor. Entering is ours, not
+//! `ratatui::init`: that one draws straight to a line-buffered stdout (many
+//! writes per frame; we write each frame once, see [`FrameWriter`]), and
+//! its panic hook stays installed for the life of the process, where ours
+//! is taken down when the screen is, and a restore from another thread's
+//! panic also stops this thread drawing on the main screen.
 
 use std::io::{self, Write};
 use std::panic::PanicHookInfo;
@@ -11,7 +19,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use crossterm::cursor::{Hide, Show};
 use crossterm::execute;
-use crossterm::terminal::{disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen};
+use crossterm::terminal::{enable_raw_mode, EnterAlternateScreen};
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Size;
 use ratatui::Terminal;
@@ -48,8 +56,8 @@ impl Write for FrameWriter {
 /// Gives the terminal back; safe to call more than once, from any thread.
 pub fn restore() {
     if ACTIVE.swap(false, Ordering::SeqCst) {
-        let _ = disable_raw_mode();
-        let _ = execute!(io::stdout(), LeaveAlternateScreen, Show);
+        let _ = ratatui::try_restore();
+        let _ = execute!(io::stdout(), Show);
     }
 }
 
