@@ -244,8 +244,9 @@ impl Own {
                     let floor = p.floor_ns.load(Relaxed);
                     let (loops, first) = (p.loops.load(Relaxed), p.first_sample_ns.load(Relaxed));
                     // The gaps it reported are the hiccups counted (all of
-                    // them by the last drain, but those lost to a full queue).
-                    let (stolen, hiccups) = stats.cpus.iter().find(|c| c.cpu == p.cpu).map_or((0, 0), |c| (c.stolen_ns, c.hiccups));
+                    // them by the last drain, but those lost to a full queue),
+                    // over the whole run like its loop counts.
+                    let (stolen, hiccups) = stats.run_gaps(p.cpu);
                     CpuCounters {
                         cpu: p.cpu,
                         threshold_ns: p.threshold_ns.load(Relaxed),

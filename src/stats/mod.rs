@@ -99,6 +99,9 @@ pub struct Stats {
     pub was_reset: bool,
     /// Entries each CPU has in `causes`, kept for the cap.
     cause_entries: HashMap<u32, usize>,
+    /// Per CPU: gap time and gaps since the start, kept across resets (the
+    /// probe's loop period between hiccups is over the whole run).
+    run_gaps: HashMap<u32, (u64, u64)>,
 }
 
 impl Stats {
@@ -114,7 +117,13 @@ impl Stats {
             base: Counters::new(cpus),
             was_reset: false,
             cause_entries: HashMap::new(),
+            run_gaps: HashMap::new(),
         }
+    }
+
+    /// Gap ns and gaps on `cpu` since the start, resets notwithstanding.
+    pub fn run_gaps(&self, cpu: u32) -> (u64, u64) {
+        self.run_gaps.get(&cpu).copied().unwrap_or_default()
     }
 
     pub fn cpu_mut(&mut self, cpu: u32) -> Option<&mut CpuStats> {
@@ -141,6 +150,12 @@ impl Stats {
 
     pub fn record(&mut self, h: &Hiccup) {
         let start = self.start_ns;
+        if self.cpu_mut(h.cpu).is_none() {
+            return;
+        }
+        let run = self.run_gaps.entry(h.cpu).or_default();
+        run.0 += h.gap;
+        run.1 += 1;
         let Some(c) = self.cpu_mut(h.cpu) else { return };
         c.hiccups += 1;
         c.stolen_ns += h.gap;
@@ -215,7 +230,8 @@ impl Stats {
     pub fn reset(&mut self, now: u64) {
         let cpus: Vec<usize> = self.cpus.iter().map(|c| c.cpu as usize).collect();
         let raw = std::mem::replace(&mut self.raw, Counters::new(&cpus));
-        *self = Stats { base: raw.clone(), was_reset: true, ..Stats::new(&cpus, now) };
+        let run_gaps = std::mem::take(&mut self.run_gaps);
+        *self = Stats { base: raw.clone(), was_reset: true, run_gaps, ..Stats::new(&cpus, now) };
         self.update_counters(raw, now);
     }
 }

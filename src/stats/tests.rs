@@ -80,6 +80,8 @@ fn keeps_the_worst_recent_stalls_and_resets_at_the_source() {
     s.update_counters(raw.clone(), 10);
     s.reset(20);
     assert_eq!((s.cpus[0].hiccups, s.causes.len(), s.worst.len(), s.start_ns, s.was_reset), (0, 0, 0, 20, true));
+    // The run's gap totals (for the probe's period between hiccups) survive.
+    assert_eq!(s.run_gaps(1), ((1..=100).sum::<u64>() + 5, 101));
     assert_eq!((s.counters.events, s.cpus[0].probe.drops, s.cpus[0].probe.threshold_ns), (0, 0, 180));
     raw.events = 600;
     raw.cpus[0].drops = 9;
