@@ -25,7 +25,13 @@ struct {
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
 
-/* Failed reservations, per CPU, so userspace can show drops. */
+/*
+ * Failed reservations, per CPU: the map for userspace's totals, the array
+ * so every record carries its CPU's count (a plain read on the success
+ * path; both are written only when a reservation fails).
+ */
+__u32 dropped[JW_MAX_CPUS] = {};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -33,7 +39,7 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-static __always_inline struct jw_event *reserve(__u16 kind, __u16 sub)
+static __always_inline struct jw_event *reserve(__u8 kind, __u8 sub)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct jw_event *e;
@@ -47,12 +53,14 @@ static __always_inline struct jw_event *reserve(__u16 kind, __u16 sub)
 
 		if (n)
 			*n += 1;
+		dropped[cpu] += 1;
 		return NULL;
 	}
 	e->ts = bpf_ktime_get_ns();
 	e->cpu = cpu;
 	e->kind = kind;
 	e->sub = sub;
+	e->dropped = dropped[cpu];
 	return e;
 }
 

@@ -86,9 +86,15 @@ union jw_payload {
 
 struct jw_event {
 	__u64 ts; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
-	__u32 cpu;
-	__u16 kind; /* enum jw_kind */
-	__u16 sub;  /* softirq vector, or enum jw_vector */
+	__u16 cpu;
+	__u8 kind; /* enum jw_kind */
+	__u8 sub;  /* softirq vector, or enum jw_vector */
+	/*
+	 * This CPU's failed reservations so far (wrapping). When it differs
+	 * from the CPU's previous record, events were lost between the two:
+	 * userspace marks that stretch instead of guessing what ran.
+	 */
+	__u32 dropped;
 	union jw_payload u;
 };
 

@@ -20,6 +20,8 @@ pub enum Kind {
     Ipi,
     Nmi,
     Unexplained,
+    /// Time while the CPU's events were dropped (ring buffer full).
+    Lost,
 }
 
 impl Kind {
@@ -33,6 +35,7 @@ impl Kind {
             Kind::Ipi => "ipi",
             Kind::Nmi => "nmi",
             Kind::Unexplained => "unexplained",
+            Kind::Lost => "lost",
         }
     }
 }
@@ -47,6 +50,8 @@ impl std::fmt::Display for Kind {
 /// where space is short).
 pub const UNEXPLAINED: &str = "(no kernel event: hypervisor, SMI, hardware)";
 pub const UNEXPLAINED_SHORT: &str = "(no kernel event)";
+/// What lost time is: the ring buffer was full, the CPU's events dropped.
+pub const LOST: &str = "(events dropped: ring buffer full)";
 
 /// The name of the entry that folded causes of one kind share.
 pub const OTHERS: &str = "(others)";
@@ -81,6 +86,9 @@ pub enum Cause {
     Others(Kind),
     /// Time no kernel event covers: the hypervisor, SMIs, hardware.
     Unexplained,
+    /// Time while this CPU's events were being dropped: what ran then is
+    /// not known, so it is not guessed.
+    Lost,
 }
 
 impl Cause {
@@ -97,6 +105,7 @@ impl Cause {
             Cause::Nmi(_) => Kind::Nmi,
             Cause::Others(k) => *k,
             Cause::Unexplained => Kind::Unexplained,
+            Cause::Lost => Kind::Lost,
         }
     }
 
@@ -110,14 +119,15 @@ impl Cause {
     pub fn folded(&self) -> Option<Cause> {
         match self {
             Cause::Task { comm, pid: Some(_) } => Some(Cause::Task { comm: *comm, pid: None }),
-            Cause::Task { pid: None, .. } | Cause::Others(_) | Cause::Unexplained => None,
+            Cause::Task { pid: None, .. } | Cause::Others(_) | Cause::Unexplained | Cause::Lost => None,
             other => Some(Cause::Others(other.kind())),
         }
     }
 
     /// The name as every view shows it, escaped (`sanitize::visible`):
     /// `kworker/6:1[412]`, `vmstat_update`, `24:virtio0-input.0`, `RCU`.
-    /// Empty for unexplained time.
+    /// Empty for unexplained and lost time (views show [`UNEXPLAINED`] and
+    /// [`LOST`]).
     pub fn push_name(&self, out: &mut String) {
         match self {
             Cause::Task { comm, pid } => {
@@ -142,7 +152,7 @@ impl Cause {
             Cause::Vector(v) => out.push_str(v.name()),
             Cause::Softirq(v) => out.push_str(&crate::names::softirq(*v)),
             Cause::Others(_) => out.push_str(OTHERS),
-            Cause::Unexplained => {}
+            Cause::Unexplained | Cause::Lost => {}
         }
     }
 

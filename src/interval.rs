@@ -48,8 +48,14 @@ pub struct Hiccup {
 }
 
 impl Hiccup {
+    /// Time charged to a cause, `lost` included (the CSV's explained_ns).
     pub fn explained(&self) -> u64 {
         self.gap - self.unexplained
+    }
+
+    /// Time while the CPU's events were dropped: charged to `lost`.
+    pub fn lost(&self) -> u64 {
+        self.causes.iter().filter(|(c, _)| matches!(c, Cause::Lost)).map(|(_, ns)| ns).sum()
     }
 
     /// Every cause including unexplained time, largest first.

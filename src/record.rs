@@ -21,7 +21,7 @@ pub enum Vector {
 }
 
 impl Vector {
-    fn from_raw(v: u16) -> Option<Self> {
+    fn from_raw(v: u8) -> Option<Self> {
         Some(match jw_vector(v.into()) {
             jw_vector::JW_VEC_LOCAL_TIMER => Self::LocalTimer,
             jw_vector::JW_VEC_RESCHEDULE => Self::Reschedule,
@@ -117,6 +117,9 @@ pub enum Payload {
 pub struct Event {
     pub ts: u64,
     pub cpu: u32,
+    /// The CPU's failed reservations so far (wrapping): a step from its
+    /// previous record means events were lost in between.
+    pub dropped: u32,
     pub payload: Payload,
 }
 
@@ -125,9 +128,9 @@ pub enum DecodeError {
     #[error("short record: {0} bytes")]
     Short(usize),
     #[error("unknown record kind {0}")]
-    Kind(u16),
+    Kind(u8),
     #[error("unknown vector {0}")]
-    Vector(u16),
+    Vector(u8),
 }
 
 fn bytes<const N: usize>(raw: &[i8; N]) -> [u8; N] {
@@ -157,8 +160,8 @@ impl Event {
                 }
                 jw_kind::JW_IRQ_ENTRY => Payload::IrqEntry { irq: e.u.irq.irq, name: bytes(&e.u.irq.name) },
                 jw_kind::JW_IRQ_EXIT => Payload::IrqExit { irq: e.u.irq.irq, ret: e.u.irq.ret },
-                jw_kind::JW_SOFTIRQ_ENTRY => Payload::SoftirqEntry { vec: e.sub },
-                jw_kind::JW_SOFTIRQ_EXIT => Payload::SoftirqExit { vec: e.sub },
+                jw_kind::JW_SOFTIRQ_ENTRY => Payload::SoftirqEntry { vec: e.sub.into() },
+                jw_kind::JW_SOFTIRQ_EXIT => Payload::SoftirqExit { vec: e.sub.into() },
                 jw_kind::JW_WORK_START => Payload::WorkStart { func: e.u.r#fn.func, work: e.u.r#fn.obj },
                 jw_kind::JW_WORK_END => Payload::WorkEnd { func: e.u.r#fn.func, work: e.u.r#fn.obj },
                 jw_kind::JW_HRTIMER_ENTRY => Payload::HrtimerEntry { func: e.u.r#fn.func, timer: e.u.r#fn.obj },
@@ -171,7 +174,7 @@ impl Event {
                 _ => return Err(DecodeError::Kind(e.kind)),
             }
         };
-        Ok(Event { ts: e.ts, cpu: e.cpu, payload })
+        Ok(Event { ts: e.ts, cpu: e.cpu.into(), dropped: e.dropped, payload })
     }
 }
 
@@ -198,8 +201,9 @@ pub(crate) mod tests {
         let e = jw_event {
             ts: 42,
             cpu: 3,
-            kind: jw_kind::JW_SWITCH.0 as u16,
+            kind: jw_kind::JW_SWITCH.0 as u8,
             sub: 1,
+            dropped: 5,
             u: jw_payload {
                 sw: jw_switch {
                     prev_pid: 10,
@@ -216,7 +220,7 @@ pub(crate) mod tests {
             },
         };
         let ev = Event::decode(&raw(&e)).unwrap();
-        assert_eq!((ev.ts, ev.cpu), (42, 3));
+        assert_eq!((ev.ts, ev.cpu, ev.dropped), (42, 3, 5));
         match ev.payload {
             Payload::Switch { prev, next, prev_state, prev_ran_ns, preempt } => {
                 assert_eq!((prev.pid, prev.tgid, next.pid, prev_state, prev_ran_ns, preempt), (10, 9, 0, 1, 7, true));
@@ -232,13 +236,14 @@ pub(crate) mod tests {
         let mut e = jw_event {
             ts: 7,
             cpu: 1,
-            kind: jw_kind::JW_WORK_START.0 as u16,
+            kind: jw_kind::JW_WORK_START.0 as u8,
             sub: 0,
+            dropped: 0,
             u: jw_payload { r#fn: jw_func { func: 0xffff_ffff_8100_0000, obj: 0x1234 } },
         };
         assert_eq!(Event::decode(&raw(&e)).unwrap().payload, Payload::WorkStart { func: 0xffff_ffff_8100_0000, work: 0x1234 });
-        e.kind = jw_kind::JW_VECTOR_EXIT.0 as u16;
-        e.sub = jw_vector::JW_VEC_IRQ_WORK.0 as u16;
+        e.kind = jw_kind::JW_VECTOR_EXIT.0 as u8;
+        e.sub = jw_vector::JW_VEC_IRQ_WORK.0 as u8;
         assert_eq!(Event::decode(&raw(&e)).unwrap().payload, Payload::VectorExit(Vector::IrqWork));
         e.sub = 99;
         assert_eq!(Event::decode(&raw(&e)), Err(DecodeError::Vector(99)));

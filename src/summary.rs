@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::cause::{Cause, Kind, UNEXPLAINED};
+use crate::cause::{Cause, Kind, LOST, UNEXPLAINED};
 use crate::sanitize::visible;
 use crate::stats::Stats;
 
@@ -21,7 +21,12 @@ pub struct CpuRow {
     pub pct999_ns: u64,
     pub max_ns: u64,
     pub stolen_pct: f64,
+    /// Stolen time named by kernel events (lost time excluded).
     pub explained_pct: f64,
+    /// Of it, the part from hiccups with dropped events (less certain).
+    pub explained_in_lossy_rows_pct: f64,
+    /// Stolen time while events were dropped: not known.
+    pub lost_pct: f64,
     pub loop_floor_ns: u64,
     pub loop_mean_ns: f64,
     /// The mean loop period with the hiccups left out: the probe's own
@@ -109,6 +114,8 @@ impl Summary {
                 max_ns: c.max_ns,
                 stolen_pct: s.stolen_pct(c),
                 explained_pct: c.explained_pct(),
+                explained_in_lossy_rows_pct: c.lossy_explained_pct(),
+                lost_pct: c.lost_pct(),
                 loop_floor_ns: c.probe.floor_ns,
                 loop_mean_ns: c.probe.loop_mean_ns,
                 loop_quiet_mean_ns: c.probe.loop_quiet_mean_ns,
@@ -198,8 +205,15 @@ impl Summary {
         for c in &self.cpus {
             writeln!(
                 out,
-                "\ncpu {}: {:.1}% of stolen time explained, loop floor {} ns (mean period {:.1} ns, {:.1} ns between hiccups), {:.1} hiccups/s, {} queue overflows, {} ring-buffer drops",
-                c.cpu, c.explained_pct, c.loop_floor_ns, c.loop_mean_ns, c.loop_quiet_mean_ns, c.hiccups_per_sec, c.queue_overflows, c.ringbuf_drops
+                "\ncpu {}: {:.1}% of stolen time explained{}, loop floor {} ns (mean period {:.1} ns, {:.1} ns between hiccups), {:.1} hiccups/s, {} queue overflows, {} ring-buffer drops",
+                c.cpu,
+                c.explained_pct,
+                if c.lost_pct > 0.0 {
+                    format!(" ({:.1} points of it from hiccups with dropped events; {:.1}% lost while events were dropped)", c.explained_in_lossy_rows_pct, c.lost_pct)
+                } else {
+                    String::new()
+                },
+                c.loop_floor_ns, c.loop_mean_ns, c.loop_quiet_mean_ns, c.hiccups_per_sec, c.queue_overflows, c.ringbuf_drops
             )?;
             if c.top_causes.is_empty() {
                 continue;
@@ -207,7 +221,11 @@ impl Summary {
             writeln!(out, "  {:<11} {:<40} {:>8} {:>14} {:>12} {:>12}", "kind", "name", "count", "total_ns", "max_ns", "p99_ns")?;
             for k in &c.top_causes {
                 // Names are escaped already (Cause::push_name).
-                let name = if k.kind == Kind::Unexplained { UNEXPLAINED } else { &k.name };
+                let name = match k.kind {
+                    Kind::Unexplained => UNEXPLAINED,
+                    Kind::Lost => LOST,
+                    _ => &k.name,
+                };
                 writeln!(
                     out,
                     "  {:<11} {:<40} {:>8} {:>14} {:>12} {:>12}",

@@ -12,10 +12,6 @@ use jitterwatch::clock::now_ns;
 const BURSTS: usize = 120;
 const BURST_NS: u64 = 200_000;
 
-fn set_fifo(prio: i32) {
-    jitterwatch::sys::set_fifo(prio).expect("SCHED_FIFO");
-}
-
 fn set_other() {
     let p = libc::sched_param { sched_priority: 0 };
     // SAFETY: valid param for this thread.
@@ -129,48 +125,6 @@ fn sigterm_leaves_a_complete_csv_and_no_spinner() {
     assert!(!rows.is_empty(), "no rows in 2 s at a 300 ns threshold");
     // The file ends on a whole row.
     assert!(std::fs::read(&csv).unwrap().ends_with(b"\n"));
-}
-
-fn futex(word: &std::sync::atomic::AtomicU32, op: i32, val: u32) {
-    // A bounded wait, so a thread whose partner has left sees the end.
-    let tmo = libc::timespec { tv_sec: 0, tv_nsec: 10_000_000 };
-    // SAFETY: a futex call on a live, aligned u32 with a valid timeout.
-    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op | libc::FUTEX_PRIVATE_FLAG, val, &tmo) };
-}
-
-/// Two threads on `cpu` handing a turn back and forth through a futex until
-/// `stop` or `max` (SCHED_FIFO at `fifo`, if given): a context switch per
-/// hand-off, as fast as the kernel switches.
-fn storm(cpu: usize, stop: std::sync::Arc<std::sync::atomic::AtomicBool>, fifo: Option<i32>, max: Duration) -> Vec<thread::JoinHandle<()>> {
-    use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
-    let turn = std::sync::Arc::new(AtomicU32::new(0));
-    let deadline = std::time::Instant::now() + max;
-    (0..2u32)
-        .map(|me| {
-            let (turn, stop) = (turn.clone(), stop.clone());
-            thread::spawn(move || {
-                pin_self(cpu);
-                set_thread_name(if me == 0 { "jwstorm-ping" } else { "jwstorm-pong" });
-                if let Some(p) = fifo {
-                    set_fifo(p);
-                }
-                while !stop.load(SeqCst) && std::time::Instant::now() < deadline {
-                    while turn.load(SeqCst) != me {
-                        if stop.load(SeqCst) || std::time::Instant::now() >= deadline {
-                            turn.store(1 - me, SeqCst);
-                            futex(&turn, libc::FUTEX_WAKE, 1);
-                            return;
-                        }
-                        futex(&turn, libc::FUTEX_WAIT, 1 - me);
-                    }
-                    turn.store(1 - me, SeqCst);
-                    futex(&turn, libc::FUTEX_WAKE, 1);
-                }
-                turn.store(1 - me, SeqCst);
-                futex(&turn, libc::FUTEX_WAKE, 1);
-            })
-        })
-        .collect()
 }
 
 #[test]

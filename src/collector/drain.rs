@@ -27,6 +27,10 @@ pub trait EventSource {
     /// Appends up to `max` events to `out` (empty on entry); returns how
     /// many records were read, decodable or not.
     fn read(&mut self, max: usize, out: &mut Vec<Event>) -> Result<usize>;
+    /// Appends each CPU's count of events the source dropped so far
+    /// (`cpu`, total); returns when the counts were read (CLOCK_MONOTONIC
+    /// ns). Called after a read that emptied the source.
+    fn drop_totals(&mut self, out: &mut Vec<(u32, u64)>) -> Result<u64>;
 }
 
 /// Where intervals come from (the probes): what they reported since the
@@ -59,6 +63,7 @@ pub struct Drain {
     pub stats: Stats,
     sinks: Vec<Box<dyn HiccupSink>>,
     batch: Vec<Event>,
+    drops: Vec<(u32, u64)>,
     /// Every event stamped before this has been read.
     watermark: u64,
     pub events: u64,
@@ -66,7 +71,7 @@ pub struct Drain {
 
 impl Drain {
     pub fn new(engine: Engine, stats: Stats, sinks: Vec<Box<dyn HiccupSink>>, start: u64) -> Self {
-        Drain { engine, stats, sinks, batch: Vec::with_capacity(MAX_PER_DRAIN), watermark: start, events: 0 }
+        Drain { engine, stats, sinks, batch: Vec::with_capacity(MAX_PER_DRAIN), drops: Vec::new(), watermark: start, events: 0 }
     }
 
     /// One drain, begun at `now`. `last`: the sources have stopped and
@@ -93,10 +98,16 @@ impl Drain {
         }
         // A capped drain may have left older records behind: only an
         // emptied buffer moves the watermark.
-        if last {
-            self.watermark = now;
-        } else if records < MAX_PER_DRAIN {
-            self.watermark = now.saturating_sub(MARGIN_NS);
+        let emptied = last || records < MAX_PER_DRAIN;
+        if emptied {
+            self.watermark = if last { now } else { now.saturating_sub(MARGIN_NS) };
+            // Drops after a CPU's last record are in no record yet: the
+            // kernel's totals say so before anything is attributed.
+            self.drops.clear();
+            let at = events.drop_totals(&mut self.drops).context("reading the drop counters")?;
+            for &(cpu, total) in &self.drops {
+                self.engine.on_drop_total(cpu, total, at);
+            }
         }
         let (stats, sinks) = (&mut self.stats, &mut self.sinks);
         let mut failed: Option<(&'static str, io::Error)> = None;

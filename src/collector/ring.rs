@@ -14,6 +14,7 @@ use crate::record::Event;
 
 pub struct Ring<'a> {
     rb: RingBuffer<'a>,
+    tracer: &'a Tracer<'a>,
     /// Filled by the ring buffer's callback, swapped with the drain's batch.
     decoded: Rc<RefCell<Vec<Event>>>,
     records: Rc<Cell<usize>>,
@@ -31,7 +32,7 @@ impl<'a> Ring<'a> {
             }
             0
         })?;
-        Ok(Ring { rb, decoded, records })
+        Ok(Ring { rb, tracer, decoded, records })
     }
 }
 
@@ -46,5 +47,12 @@ impl EventSource for Ring<'_> {
             return Err(std::io::Error::from_raw_os_error(-n).into());
         }
         Ok(self.records.get())
+    }
+
+    fn drop_totals(&mut self, out: &mut Vec<(u32, u64)>) -> Result<u64> {
+        let per_cpu = self.tracer.drops()?;
+        let at = crate::clock::now_ns();
+        out.extend(per_cpu.into_iter().enumerate().filter(|&(_, n)| n > 0).map(|(cpu, n)| (cpu as u32, n)));
+        Ok(at)
     }
 }

@@ -121,6 +121,9 @@ pub fn hints(report: &Report, cause: &Cause) -> Vec<String> {
             }
             h.add("steal");
         }
+        Cause::Lost => h.push(
+            "lost: events were dropped because the ring buffer was full (jitterwatch's consumer fell behind, e.g. starved on a busy housekeeping CPU): give it a CPU of its own",
+        ),
         Cause::Others(_) => {}
     }
     h.out

@@ -34,6 +34,9 @@ pub struct Engine {
     pub namer: Namer,
     /// Events from CPUs we do not watch (should stay 0: BPF filters them).
     pub foreign_events: u64,
+    /// Per timeline: the CPU's count of dropped events as last seen (in a
+    /// record, or in the kernel's totals), wrapping like the record's.
+    drops_seen: Vec<u32>,
 }
 
 impl Engine {
@@ -54,6 +57,7 @@ impl Engine {
             scratch: Vec::with_capacity(32),
             namer,
             foreign_events: 0,
+            drops_seen: vec![0; cpus.len()],
         }
     }
 
@@ -75,6 +79,15 @@ impl Engine {
         if let Payload::IrqEntry { irq, name } = &ev.payload {
             self.namer.note_irq(*irq, name);
         }
+        // Compared as a signed step, so a record older than totals already
+        // read (its count behind) marks nothing.
+        let newly_dropped = ev.dropped.wrapping_sub(self.drops_seen[i]) as i32;
+        // Before anything is attributed up to this event: the stretch since
+        // the CPU's previous record is not known.
+        if newly_dropped > 0 {
+            self.drops_seen[i] = ev.dropped;
+            self.timelines[i].lost_until(ev.ts);
+        }
         // Once the window is filling, attribute a gap as soon as its CPU's
         // events have passed it, while the window surely still holds it: a
         // consumer that fell behind drains a burst that would slide the
@@ -84,6 +97,19 @@ impl Engine {
             self.attribute_cpu(i, ev.ts - REORDER_NS);
         }
         self.timelines[i].on_event(ev);
+    }
+
+    /// The kernel's count of `cpu`'s dropped events, read at `at` after a
+    /// drain that emptied the ring buffer: drops after the CPU's last
+    /// record (which no record carries yet) mark the time up to `at`.
+    pub fn on_drop_total(&mut self, cpu: u32, total: u64, at: u64) {
+        let Some(i) = self.slot(cpu) else { return };
+        // The records carry the low 32 bits of the same counter.
+        let total = total as u32;
+        if total.wrapping_sub(self.drops_seen[i]) as i32 > 0 {
+            self.drops_seen[i] = total;
+            self.timelines[i].lost_until(at);
+        }
     }
 
     pub fn on_interval(&mut self, gap: Interval) {

@@ -63,6 +63,7 @@ impl Namer {
             Context::Csd(f) => Cause::Csd(self.symbol(f)),
             Context::Nmi(f) => Cause::Nmi(self.symbol(f)),
             Context::Others(k) => Cause::Others(k),
+            Context::Lost => Cause::Lost,
             Context::Probe | Context::Unknown => unreachable!("unexplained, handled above"),
         };
         if self.cache.len() >= CACHE_MAX {

@@ -34,6 +34,8 @@ pub enum Context {
     Probe,
     /// Before the first event told us what runs here.
     Unknown,
+    /// Events of this CPU were dropped (ring buffer full): not known.
+    Lost,
 }
 
 impl Context {
@@ -54,7 +56,7 @@ impl Context {
             Context::Softirq(_) => Context::Others(Kind::Softirq),
             Context::Timer(_) => Context::Others(Kind::Timer),
             Context::Nmi(_) => Context::Others(Kind::Nmi),
-            c @ (Context::Others(_) | Context::Probe | Context::Unknown) => c,
+            c @ (Context::Others(_) | Context::Probe | Context::Unknown | Context::Lost) => c,
         }
     }
 }
@@ -292,6 +294,15 @@ impl Timeline {
                 self.push_segment(begin, ts, Context::Nmi(handler));
                 self.last = ts;
             }
+        }
+    }
+
+    /// Events were dropped between the last one seen and `ts`: that stretch
+    /// is charged to `Lost`, not to whatever ran at the last event.
+    pub fn lost_until(&mut self, ts: u64) {
+        if ts > self.last {
+            self.push_segment(self.last, ts, Context::Lost);
+            self.last = ts;
         }
     }
 

@@ -39,7 +39,12 @@ pub struct CpuStats {
     pub cpu: u32,
     pub hiccups: u64,
     pub stolen_ns: u64,
+    /// Time charged to causes, `lost` included (as the CSV counts it).
     pub explained_ns: u64,
+    /// Time while events were dropped, and the time charged to causes in
+    /// hiccups that had some: figures from such rows are less certain.
+    pub lost_ns: u64,
+    pub lossy_explained_ns: u64,
     pub max_ns: u64,
     pub gaps: Histogram<u64>,
     /// (second since start, worst gap in it), oldest first.
@@ -55,6 +60,8 @@ impl CpuStats {
             hiccups: 0,
             stolen_ns: 0,
             explained_ns: 0,
+            lost_ns: 0,
+            lossy_explained_ns: 0,
             max_ns: 0,
             // 2 significant digits: percentiles to 1%, in a histogram small
             // enough (~35 KB) to stay in cache.
@@ -72,12 +79,26 @@ impl CpuStats {
         }
     }
 
-    pub fn explained_pct(&self) -> f64 {
+    fn of_stolen(&self, ns: u64) -> f64 {
         if self.stolen_ns == 0 {
             0.0
         } else {
-            100.0 * self.explained_ns as f64 / self.stolen_ns as f64
+            100.0 * ns as f64 / self.stolen_ns as f64
         }
+    }
+
+    /// Stolen time named by a kernel event: lost time is not.
+    pub fn explained_pct(&self) -> f64 {
+        self.of_stolen(self.explained_ns - self.lost_ns)
+    }
+
+    pub fn lost_pct(&self) -> f64 {
+        self.of_stolen(self.lost_ns)
+    }
+
+    /// Of the explained time, the part from hiccups with dropped events.
+    pub fn lossy_explained_pct(&self) -> f64 {
+        self.of_stolen(self.lossy_explained_ns)
     }
 }
 
@@ -160,6 +181,11 @@ impl Stats {
         c.hiccups += 1;
         c.stolen_ns += h.gap;
         c.explained_ns += h.explained();
+        let lost = h.lost();
+        if lost > 0 {
+            c.lost_ns += lost;
+            c.lossy_explained_ns += h.explained() - lost;
+        }
         c.max_ns = c.max_ns.max(h.gap);
         c.gaps.saturating_record(h.gap.max(1));
         let sec = h.t0.saturating_sub(start) / 1_000_000_000;

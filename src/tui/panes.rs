@@ -7,7 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 
-use crate::cause::{Cause, Kind, UNEXPLAINED, UNEXPLAINED_SHORT};
+use crate::cause::{Cause, Kind, LOST, UNEXPLAINED, UNEXPLAINED_SHORT};
 use crate::interval::Hiccup;
 use crate::probe::HIST_BUCKETS;
 use crate::snapshot::CpuRow;
@@ -116,10 +116,10 @@ pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         let (cpu, kind) = (s.key.cpu, s.key.cause.kind());
         let stolen = v.cpus.iter().find(|c| c.cpu == cpu).map_or(0, |c| c.stolen_ns);
         let share = if stolen == 0 { 0.0 } else { 100.0 * s.total_ns as f64 / stolen as f64 };
-        let name = if kind == Kind::Unexplained {
-            Span::styled(if area.width >= 100 { UNEXPLAINED } else { UNEXPLAINED_SHORT }, th.dim())
-        } else {
-            Span::raw(s.key.cause.name())
+        let name = match kind {
+            Kind::Unexplained => Span::styled(if area.width >= 100 { UNEXPLAINED } else { UNEXPLAINED_SHORT }, th.dim()),
+            Kind::Lost => Span::styled(LOST, th.dim()),
+            _ => Span::raw(s.key.cause.name()),
         };
         Row::new(vec![
             right(cpu.to_string()),
@@ -152,6 +152,7 @@ fn table_inner(area: Rect) -> Rect {
 fn cause_label(cause: &Cause) -> String {
     match cause.kind() {
         Kind::Unexplained => "unexplained".into(),
+        Kind::Lost => "lost".into(),
         Kind::Task | Kind::Work | Kind::Timer => cause.name(),
         _ => cause.label(),
     }

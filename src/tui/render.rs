@@ -66,6 +66,7 @@ impl Theme {
             Kind::Ipi => Color::Cyan,
             Kind::Nmi => Color::LightMagenta,
             Kind::Unexplained => Color::Gray,
+            Kind::Lost => Color::DarkGray,
         })
     }
 

@@ -4,6 +4,7 @@
 use std::fs::{self, File};
 use std::os::fd::AsRawFd;
 use std::process::Command;
+use std::thread;
 use std::time::{Duration, Instant};
 
 pub fn bin() -> &'static str {
@@ -216,6 +217,57 @@ pub fn read_csv(path: &std::path::Path) -> Vec<Row> {
                 assert_eq!((top.0.as_str(), top.2), (row.top_kind.as_str(), n(7)), "{rec:?}");
             }
             row
+        })
+        .collect()
+}
+
+pub fn set_fifo(prio: i32) {
+    jitterwatch::sys::set_fifo(prio).expect("SCHED_FIFO");
+}
+
+pub fn futex(word: &std::sync::atomic::AtomicU32, op: i32, val: u32) {
+    // A bounded wait, so a thread whose partner has left sees the end.
+    let tmo = libc::timespec { tv_sec: 0, tv_nsec: 10_000_000 };
+    // SAFETY: a futex call on a live, aligned u32 with a valid timeout.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op | libc::FUTEX_PRIVATE_FLAG, val, &tmo) };
+}
+
+/// Two threads on `cpu` handing a turn back and forth through a futex until
+/// `stop` or `max` (SCHED_FIFO at `fifo`, if given): a context switch per
+/// hand-off, as fast as the kernel switches.
+pub fn storm(
+    cpu: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    fifo: Option<i32>,
+    max: Duration,
+) -> Vec<thread::JoinHandle<()>> {
+    use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+    let turn = std::sync::Arc::new(AtomicU32::new(0));
+    let deadline = std::time::Instant::now() + max;
+    (0..2u32)
+        .map(|me| {
+            let (turn, stop) = (turn.clone(), stop.clone());
+            thread::spawn(move || {
+                pin_self(cpu);
+                set_thread_name(if me == 0 { "jwstorm-ping" } else { "jwstorm-pong" });
+                if let Some(p) = fifo {
+                    set_fifo(p);
+                }
+                while !stop.load(SeqCst) && std::time::Instant::now() < deadline {
+                    while turn.load(SeqCst) != me {
+                        if stop.load(SeqCst) || std::time::Instant::now() >= deadline {
+                            turn.store(1 - me, SeqCst);
+                            futex(&turn, libc::FUTEX_WAKE, 1);
+                            return;
+                        }
+                        futex(&turn, libc::FUTEX_WAIT, 1 - me);
+                    }
+                    turn.store(1 - me, SeqCst);
+                    futex(&turn, libc::FUTEX_WAKE, 1);
+                }
+                turn.store(1 - me, SeqCst);
+                futex(&turn, libc::FUTEX_WAKE, 1);
+            })
         })
         .collect()
 }

@@ -16,13 +16,25 @@ const PROBE: u32 = 999;
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
 
-struct Script(VecDeque<Event>);
+struct Script(VecDeque<Event>, Drops);
+
+/// The kernel's drop totals a script reports: (cpu, total, read at).
+#[derive(Default)]
+struct Drops(Vec<(u32, u64)>, u64);
+
+fn script(events: impl IntoIterator<Item = Event>) -> Script {
+    Script(events.into_iter().collect(), Drops::default())
+}
 
 impl EventSource for Script {
     fn read(&mut self, max: usize, out: &mut Vec<Event>) -> Result<usize> {
         let n = max.min(self.0.len());
         out.extend(self.0.drain(..n));
         Ok(n)
+    }
+    fn drop_totals(&mut self, out: &mut Vec<(u32, u64)>) -> Result<u64> {
+        out.extend_from_slice(&self.1 .0);
+        Ok(self.1 .1)
     }
 }
 
@@ -42,7 +54,7 @@ fn task(pid: u32, name: &str) -> Task {
 }
 
 fn switch(ts: u64, prev: Task, next: Task) -> Event {
-    Event { ts, cpu: CPU, payload: Payload::Switch { prev, next, prev_state: 0, prev_ran_ns: 0, preempt: true } }
+    Event { ts, cpu: CPU, dropped: 0, payload: Payload::Switch { prev, next, prev_state: 0, prev_ran_ns: 0, preempt: true } }
 }
 
 fn drain() -> Drain {
@@ -70,7 +82,7 @@ fn causes(d: &Drain) -> Vec<String> {
 fn late_events_wait_for_the_watermark() {
     let (probe, hog) = (task(PROBE, "probe"), task(50, "hog"));
     let mut d = drain();
-    let mut src = Script(VecDeque::from([switch(50 * US, task(0, "swapper/1"), probe), switch(100 * US, probe, hog)]));
+    let mut src = script([switch(50 * US, task(0, "swapper/1"), probe), switch(100 * US, probe, hog)]);
     d.step(&mut src, &gap(100 * US, 300 * US), 1200 * US, false).unwrap();
     assert_eq!(d.stats.cpus[0].hiccups, 0, "explained before its events were read");
     src.0.push_back(switch(300 * US, hog, probe));
@@ -94,7 +106,7 @@ fn a_capped_drain_holds_the_watermark() {
     // committed late on a nested program would.
     events.push_back(switch(200 * US, hog, probe));
     let mut d = drain();
-    let mut src = Script(events);
+    let mut src = script(events);
     let first = d.step(&mut src, &gap(100 * US, 200 * US), 100 * MS, false).unwrap();
     assert_eq!(first.records, MAX_PER_DRAIN);
     assert_eq!(d.stats.cpus[0].hiccups, 0, "explained from a capped drain");
@@ -116,7 +128,7 @@ fn the_last_drain_reads_all_and_explains_all() {
     }
     let end = 200 * US + 2 * MAX_PER_DRAIN as u64 * 100;
     let mut d = drain();
-    let seen = d.step(&mut Script(events), &gap(100 * US, end), end + 10, true).unwrap();
+    let seen = d.step(&mut script(events), &gap(100 * US, end), end + 10, true).unwrap();
     assert_eq!(seen.records, 2 * MAX_PER_DRAIN + 2);
     assert_eq!(d.stats.cpus[0].hiccups, 1);
     assert_eq!(d.stats.cpus[0].explained_ns, end - 100 * US);
@@ -140,6 +152,51 @@ impl HiccupSink for Broken {
 fn a_failing_sink_stops_the_drain_with_its_name() {
     let mut d = drain();
     d.sinks.push(Box::new(Broken));
-    let e = d.step(&mut Script(VecDeque::new()), &gap(10, 20), 10 * MS, false).unwrap_err();
+    let e = d.step(&mut script([]), &gap(10, 20), 10 * MS, false).unwrap_err();
     assert_eq!(format!("{e:#}"), "writing the CSV: disk full");
+}
+
+fn dropped(mut e: Event, n: u32) -> Event {
+    e.dropped = n;
+    e
+}
+
+/// Events were dropped between two records of the CPU (the second carries
+/// the count): that stretch of a gap is `lost`, not the task that ran
+/// before it.
+#[test]
+fn a_stretch_with_dropped_events_is_charged_to_lost() {
+    let (probe, hog) = (task(PROBE, "probe"), task(50, "hog"));
+    let mut d = drain();
+    let mut src =
+        script([switch(50 * US, task(0, "swapper/1"), probe), switch(100 * US, probe, hog), dropped(switch(2000 * US, hog, probe), 3)]);
+    d.step(&mut src, &gap(99 * US, 2000 * US), 10 * MS, false).unwrap();
+    assert_eq!(causes(&d), ["lost:=1900000", "unexplained:=1000"]);
+}
+
+/// Drops after the CPU's last record show only in the kernel's totals:
+/// the time up to when they were read is lost; the records that later
+/// carry the same count mark nothing more.
+#[test]
+fn drops_no_record_carries_yet_are_taken_from_the_totals() {
+    let (probe, hog) = (task(PROBE, "probe"), task(50, "hog"));
+    let mut d = drain();
+    let mut src = script([switch(50 * US, task(0, "swapper/1"), probe), switch(100 * US, probe, hog)]);
+    src.1 = Drops(vec![(CPU, 4)], 1500 * US);
+    d.step(&mut src, &gap(99 * US, 1800 * US), 3 * MS, false).unwrap();
+    assert_eq!(causes(&d), ["lost:=1400000", "task:hog[50]=300000", "unexplained:=1000"]);
+    src.0.extend([
+        dropped(switch(1800 * US, hog, probe), 4),
+        dropped(switch(2500 * US, probe, hog), 4),
+        dropped(switch(2900 * US, hog, probe), 4),
+    ]);
+    d.step(&mut src, &gap(2499 * US, 2900 * US), 6 * MS, false).unwrap();
+    let second: Vec<String> = d
+        .stats
+        .worst
+        .iter()
+        .filter(|h| h.t0 == 2499 * US)
+        .flat_map(|h| h.all_causes().map(|(c, ns)| format!("{}={ns}", c.label())))
+        .collect();
+    assert_eq!(second, ["task:hog[50]=400000", "unexplained:=1000"]);
 }

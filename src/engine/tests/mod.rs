@@ -30,7 +30,7 @@ fn task(pid: u32, name: &str) -> Task {
 }
 
 fn ev(ts: u64, payload: Payload) -> Event {
-    Event { ts, cpu: CPU, payload }
+    Event { ts, cpu: CPU, dropped: 0, payload }
 }
 
 fn switch(ts: u64, prev: Task, next: Task) -> Event {
