@@ -2,6 +2,7 @@
 //! per event (event_lines.rs). A closed pipe (`| head`) ends it through the
 //! one BrokenPipe path in main.rs.
 
+use crate::say::say;
 use std::cell::RefCell;
 use std::io::{BufWriter, Write};
 use std::mem::MaybeUninit;
@@ -59,8 +60,8 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>) -> Result<i32> {
         }
     }
     let drops: u64 = tracer.drops()?.iter().sum();
-    eprintln!(
-        "jitterwatch: {} events from CPU {} in {:.1}s, {drops} dropped (ring buffer full)",
+    say!(
+        "{} events from CPU {} in {:.1}s, {drops} dropped (ring buffer full)",
         count.get(),
         crate::cpulist::Display(&prep.cpus),
         started.elapsed().as_secs_f64()

@@ -1,8 +1,11 @@
 //! The hiccups CSV (DESIGN.md): one row per hiccup, header first. Names are
-//! escaped inside `causes`; the csv crate quotes fields per RFC 4180.
+//! escaped inside `causes`; the csv crate quotes fields per RFC 4180. Rows
+//! collect in memory and reach the file once per drain, in one write, so
+//! the file ends on a whole row whenever the process is stopped, killed
+//! included (but for a kill inside that write).
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use crate::cause::Cause;
@@ -34,10 +37,30 @@ pub struct CsvSink<W: Write> {
     scratch: String,
 }
 
-impl CsvSink<BufWriter<File>> {
+/// The file under the CSV writer: takes rows as they come, writes them
+/// out only when flushed (the end of a drain), whole.
+pub struct Rows {
+    file: File,
+    buf: Vec<u8>,
+}
+
+impl Write for Rows {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let r = self.file.write_all(&self.buf);
+        self.buf.clear();
+        r
+    }
+}
+
+impl CsvSink<Rows> {
     pub fn create(path: &Path) -> io::Result<Self> {
-        let f = File::create(path).map_err(|e| io::Error::new(e.kind(), format!("cannot write the CSV {}: {e}", path.display())))?;
-        Self::new(BufWriter::with_capacity(1 << 16, f))
+        let file = crate::output::create(path, "the CSV")?;
+        Self::new(Rows { file, buf: Vec::with_capacity(1 << 16) })
     }
 }
 
@@ -92,7 +115,7 @@ impl<W: Write> CsvSink<W> {
     }
 }
 
-impl HiccupSink for CsvSink<BufWriter<File>> {
+impl HiccupSink for CsvSink<Rows> {
     fn write(&mut self, h: &Hiccup) -> io::Result<()> {
         CsvSink::write(self, h)
     }

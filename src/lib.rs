@@ -22,9 +22,11 @@ mod kallsyms;
 mod lifecycle;
 mod monitor;
 mod names;
+mod output;
 mod probe;
 mod record;
 mod sanitize;
+mod say;
 mod snapshot;
 mod startup;
 mod stats;
@@ -36,6 +38,7 @@ pub mod clock;
 pub mod cpulist;
 pub mod sys;
 
+use say::say;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
@@ -61,13 +64,13 @@ pub fn main() -> ExitCode {
             // One line, like every other error, not clap's three.
             let msg = e.to_string();
             let first = msg.lines().next().unwrap_or_default();
-            eprintln!("jitterwatch: {} (see --help)", first.trim_start_matches("error: "));
+            say!("{} (see --help)", first.trim_start_matches("error: "));
             return ExitCode::from(2);
         }
     };
     lifecycle::install_panic_hook();
     if let Err(e) = lifecycle::install_signal_handlers() {
-        eprintln!("jitterwatch: cannot install signal handlers: {e}");
+        say!("cannot install signal handlers: {e}");
         return ExitCode::from(2);
     }
     let result = match cli.command {
@@ -86,7 +89,7 @@ pub fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("jitterwatch: {e:#}");
+            say!("{e:#}");
             ExitCode::FAILURE
         }
     }

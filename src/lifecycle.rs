@@ -16,10 +16,11 @@ pub fn request_stop() {
     STOP.store(true, Ordering::Relaxed);
 }
 
-/// SIGINT, SIGTERM and SIGHUP ask for an orderly stop: the CSV is flushed,
+/// SIGINT, SIGTERM, SIGHUP and SIGQUIT (no core dump: the run is not
+/// broken, the user wants it over) ask for an orderly stop: the CSV is flushed,
 /// the links are dropped and the terminal restored by the normal exit path.
 pub fn install_signal_handlers() -> std::io::Result<()> {
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP, signal_hook::consts::SIGQUIT] {
         // SAFETY: the handler only stores to an atomic, which is signal-safe.
         unsafe { signal_hook::low_level::register(sig, request_stop)? };
     }

@@ -3,6 +3,7 @@
 //! summary. The probes are stopped on every way out (probe::Probes), the
 //! BPF links are dropped with the collector thread.
 
+use crate::say::say;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
@@ -64,7 +65,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
                 format!("{}: {} ns (loop floor {} ns)", p.shared.cpu, p.shared.threshold_ns.load(Relaxed), p.shared.floor_ns.load(Relaxed))
             })
             .collect();
-        eprintln!("jitterwatch: watching CPU {}; threshold {}", cpulist::Display(&cpus), thr.join(", "));
+        say!("watching CPU {}; threshold {}", cpulist::Display(&cpus), thr.join(", "));
     }
 
     let ui = match screen {
@@ -85,7 +86,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
             "the probe on CPU {cpu} had not stopped {} ms after it was asked (starved by a task on its CPU?): the summary ends without it",
             STOP_BOUND.as_millis()
         );
-        eprintln!("jitterwatch: {note}");
+        say!("{note}");
         summary.notes.push(note);
     }
     let mut out = std::io::stdout().lock();

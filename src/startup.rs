@@ -4,6 +4,7 @@
 //! it; probes re-pin themselves), and the kernel's symbols. Each failure is
 //! one line that says what to do.
 
+use crate::say::say;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -33,6 +34,6 @@ pub fn prepare(cpus_arg: Option<&str>) -> Result<Prepared> {
 /// loaded; the rest works).
 pub fn say_missing(missing: &[&str]) {
     if !missing.is_empty() {
-        eprintln!("jitterwatch: not traced, this kernel lacks: {}", missing.join(", "));
+        say!("not traced, this kernel lacks: {}", missing.join(", "));
     }
 }

@@ -99,3 +99,79 @@ fn quitting_is_bounded_when_the_probe_is_starved() {
     // 2 s, start-up, the 500 ms stop bound and the summary: never the hog's 4 s.
     assert!(took < Duration::from_millis(3500), "took {took:?}: {err}");
 }
+
+/// `2>/dev/full`: every diagnostic fails to write. The run, its summary and
+/// its CSV complete anyway (it used to panic, exit 101, with an empty CSV).
+#[test]
+fn an_unwritable_stderr_costs_nothing() {
+    if !require_root_btf("an_unwritable_stderr_costs_nothing") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let full = std::fs::File::options().write(true).open("/dev/full").unwrap();
+    let out = std::process::Command::new(bin())
+        .args(["--cpus", &cpu.to_string(), "--no-tui", "--json", "--duration", "1s", "--csv"])
+        .arg(&csv)
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:?}", out.status);
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON summary");
+    let raw = std::fs::read(&csv).unwrap();
+    assert!(raw.starts_with(b"time_ns,") && raw.ends_with(b"\n"), "CSV incomplete: {} bytes", raw.len());
+    read_csv(&csv);
+}
+
+/// SIGQUIT stops the run like SIGTERM: no core, the CSV ends on a whole row.
+#[test]
+fn sigquit_stops_like_sigterm() {
+    if !require_root_btf("sigquit_stops_like_sigterm") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let child = std::process::Command::new(bin())
+        .args(["--cpus", &cpu.to_string(), "--no-tui", "--duration", "30s", "--csv"])
+        .arg(&csv)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGQUIT) };
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(t.elapsed() < Duration::from_secs(3), "took {:?} to stop", t.elapsed());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("hiccups"), "no summary");
+    assert!(std::fs::read(&csv).unwrap().ends_with(b"\n"));
+    read_csv(&csv);
+}
+
+/// A symlink planted where the CSV goes (as `nobody` could in /tmp) is
+/// refused with one line, and the file it points to is untouched.
+#[test]
+fn a_planted_symlink_for_the_csv_is_refused() {
+    if !require_root_btf("a_planted_symlink_for_the_csv_is_refused") {
+        return;
+    }
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let precious = dir.path().join("precious");
+    std::fs::write(&precious, "root's file\n").unwrap();
+    let csv = dir.path().join("out.csv");
+    std::os::unix::fs::symlink(&precious, &csv).unwrap();
+    let cpu = last_cpu().to_string();
+    let (status, _, err) =
+        run_bin(&["--cpus", &cpu, "--no-tui", "--duration", "1s", "--csv", csv.to_str().unwrap()], Duration::from_secs(20));
+    assert!(!status.success(), "a symlinked CSV was accepted: {err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "not one line: {err}");
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "root's file\n");
+}

@@ -1,0 +1,95 @@
+//! Files a root process writes for its user (the CSV; later traces and
+//! summaries). The path may sit in a world-writable directory where
+//! anyone can plant a link to a file root owns, so: a symlink as the last
+//! component is refused (O_NOFOLLOW), so is anything but a regular file
+//! or a file with other hard links, and the file is truncated only after
+//! those checks. New files are 0644 and, under sudo, belong to the user
+//! who ran sudo, as if they had written them.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+/// Opens `path` for writing from the start, as described above; `what`
+/// names it in errors ("the CSV").
+pub fn create(path: &Path, what: &str) -> io::Result<File> {
+    let fail = |e: io::Error, why: &str| io::Error::new(e.kind(), format!("cannot write {what} {}: {why}", path.display()));
+    let existed = path.symlink_metadata().is_ok();
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => fail(e, "it is a symbolic link (refused: write to the real path)"),
+            _ => {
+                let why = e.to_string();
+                fail(e, &why)
+            }
+        })?;
+    let m = f.metadata().map_err(|e| {
+        let why = e.to_string();
+        fail(e, &why)
+    })?;
+    if !m.file_type().is_file() {
+        return Err(fail(io::Error::from(io::ErrorKind::InvalidInput), "not a regular file"));
+    }
+    if m.nlink() > 1 {
+        return Err(fail(io::Error::from(io::ErrorKind::InvalidInput), "it has other hard links (refused: it may be another file)"));
+    }
+    f.set_len(0).map_err(|e| {
+        let why = e.to_string();
+        fail(e, &why)
+    })?;
+    if !existed {
+        give_to_sudo_user(&f);
+    }
+    Ok(f)
+}
+
+/// Under sudo, a new file goes to the user who ran it (best effort: an
+/// unset or unparsable SUDO_UID leaves it root's).
+fn give_to_sudo_user(f: &File) {
+    let id = |var: &str| std::env::var(var).ok().and_then(|v| v.parse::<u32>().ok());
+    if let (Some(uid), Some(gid)) = (id("SUDO_UID"), id("SUDO_GID")) {
+        let _ = std::os::unix::fs::fchown(f, Some(uid), Some(gid));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_links_and_non_files_and_leaves_targets_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("precious");
+        std::fs::write(&target, "keep me").unwrap();
+        let sym = d.path().join("sym.csv");
+        std::os::unix::fs::symlink(&target, &sym).unwrap();
+        let e = create(&sym, "the CSV").unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        let hard = d.path().join("hard.csv");
+        std::fs::hard_link(&target, &hard).unwrap();
+        let e = create(&hard, "the CSV").unwrap_err();
+        assert!(e.to_string().contains("hard links"), "{e}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+        let e = create(d.path(), "the CSV").unwrap_err();
+        assert!(e.to_string().starts_with("cannot write the CSV"), "{e}");
+    }
+
+    #[test]
+    fn writes_new_and_truncates_old_regular_files() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("out.csv");
+        std::fs::write(&p, "old old old").unwrap();
+        let mut f = create(&p, "the CSV").unwrap();
+        io::Write::write_all(&mut f, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        let q = d.path().join("fresh.csv");
+        create(&q, "the CSV").unwrap();
+        assert_eq!(q.metadata().unwrap().mode() & 0o777, 0o644);
+    }
+}
