@@ -85,36 +85,6 @@ pub fn existing_cpus(root: &Path, arg: Option<&str>) -> Result<Vec<usize>> {
     Ok(cpus)
 }
 
-/// A probe owns its CPU: a second jitterwatch on the same CPU would charge
-/// each probe's spinning to the other. Finds another process's probe thread
-/// (named `jw-probe-N`) on one of `cpus`.
-pub fn another_probe(root: &Path, cpus: &[usize], own_pid: u32) -> Option<(usize, u32)> {
-    let procs = fs::read_dir(root.join("proc")).ok()?;
-    for p in procs.flatten() {
-        let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        if pid == own_pid {
-            continue;
-        }
-        let Ok(tasks) = fs::read_dir(p.path().join("task")) else { continue };
-        for t in tasks.flatten() {
-            let Ok(comm) = fs::read_to_string(t.path().join("comm")) else { continue };
-            if let Some(cpu) = comm.trim_end().strip_prefix("jw-probe-").and_then(|c| c.parse::<usize>().ok()) {
-                if cpus.contains(&cpu) {
-                    return Some((cpu, pid));
-                }
-            }
-        }
-    }
-    None
-}
-
-pub fn no_other_probe(root: &Path, cpus: &[usize]) -> Result<()> {
-    if let Some((cpu, pid)) = another_probe(root, cpus, std::process::id()) {
-        bail!("CPU {cpu} is already watched by another jitterwatch (pid {pid}): stop it first, or watch other CPUs");
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,23 +111,6 @@ mod tests {
         assert!(e(None).contains("no isolated CPUs"));
         let r = root("0-3\n", "2-3\n");
         assert_eq!(watched_cpus(r.path(), None).unwrap(), vec![2, 3]);
-    }
-
-    #[test]
-    fn another_jitterwatch_on_the_cpu_is_found() {
-        let r = root("0-3", "");
-        let task = |pid: u32, tid: u32, comm: &str| {
-            let d = r.path().join(format!("proc/{pid}/task/{tid}"));
-            fs::create_dir_all(&d).unwrap();
-            fs::write(d.join("comm"), format!("{comm}\n")).unwrap();
-        };
-        task(10, 10, "bash");
-        task(20, 21, "jw-probe-2");
-        task(30, 31, "jw-probe-1");
-        assert_eq!(another_probe(r.path(), &[1], 99), Some((1, 30)));
-        assert_eq!(another_probe(r.path(), &[1], 30), None, "our own probes do not count");
-        assert_eq!(another_probe(r.path(), &[3], 99), None);
-        assert!(no_other_probe(r.path(), &[2]).unwrap_err().to_string().contains("already watched by another jitterwatch (pid 20)"));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::record::Event;
 use crate::{collector, lifecycle, startup};
 
 pub fn run(cpus: Option<&str>, duration: Option<Duration>) -> Result<i32> {
-    let prep = startup::prepare(cpus)?;
+    let prep = startup::prepare(cpus, false)?;
     let mut storage = MaybeUninit::uninit();
     let tracer = Tracer::attach(&mut storage, &prep.cpus)?;
     startup::say_missing(&tracer.missing);

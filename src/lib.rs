@@ -11,6 +11,7 @@ mod cause;
 mod checks;
 mod cli;
 mod collector;
+mod cpulock;
 mod doctor;
 mod duration;
 mod engine;

@@ -18,13 +18,14 @@ use crate::collector::{self, Collector, HiccupSink};
 use crate::export::CsvSink;
 use crate::probe::{Probe, ProbeConfig, Probes, STOP_BOUND};
 use crate::summary::Summary;
-use crate::{checks, cpulist, lifecycle, startup};
+use crate::{cpulist, lifecycle, startup};
 
 pub fn run(args: WatchArgs) -> Result<i32> {
     let root = Path::new("/");
-    let prep = startup::prepare(args.cpus.as_deref())?;
+    let prep = startup::prepare(args.cpus.as_deref(), true)?;
     let cpus = prep.cpus;
-    checks::no_other_probe(root, &cpus)?;
+    // Held until the process ends: after the probes have stopped.
+    let _locks = prep.locks;
     let tui = !args.no_tui && std::io::stdout().is_terminal();
     let mut sinks: Vec<Box<dyn HiccupSink>> = Vec::new();
     if let Some(path) = args.csv.as_deref() {

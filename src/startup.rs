@@ -9,6 +9,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use crate::cpulock::{self, CpuLocks};
 use crate::kallsyms::Kallsyms;
 use crate::{checks, cpulist, sys};
 
@@ -16,18 +17,28 @@ pub struct Prepared {
     pub cpus: Vec<usize>,
     pub housekeeping: Vec<usize>,
     pub kallsyms: Kallsyms,
+    /// The watched CPUs' locks, when the command spins on them.
+    pub locks: Option<CpuLocks>,
 }
 
-pub fn prepare(cpus_arg: Option<&str>) -> Result<Prepared> {
+/// `own`: the command will spin on the CPUs, so it takes their locks.
+pub fn prepare(cpus_arg: Option<&str>, own: bool) -> Result<Prepared> {
     let root = Path::new("/");
     let cpus = checks::watched_cpus(root, cpus_arg)?;
     checks::privileges()?;
     checks::btf(root)?;
-    let housekeeping = cpulist::housekeeping(&checks::online_cpus(root)?, &cpus);
+    let dir = Path::new(cpulock::DIR);
+    let locks = if own { Some(cpulock::take(dir, &cpus)?) } else { None };
+    let mut housekeeping = cpulist::housekeeping(&checks::online_cpus(root)?, &cpus);
+    // Off the CPUs other instances watch, when that leaves any.
+    let others = cpulock::held_by_others(dir, &cpus);
+    if housekeeping.iter().any(|c| !others.contains(c)) {
+        housekeeping.retain(|c| !others.contains(c));
+    }
     sys::pin_to(&housekeeping).context("cannot pin jitterwatch to the unwatched CPUs")?;
     // Without it every function shows as an address: degraded, not fatal.
     let kallsyms = Kallsyms::load(Path::new("/proc/kallsyms")).unwrap_or_else(|_| Kallsyms::empty());
-    Ok(Prepared { cpus, housekeeping, kallsyms })
+    Ok(Prepared { cpus, housekeeping, kallsyms, locks })
 }
 
 /// Says once which tracepoints this kernel lacks (their programs were not

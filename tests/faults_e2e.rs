@@ -175,3 +175,47 @@ fn a_planted_symlink_for_the_csv_is_refused() {
     assert_eq!(err.trim().lines().count(), 1, "not one line: {err}");
     assert_eq!(std::fs::read_to_string(&precious).unwrap(), "root's file\n");
 }
+
+/// Any user can name a thread `jw-probe-N`: that blocks nothing. Two
+/// instances on one CPU, started together: exactly one runs, the other is
+/// refused with one line naming the holder.
+#[test]
+fn one_owner_per_cpu_by_lock_not_by_name() {
+    if !require_root_btf("one_owner_per_cpu_by_lock_not_by_name") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let spoof_stop = Arc::new(AtomicBool::new(false));
+    let spoof = {
+        let stop = spoof_stop.clone();
+        let name = format!("jw-probe-{cpu}");
+        thread::spawn(move || {
+            set_thread_name(&name);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                thread::sleep(Duration::from_millis(10));
+            }
+        })
+    };
+    let (status, _, err) = run_bin(&["--cpus", &cpu.to_string(), "--no-tui", "--duration", "1s"], Duration::from_secs(20));
+    spoof_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spoof.join().unwrap();
+    assert!(status.success(), "a thread named jw-probe-{cpu} blocked the run: {err}");
+
+    let spawn = || {
+        std::process::Command::new(bin())
+            .args(["--cpus", &cpu.to_string(), "--no-tui", "--duration", "2s"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let ok = [&a, &b].iter().filter(|o| o.status.success()).count();
+    let refused: Vec<String> =
+        [&a, &b].iter().filter(|o| !o.status.success()).map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).collect();
+    assert_eq!(ok, 1, "both or neither ran: {refused:?}");
+    assert!(refused[0].contains(&format!("CPU {cpu} is already watched by another jitterwatch (pid ")), "{}", refused[0]);
+    assert_eq!(refused[0].trim().lines().count(), 1, "{}", refused[0]);
+}
