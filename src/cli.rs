@@ -21,10 +21,10 @@ pub struct WatchArgs {
     #[arg(long)]
     pub cpus: Option<String>,
     /// Smallest gap reported, e.g. 500ns, 2us; default: 8 × the probe's loop floor
-    #[arg(long, value_parser = crate::duration::parse_ns)]
+    #[arg(long, value_parser = crate::duration::positive_ns)]
     pub threshold: Option<u64>,
     /// Stop after this long, e.g. 10s, 5m
-    #[arg(long, value_parser = crate::duration::parse)]
+    #[arg(long, value_parser = crate::duration::positive)]
     pub duration: Option<Duration>,
     /// Run the probes SCHED_FIFO, at PRIO (1-99, default 50)
     #[arg(long, value_name = "PRIO", num_args = 0..=1, default_missing_value = "50",
@@ -52,7 +52,7 @@ pub enum Command {
         #[arg(long)]
         cpus: Option<String>,
         /// Stop after this long, e.g. 3s
-        #[arg(long, value_parser = crate::duration::parse)]
+        #[arg(long, value_parser = crate::duration::positive)]
         duration: Option<Duration>,
     },
     /// Audit the isolation of the watched CPUs and print the fixes

@@ -1,12 +1,16 @@
 //! Durations as users type them: `500ns`, `2us`, `2µs`, `1.5ms`, `10s`, `1m`.
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("malformed duration {0:?}: write a number and a unit, e.g. 500ns, 2us, 1ms, 10s, 1m")]
-pub struct DurationError(pub String);
+pub enum DurationError {
+    #[error("malformed duration {0:?}: write a number and a unit, e.g. 500ns, 2us, 1ms, 10s, 1m")]
+    Malformed(String),
+    #[error("{0:?} is too long: at most about 292 years")]
+    TooLong(String),
+}
 
 /// Nanoseconds in `s`.
 pub fn parse_ns(s: &str) -> Result<u64, DurationError> {
-    let err = || DurationError(s.to_string());
+    let err = || DurationError::Malformed(s.to_string());
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(err)?;
     let (num, unit) = t.split_at(split);
@@ -25,14 +29,30 @@ pub fn parse_ns(s: &str) -> Result<u64, DurationError> {
     let v: f64 = num.parse().map_err(|_| err())?;
     let ns = (v * scale).round();
     if !ns.is_finite() || ns > u64::MAX as f64 / 2.0 {
-        return Err(err());
+        return Err(DurationError::TooLong(s.to_string()));
     }
     Ok(ns as u64)
 }
 
-/// For clap: a std Duration.
-pub fn parse(s: &str) -> Result<std::time::Duration, DurationError> {
-    parse_ns(s).map(std::time::Duration::from_nanos)
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PositiveError {
+    #[error(transparent)]
+    Malformed(#[from] DurationError),
+    #[error("{0:?} is zero: give a length above 0")]
+    Zero(String),
+}
+
+/// A length that must not be 0 (`--threshold 0` reports every loop,
+/// `--duration 0s` would stop before starting).
+pub fn positive_ns(s: &str) -> Result<u64, PositiveError> {
+    match parse_ns(s)? {
+        0 => Err(PositiveError::Zero(s.to_string())),
+        n => Ok(n),
+    }
+}
+
+pub fn positive(s: &str) -> Result<std::time::Duration, PositiveError> {
+    positive_ns(s).map(std::time::Duration::from_nanos)
 }
 
 #[cfg(test)]
@@ -47,6 +67,15 @@ mod tests {
         assert_eq!(parse_ns("1.5ms"), Ok(1_500_000));
         assert_eq!(parse_ns("10s"), Ok(10_000_000_000));
         assert_eq!(parse_ns("1m"), Ok(60_000_000_000));
+    }
+
+    #[test]
+    fn zero_is_refused_where_it_makes_no_sense() {
+        assert_eq!(positive_ns("0"), Err(PositiveError::Malformed(DurationError::Malformed("0".into()))));
+        assert_eq!(parse_ns("99999999999999h"), Err(DurationError::TooLong("99999999999999h".into())));
+        assert_eq!(positive_ns("0ns"), Err(PositiveError::Zero("0ns".into())));
+        assert_eq!(positive("0.0s"), Err(PositiveError::Zero("0.0s".into())));
+        assert_eq!(positive_ns("1ns"), Ok(1));
     }
 
     #[test]

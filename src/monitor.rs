@@ -16,7 +16,7 @@ use anyhow::Result;
 use crate::cli::WatchArgs;
 use crate::collector::{self, Collector, HiccupSink};
 use crate::export::CsvSink;
-use crate::probe::{Probe, ProbeConfig, Probes, STOP_BOUND};
+use crate::probe::{Probe, ProbeConfig, Probes, MIN_FLOORS, STOP_BOUND};
 use crate::summary::Summary;
 use crate::{cpulist, lifecycle, startup};
 
@@ -59,6 +59,14 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     probes.start();
     let started = Instant::now();
     wait_for_thresholds(&probes);
+    if let Some(p) = probes.iter().find(|p| p.shared.refused.load(Relaxed)) {
+        let (floor, thr) = (p.shared.floor_ns.load(Relaxed), p.shared.threshold_ns.load(Relaxed));
+        anyhow::bail!(
+            "--threshold {thr}ns is under {MIN_FLOORS} × CPU {}'s loop floor ({floor} ns): every loop would be a hiccup; use at least {}ns, or leave it out for 8 × the floor",
+            p.shared.cpu,
+            MIN_FLOORS * floor
+        );
+    }
     if !tui {
         let thr: Vec<String> = probes
             .iter()

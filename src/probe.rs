@@ -47,6 +47,9 @@ pub struct ProbeShared {
     pub hot_start_ns: AtomicU64,
     pub hot_loops: AtomicU64,
     pub tid: AtomicU32,
+    /// The threshold asked for was under [`MIN_FLOORS`] × the floor: the
+    /// probe measured its floor and stopped (every loop would be a hiccup).
+    pub refused: AtomicBool,
     /// Set to make the probe leave its loop.
     stop: AtomicBool,
 }
@@ -66,6 +69,7 @@ impl ProbeShared {
             hot_start_ns: AtomicU64::new(0),
             hot_loops: AtomicU64::new(0),
             tid: AtomicU32::new(0),
+            refused: AtomicBool::new(false),
             stop: AtomicBool::new(false),
         }
     }
@@ -210,6 +214,11 @@ fn setup(cpu: u32, cfg: ProbeConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The smallest threshold, in loop floors: a loop iteration often takes
+/// up to twice the floor, so anything lower reports the loop itself
+/// (`--threshold 0` made millions of rows a second).
+pub const MIN_FLOORS: u64 = 2;
+
 fn run(s: &ProbeShared, cfg: ProbeConfig) {
     let mut hist = [0u64; HIST_BUCKETS];
     let publish = |hist: &[u64; HIST_BUCKETS], t: u64, loops: u64| {
@@ -236,8 +245,13 @@ fn run(s: &ProbeShared, cfg: ProbeConfig) {
     let floor = floor.max(1);
     let threshold = cfg.threshold_ns.unwrap_or(8 * floor);
     s.floor_ns.store(floor, Relaxed);
+    let refused = threshold < MIN_FLOORS * floor;
+    s.refused.store(refused, Relaxed);
     s.threshold_ns.store(threshold, Relaxed);
     publish(&hist, prev, loops);
+    if refused {
+        return;
+    }
 
     let cpu = s.cpu;
     let mut n = 0u32;

@@ -31,7 +31,21 @@ fn cpu_past_the_last_one() {
 #[test]
 fn malformed_durations() {
     let e = one_line_error(&["--cpus", "0", "--threshold", "fast"]);
-    assert!(e.contains("malformed duration") || e.contains("invalid value"), "{e}");
+    assert!(e.contains("malformed duration"), "{e}");
+}
+
+/// Lengths that make no sense: zero (every loop a hiccup, or a run that
+/// ends before it starts) and past what fits in 64 bits of ns.
+#[test]
+fn zero_and_overflowing_lengths() {
+    let e = one_line_error(&["--cpus", "0", "--threshold", "0ns"]);
+    assert!(e.contains("\"0ns\" is zero"), "{e}");
+    let e = one_line_error(&["--cpus", "0", "--duration", "0s"]);
+    assert!(e.contains("\"0s\" is zero"), "{e}");
+    let e = one_line_error(&["--cpus", "0", "--duration", "99999999999999h"]);
+    assert!(e.contains("too long"), "{e}");
+    let e = one_line_error(&["events", "--duration", "0.0s"]);
+    assert!(e.contains("is zero"), "{e}");
 }
 
 #[test]

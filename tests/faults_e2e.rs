@@ -219,3 +219,19 @@ fn one_owner_per_cpu_by_lock_not_by_name() {
     assert!(refused[0].contains(&format!("CPU {cpu} is already watched by another jitterwatch (pid ")), "{}", refused[0]);
     assert_eq!(refused[0].trim().lines().count(), 1, "{}", refused[0]);
 }
+
+/// A threshold under twice the loop floor would report the loop itself
+/// (`--threshold 0` made 3.26 M rows and 55 M queue overflows in 3 s):
+/// refused with one line once the floor is measured.
+#[test]
+fn a_threshold_under_the_loop_floor_is_refused() {
+    if !require_root_btf("a_threshold_under_the_loop_floor_is_refused") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu().to_string();
+    let (status, _, err) = run_bin(&["--cpus", &cpu, "--no-tui", "--threshold", "1ns", "--duration", "2s"], Duration::from_secs(20));
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("--threshold 1ns is under 2 × CPU") && err.contains("loop floor"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
