@@ -85,6 +85,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         }
     };
 
+    let moved: Vec<u32> = probes.iter().filter(|p| p.shared.moved_off.load(Relaxed)).map(|p| p.shared.cpu).collect();
     let stuck = probes.stop(STOP_BOUND);
     let stats = collector.finish()?;
     ui?;
@@ -98,6 +99,15 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         say!("{note}");
         summary.notes.push(note);
     }
+    let offline = (!moved.is_empty()).then(|| {
+        format!(
+            "CPU {} went offline during the run: its probe stopped measuring there, and the run ended (bring it back online and run again)",
+            cpulist::Display(&moved.iter().map(|&c| c as usize).collect::<Vec<_>>())
+        )
+    });
+    if let Some(note) = &offline {
+        summary.notes.push(note.clone());
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         summary.write_json(&mut out)?;
@@ -105,7 +115,11 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         summary.write_text(&mut out)?;
     }
     out.flush()?;
-    Ok(0)
+    match offline {
+        // The summary above covers the run up to then; the exit says it was cut short.
+        Some(note) => Err(anyhow::anyhow!(note)),
+        None => Ok(0),
+    }
 }
 
 fn wait_for_thresholds(probes: &Probes) {

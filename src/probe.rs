@@ -50,6 +50,9 @@ pub struct ProbeShared {
     /// The threshold asked for was under [`MIN_FLOORS`] × the floor: the
     /// probe measured its floor and stopped (every loop would be a hiccup).
     pub refused: AtomicBool,
+    /// The probe found itself on another CPU (its CPU went offline and
+    /// the kernel moved it): it stopped measuring, and asked the run to end.
+    pub moved_off: AtomicBool,
     /// Set to make the probe leave its loop.
     stop: AtomicBool,
 }
@@ -70,6 +73,7 @@ impl ProbeShared {
             hot_loops: AtomicU64::new(0),
             tid: AtomicU32::new(0),
             refused: AtomicBool::new(false),
+            moved_off: AtomicBool::new(false),
             stop: AtomicBool::new(false),
         }
     }
@@ -276,8 +280,8 @@ fn run(s: &ProbeShared, cfg: ProbeConfig) {
             floor = floor.min(d);
         } else {
             hist[bucket(d)] += 1;
-            if d >= threshold {
-                report_gap(s, Interval { cpu, t0: prev, t1: t, source: Source::Probe });
+            if d >= threshold && !report_gap(s, Interval { cpu, t0: prev, t1: t, source: Source::Probe }) {
+                break;
             }
         }
         n += 1;
@@ -288,7 +292,7 @@ fn run(s: &ProbeShared, cfg: ProbeConfig) {
             fast = 0;
             s.floor_ns.store(floor.max(1), Relaxed);
             publish(&hist, t, loops);
-            if s.stop.load(Relaxed) {
+            if s.stop.load(Relaxed) || !still_on_cpu(s) {
                 break;
             }
         }
@@ -304,13 +308,34 @@ pub fn mean_between_gaps(span: u64, loops: u64, gap_ns: u64, gaps: u64) -> Optio
     Some(span.saturating_sub(gap_ns) as f64 / n as f64)
 }
 
-/// The rare path, kept out of the loop's body.
+/// The rare path, kept out of the loop's body. A gap is reported only if
+/// the probe is still on its CPU: a CPU going offline moves the probe, and
+/// the gap that spans the move (or any after it) measured another CPU.
+/// False: moved off, stop measuring.
 #[cold]
 #[inline(never)]
-fn report_gap(s: &ProbeShared, gap: Interval) {
+fn report_gap(s: &ProbeShared, gap: Interval) -> bool {
+    if !still_on_cpu(s) {
+        return false;
+    }
     if s.queue.push(gap).is_err() {
         s.overflow.fetch_add(1, Relaxed);
     }
+    true
+}
+
+/// Checked off the per-iteration path (on a gap, and every publish).
+#[cold]
+fn still_on_cpu(s: &ProbeShared) -> bool {
+    // SAFETY: sched_getcpu has no preconditions.
+    let now = unsafe { libc::sched_getcpu() };
+    if now < 0 || now as u32 == s.cpu {
+        return true;
+    }
+    s.moved_off.store(true, Relaxed);
+    // The run ends rather than report another CPU under this one's number.
+    crate::lifecycle::request_stop();
+    false
 }
 
 #[cfg(test)]

@@ -235,3 +235,53 @@ fn a_threshold_under_the_loop_floor_is_refused() {
     assert!(err.contains("--threshold 1ns is under 2 × CPU") && err.contains("loop floor"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// Brings a CPU back online when dropped, whatever the test did.
+struct Online(usize);
+
+impl Drop for Online {
+    fn drop(&mut self) {
+        let _ = std::fs::write(format!("/sys/devices/system/cpu/cpu{}/online", self.0), "1");
+    }
+}
+
+/// The watched CPU goes offline mid-run: the kernel moves the probe to
+/// another CPU. Nothing measured there may be reported as the watched CPU
+/// (it used to be, with exit 0): the run ends with one line saying so, the
+/// summary notes it, and the exit is non-zero.
+#[test]
+fn a_watched_cpu_going_offline_ends_the_run_cleanly() {
+    if !require_root_btf("a_watched_cpu_going_offline_ends_the_run_cleanly") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let online = format!("/sys/devices/system/cpu/cpu{cpu}/online");
+    assert!(std::path::Path::new(&online).exists(), "CPU {cpu} cannot be taken offline here ({online} missing)");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let child = std::process::Command::new(bin())
+        .args(["--cpus", &cpu.to_string(), "--no-tui", "--json", "--duration", "20s", "--csv"])
+        .arg(&csv)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let back = Online(cpu);
+    thread::sleep(Duration::from_millis(1500));
+    let off_at = jitterwatch::clock::now_ns();
+    std::fs::write(&online, "0").expect("taking the CPU offline");
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    drop(back);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(t.elapsed() < Duration::from_secs(5), "took {:?} to end after the CPU went offline", t.elapsed());
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("CPU {cpu} went offline during the run")), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    assert!(v["notes"].to_string().contains("went offline"), "{v}");
+    // No row from after the CPU left (the gap spanning the move included).
+    let rows = read_csv(&csv);
+    let late: Vec<_> = rows.iter().filter(|r| r.time_ns + r.gap_ns > off_at + 1_000_000_000).collect();
+    assert!(late.is_empty(), "{} rows end well after the CPU went offline", late.len());
+}
