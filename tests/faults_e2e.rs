@@ -285,3 +285,49 @@ fn a_watched_cpu_going_offline_ends_the_run_cleanly() {
     let late: Vec<_> = rows.iter().filter(|r| r.time_ns + r.gap_ns > off_at + 1_000_000_000).collect();
     assert!(late.is_empty(), "{} rows end well after the CPU went offline", late.len());
 }
+
+/// A task named with a bidi override (U+202E), a byte that is not UTF-8
+/// and the literal text `\x1b`: every output writes it escaped, apart from
+/// a real escape, and never raw.
+#[test]
+fn hostile_names_are_escaped_in_every_output() {
+    if !require_root_btf("hostile_names_are_escaped_in_every_output") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    // j w U+202E \ x 1 b 0xff: 10 bytes.
+    let raw: &[u8] = b"jw\xe2\x80\xae\\x1b\xff";
+    let escaped = "jw\\u{202e}\\\\x1b\\xff";
+    let stop = Arc::new(AtomicBool::new(false));
+    let hog = {
+        let stop = stop.clone();
+        thread::spawn(move || {
+            pin_self(cpu);
+            let c = std::ffi::CString::new(raw).unwrap();
+            // SAFETY: PR_SET_NAME with a NUL-terminated string.
+            unsafe { libc::prctl(libc::PR_SET_NAME, c.as_ptr(), 0, 0, 0) };
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                burn(2_000_000);
+                thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let c = cpu.to_string();
+    let (status, json, err) = run_bin(&["--cpus", &c, "--no-tui", "--json", "--duration", "2s", "--csv", csv.to_str().unwrap()], Duration::from_secs(30));
+    assert!(status.success(), "{err}");
+    let (status, text, err) = run_bin(&["--cpus", &c, "--no-tui", "--duration", "1s"], Duration::from_secs(30));
+    assert!(status.success(), "{err}");
+    let (status, events, err) = run_bin(&["events", "--cpus", &c, "--duration", "1s"], Duration::from_secs(30));
+    assert!(status.success(), "{err}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    hog.join().unwrap();
+    let csv_text = String::from_utf8(std::fs::read(&csv).unwrap()).expect("the CSV is UTF-8");
+    for (what, out) in [("CSV", &csv_text), ("JSON", &json), ("summary", &text), ("events", &events)] {
+        assert!(!out.contains('\u{202e}') && !out.contains('\u{fffd}') && !out.contains('\x1b'), "{what} has a raw character");
+        let want = if what == "JSON" { escaped.replace('\\', "\\\\") } else { escaped.to_string() };
+        assert!(out.contains(&want), "{what} lacks {want}:\n{}", &out[..out.len().min(3000)]);
+    }
+}
