@@ -65,8 +65,16 @@ pub fn take(dir: &Path, cpus: &[usize]) -> Result<CpuLocks> {
         let path = lock_path(dir, cpu);
         let mut f = open(&path).with_context(|| format!("cannot open the lock {}", path.display()))?;
         if !try_flock(&f, libc::LOCK_EX).with_context(|| format!("cannot lock {}", path.display()))? {
+            // The holder writes its pid just after locking: give it a moment.
             let mut pid = String::new();
-            let _ = f.read_to_string(&mut pid);
+            for _ in 0..5 {
+                pid.clear();
+                let _ = f.rewind().and_then(|()| f.read_to_string(&mut pid));
+                if !pid.trim().is_empty() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
             let pid = pid.trim();
             let who = if pid.chars().all(|c| c.is_ascii_digit()) && !pid.is_empty() { format!(" (pid {pid})") } else { String::new() };
             bail!("CPU {cpu} is already watched by another jitterwatch{who}: stop it first, or watch other CPUs");
