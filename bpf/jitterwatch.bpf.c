@@ -39,12 +39,16 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-static __always_inline struct jw_event *reserve(__u8 kind, __u8 sub)
+/*
+ * A record about `cpu` (the current CPU but for wake-ups), if it is
+ * watched; the drop counters are the current CPU's, where a failure occurs.
+ */
+static __always_inline struct jw_event *reserve_on(__u32 cpu, __u8 kind, __u8 sub)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 me = bpf_get_smp_processor_id();
 	struct jw_event *e;
 
-	if (cpu >= JW_MAX_CPUS || !watched[cpu])
+	if (cpu >= JW_MAX_CPUS || !watched[cpu] || me >= JW_MAX_CPUS)
 		return NULL;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -53,15 +57,20 @@ static __always_inline struct jw_event *reserve(__u8 kind, __u8 sub)
 
 		if (n)
 			*n += 1;
-		dropped[cpu] += 1;
+		dropped[me] += 1;
 		return NULL;
 	}
 	e->ts = bpf_ktime_get_ns();
 	e->cpu = cpu;
 	e->kind = kind;
 	e->sub = sub;
-	e->dropped = dropped[cpu];
+	e->dropped = dropped[me];
 	return e;
+}
+
+static __always_inline struct jw_event *reserve(__u8 kind, __u8 sub)
+{
+	return reserve_on(bpf_get_smp_processor_id(), kind, sub);
 }
 
 /*
@@ -292,6 +301,39 @@ int BPF_PROG(on_nmi, void *handler, s64 delta_ns, int handled)
 		return 0;
 	e->u.nmi.handler = (__u64)handler;
 	e->u.nmi.delta_ns = delta_ns;
+	submit(e);
+	return 0;
+}
+
+/*
+ * Passive mode only (not loaded otherwise): a task woken onto a watched
+ * CPU, for the wake-up delay of watched threads. It runs on the waker's
+ * CPU, any CPU: one array lookup on the woken task's CPU, then return.
+ * sched_wakeup fires once the task is queued, so its CPU is final.
+ */
+/* Before 5.16 the CPU was task_struct.cpu, not thread_info.cpu. */
+struct task_struct___old {
+	int cpu;
+} __attribute__((preserve_access_index));
+
+SEC("?tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+	__u32 cpu;
+	struct jw_event *e;
+
+	if (bpf_core_field_exists(p->thread_info.cpu))
+		cpu = BPF_CORE_READ(p, thread_info.cpu);
+	else
+		cpu = BPF_CORE_READ((struct task_struct___old *)p, cpu);
+	e = reserve_on(cpu, JW_WAKEUP, 0);
+	if (!e)
+		return 0;
+	e->u.wk.pid = p->pid;
+	e->u.wk.tgid = p->tgid;
+	e->u.wk.prio = p->prio;
+	e->u.wk.waker_cpu = bpf_get_smp_processor_id();
+	__builtin_memcpy(e->u.wk.comm, p->comm, JW_COMM_LEN);
 	submit(e);
 	return 0;
 }

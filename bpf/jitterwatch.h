@@ -32,6 +32,7 @@ enum jw_kind {
 	JW_CSD_ENTRY,
 	JW_CSD_EXIT,
 	JW_NMI, /* emitted once, after the handler, with its duration */
+	JW_WAKEUP, /* passive mode: a task woken onto a watched CPU; cpu is that CPU */
 };
 
 enum jw_vector {
@@ -77,8 +78,17 @@ struct jw_nmi {
 	__u64 delta_ns;
 };
 
+/* Written on the waker's CPU; the record's cpu is the woken task's. */
+struct jw_wakeup {
+	__u32 pid;
+	__u32 tgid;
+	__s32 prio;
+	__u32 waker_cpu;
+	char comm[JW_COMM_LEN];
+};
 union jw_payload {
 	struct jw_switch sw;
+	struct jw_wakeup wk;
 	struct jw_irq irq;
 	struct jw_func fn;
 	struct jw_nmi nmi;

@@ -115,7 +115,10 @@ fn open_switch_event(cpu: usize) -> std::io::Result<OwnedFd> {
 
 impl<'obj> Tracer<'obj> {
     /// Opens, loads and attaches the programs, watching `cpus`.
-    pub fn attach(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &[usize]) -> Result<Self, TracerError> {
+    /// `passive`: also trace wake-ups onto the watched CPUs, and see every
+    /// switch (the per-CPU perf event misses switches out of the idle task,
+    /// which passive mode needs to know a watched thread runs).
+    pub fn attach(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &[usize], passive: bool) -> Result<Self, TracerError> {
         // libbpf's log (verifier output...) is many lines: only on request.
         if std::env::var_os("JITTERWATCH_DEBUG").is_none() {
             libbpf_rs::set_print(None);
@@ -136,12 +139,17 @@ impl<'obj> Tracer<'obj> {
         let has_member = |ty: &str, member: &str| {
             btf.type_by_name::<Struct<'_>>(ty).is_some_and(|s| s.iter().any(|m| m.name.is_some_and(|n| n == member)))
         };
-        let perf_ok = has_member("sched_entity", "cfs_rq") && has_member("cfs_rq", "rq");
+        let perf_ok = !passive && has_member("sched_entity", "cfs_rq") && has_member("cfs_rq", "rq");
         let mut missing = Vec::new();
         for mut prog in open.open_object_mut().progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
             if name == "on_switch_out" {
                 prog.set_autoload(perf_ok);
+            } else if name == "on_wakeup" {
+                prog.set_autoload(passive && has("sched_wakeup"));
+                if passive && !has("sched_wakeup") {
+                    missing.push("sched_wakeup");
+                }
             } else if name == "on_sched_switch" {
                 // Loaded always (it is the fallback), attached only if needed.
                 prog.set_autoload(true);
@@ -161,6 +169,7 @@ impl<'obj> Tracer<'obj> {
             failed => {
                 let why = match failed {
                     Some(Err(e)) => format!("the per-CPU perf event failed: {e}"),
+                    _ if passive => "passive mode sees every switch".to_string(),
                     _ => "this kernel has no CONFIG_FAIR_GROUP_SCHED".to_string(),
                 };
                 let link = skel.progs.on_sched_switch.attach().map_err(bpf("attaching tp_btf/sched_switch"))?;

@@ -42,6 +42,30 @@ pub struct WatchArgs {
     /// Enable kernel BPF run-time statistics and show each program's ns/event
     #[arg(long)]
     pub bpf_stats: bool,
+    /// Passive mode, no probe: watch every thread of these processes (threads they start later too)
+    #[arg(long, value_name = "PID,...", value_delimiter = ',', conflicts_with = "rt")]
+    pub pid: Vec<u32>,
+    /// Passive mode, no probe: watch these threads
+    #[arg(long, value_name = "TID,...", value_delimiter = ',', conflicts_with = "rt")]
+    pub tid: Vec<u32>,
+    /// Passive mode, no probe: watch threads with this name (its first 15 bytes, as the kernel keeps it)
+    #[arg(long, value_name = "NAME", conflicts_with = "rt")]
+    pub comm: Option<std::ffi::OsString>,
+}
+
+impl WatchArgs {
+    /// Passive mode was asked for: which threads to watch.
+    pub fn passive_filter(&self) -> Option<crate::passive::Filter> {
+        use std::os::unix::ffi::OsStrExt;
+        if self.pid.is_empty() && self.tid.is_empty() && self.comm.is_none() {
+            return None;
+        }
+        let comm = self.comm.as_ref().map(|c| {
+            let b = c.as_bytes();
+            b[..b.len().min(crate::record::COMM_LEN - 1)].to_vec()
+        });
+        Some(crate::passive::Filter { tgids: self.pid.clone(), tids: self.tid.clone(), comm })
+    }
 }
 
 #[derive(Debug, Subcommand)]

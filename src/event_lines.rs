@@ -84,6 +84,9 @@ impl Printer {
                 ),
                 (prev_ran_ns > 0).then_some(u64::from(prev_ran_ns)),
             ),
+            Payload::Wakeup { task, waker_cpu, .. } => {
+                ("sched_wakeup", format!("{}[{}] prio={} from cpu {waker_cpu}", visible_bytes(&task.comm), task.pid, task.prio), None)
+            }
             Payload::IrqEntry { irq, name } => {
                 self.namer.note_irq(irq, &name);
                 self.enter((ev.cpu, 1, irq as u64), ev.ts, 0);

@@ -12,7 +12,11 @@ use crate::cause::Cause;
 use crate::collector::HiccupSink;
 use crate::interval::Hiccup;
 
-pub const HEADER: [&str; 9] = ["time_ns", "cpu", "gap_ns", "explained_ns", "unexplained_ns", "top_kind", "top_name", "top_ns", "causes"];
+/// The nine columns of the contract, then those appended since: `source`
+/// (probe, interrupted, preempted, wakeup) and `victim` (passive mode's
+/// watched thread as `comm[tid]`, escaped as names are; empty for a probe).
+pub const HEADER: [&str; 11] =
+    ["time_ns", "cpu", "gap_ns", "explained_ns", "unexplained_ns", "top_kind", "top_name", "top_ns", "causes", "source", "victim"];
 
 /// A cause's name as it appears in the CSV: as every view shows it
 /// (`Cause::push_name`: `\` doubled, control and format characters
@@ -34,6 +38,7 @@ pub struct CsvSink<W: Write> {
     w: csv::Writer<W>,
     causes: String,
     top_name: String,
+    victim: String,
     scratch: String,
 }
 
@@ -68,7 +73,7 @@ impl<W: Write> CsvSink<W> {
     pub fn new(inner: W) -> io::Result<Self> {
         let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(inner);
         w.write_record(HEADER)?;
-        Ok(Self { w, causes: String::new(), top_name: String::new(), scratch: String::new() })
+        Ok(Self { w, causes: String::new(), top_name: String::new(), victim: String::new(), scratch: String::new() })
     }
 
     pub fn write(&mut self, h: &Hiccup) -> io::Result<()> {
@@ -91,6 +96,10 @@ impl<W: Write> CsvSink<W> {
         let mut nums = [itoa::Buffer::new(), itoa::Buffer::new(), itoa::Buffer::new(), itoa::Buffer::new(), itoa::Buffer::new()];
         let [a, b, c, d, e] = &mut nums;
         let mut top_buf = itoa::Buffer::new();
+        self.victim.clear();
+        if let Some(v) = &h.victim {
+            v.push_name(&mut self.victim);
+        }
         self.w.write_record([
             a.format(h.t0),
             b.format(h.cpu),
@@ -101,6 +110,8 @@ impl<W: Write> CsvSink<W> {
             self.top_name.as_str(),
             top_buf.format(top_ns),
             self.causes.as_str(),
+            h.source.as_str(),
+            self.victim.as_str(),
         ])?;
         Ok(())
     }

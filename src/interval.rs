@@ -14,14 +14,47 @@ pub enum Source {
     /// A gap in the spin probe's loop: the probe read its clock at `t0`
     /// and next at `t1`.
     Probe,
+    /// Passive mode: kernel activity at interrupt level while the watched
+    /// thread ran.
+    Interrupted,
+    /// Passive mode: the watched thread was switched out while runnable,
+    /// until it ran again.
+    Preempted,
+    /// Passive mode: from the watched thread's wake-up to its switch-in.
+    Wakeup,
 }
 
 impl Source {
+    pub const ALL: [Source; 4] = [Source::Probe, Source::Interrupted, Source::Preempted, Source::Wakeup];
+
     /// As the CSV's `source` column writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             Source::Probe => "probe",
+            Source::Interrupted => "interrupted",
+            Source::Preempted => "preempted",
+            Source::Wakeup => "wakeup",
         }
+    }
+}
+
+/// The watched thread an interval was taken from (passive mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Victim {
+    pub tid: u32,
+    pub comm: crate::record::Comm,
+}
+
+impl Victim {
+    /// `comm[tid]`, escaped as every name is.
+    pub fn push_name(&self, out: &mut String) {
+        crate::cause::Cause::Task { comm: self.comm, pid: Some(self.tid) }.push_name(out);
+    }
+
+    pub fn name(&self) -> String {
+        let mut s = String::new();
+        self.push_name(&mut s);
+        s
     }
 }
 
@@ -32,6 +65,8 @@ pub struct Interval {
     pub t0: u64,
     pub t1: u64,
     pub source: Source,
+    /// Passive mode: whose time it was (None for a probe's gap).
+    pub victim: Option<Victim>,
 }
 
 /// An interval explained: its causes, largest first, and the time no
@@ -43,6 +78,7 @@ pub struct Hiccup {
     pub t0: u64,
     pub gap: u64,
     pub source: Source,
+    pub victim: Option<Victim>,
     pub causes: Vec<(Cause, u64)>,
     pub unexplained: u64,
 }
@@ -71,7 +107,7 @@ impl Hiccup {
 #[cfg(test)]
 pub(crate) fn hiccup(cpu: u32, t0: u64, causes: Vec<(Cause, u64)>, unexplained: u64) -> Hiccup {
     let gap = causes.iter().map(|c| c.1).sum::<u64>() + unexplained;
-    Hiccup { cpu, t0, gap, source: Source::Probe, causes, unexplained }
+    Hiccup { cpu, t0, gap, source: Source::Probe, victim: None, causes, unexplained }
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ mod lifecycle;
 mod monitor;
 mod names;
 mod output;
+mod passive;
 mod probe;
 mod record;
 mod sanitize;

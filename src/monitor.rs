@@ -18,11 +18,21 @@ use crate::collector::{self, Collector, HiccupSink};
 use crate::export::CsvSink;
 use crate::probe::{Probe, ProbeConfig, Probes, MIN_FLOORS, STOP_BOUND};
 use crate::summary::Summary;
-use crate::{cpulist, lifecycle, startup};
+use crate::{cpulist, lifecycle, passive, startup};
 
 pub fn run(args: WatchArgs) -> Result<i32> {
     let root = Path::new("/");
-    let prep = startup::prepare(args.cpus.as_deref(), true)?;
+    let filter = args.passive_filter();
+    let target = match &filter {
+        Some(f) => Some(passive::target(root, f.clone(), args.cpus.as_deref())?),
+        None => None,
+    };
+    let cpus_arg = match &target {
+        Some(t) => Some(cpulist::Display(&t.cpus).to_string()),
+        None => args.cpus.clone(),
+    };
+    // Passive mode does not spin on the CPUs: it takes no lock on them.
+    let prep = startup::prepare(cpus_arg.as_deref(), target.is_none())?;
     let cpus = prep.cpus;
     // Held until the process ends: after the probes have stopped.
     let _locks = prep.locks;
@@ -35,7 +45,12 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let audit = crate::doctor::audit(root, &cpus);
 
     let cfg = ProbeConfig { threshold_ns: args.threshold, rt_prio: args.rt };
-    let mut probes = Probes::new(cpus.iter().map(|&c| Probe::spawn(c as u32, cfg)).collect::<Result<Vec<_>>>()?);
+    let mut probes = match target {
+        Some(_) => Probes::new(Vec::new()),
+        None => Probes::new(cpus.iter().map(|&c| Probe::spawn(c as u32, cfg)).collect::<Result<Vec<_>>>()?),
+    };
+    let threshold = args.threshold.unwrap_or(passive::DEFAULT_THRESHOLD_NS);
+    let tracker = target.as_ref().map(|t| passive::Tracker::new(t.filter.clone(), &cpus, threshold));
     let (snapshots, screen) = if tui {
         // Room for one frame in flight: the collector never waits on the screen.
         let (tx, rx) = mpsc::sync_channel(1);
@@ -45,7 +60,14 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     };
     let (ready_tx, ready_rx) = mpsc::channel();
     let collector = Collector::spawn(
-        collector::Config { cpus: cpus.clone(), housekeeping: prep.housekeeping, sinks, bpf_stats: args.bpf_stats, snapshots },
+        collector::Config {
+            cpus: cpus.clone(),
+            housekeeping: prep.housekeeping,
+            sinks,
+            bpf_stats: args.bpf_stats,
+            snapshots,
+            passive: tracker,
+        },
         probes.shared(),
         prep.kallsyms,
         ready_tx,
@@ -67,7 +89,22 @@ pub fn run(args: WatchArgs) -> Result<i32> {
             MIN_FLOORS * floor
         );
     }
-    if !tui {
+    let exited = target.as_ref().map(passive::watch_exits);
+    if let Some(t) = &target {
+        let names: Vec<&str> = t.threads.iter().map(|(_, n)| n.as_str()).take(8).collect();
+        let more = t.threads.len().saturating_sub(names.len());
+        say!(
+            "passive: watching {} thread{} ({}{}) on CPU {}, no probe; threshold {threshold} ns; host pauses are invisible without a probe",
+            t.threads.len(),
+            if t.threads.len() == 1 { "" } else { "s" },
+            names.join(", "),
+            if more > 0 { format!(", {more} more") } else { String::new() },
+            cpulist::Display(&cpus)
+        );
+        for n in &t.notes {
+            say!("{n}");
+        }
+    } else if !tui {
         let thr: Vec<String> = probes
             .iter()
             .map(|p| {
@@ -91,6 +128,16 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     ui?;
 
     let mut summary = Summary::from_stats(&stats).with_hints(&audit);
+    if let Some(note) = exited.and_then(|e| e.note()) {
+        summary.notes.push(note);
+    }
+    if target.is_some() {
+        summary.mode = "passive";
+        for c in &mut summary.cpus {
+            c.threshold_ns = threshold;
+        }
+        summary.notes.push(passive::HOST_PAUSES.to_string());
+    }
     for cpu in stuck {
         let note = format!(
             "the probe on CPU {cpu} had not stopped {} ms after it was asked (starved by a task on its CPU?): the summary ends without it",

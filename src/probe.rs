@@ -280,7 +280,7 @@ fn run(s: &ProbeShared, cfg: ProbeConfig) {
             floor = floor.min(d);
         } else {
             hist[bucket(d)] += 1;
-            if d >= threshold && !report_gap(s, Interval { cpu, t0: prev, t1: t, source: Source::Probe }) {
+            if d >= threshold && !report_gap(s, Interval { cpu, t0: prev, t1: t, source: Source::Probe, victim: None }) {
                 break;
             }
         }

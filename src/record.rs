@@ -111,6 +111,13 @@ pub enum Payload {
         delta_ns: u64,
         handled: bool,
     },
+    /// Passive mode: `task` was woken onto this event's CPU (`target_cpu`,
+    /// the same), from `waker_cpu`. Not in its CPU's order: written there.
+    Wakeup {
+        task: Task,
+        target_cpu: u32,
+        waker_cpu: u32,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,6 +178,14 @@ impl Event {
                 jw_kind::JW_CSD_ENTRY => Payload::CsdEntry { func: e.u.r#fn.func, csd: e.u.r#fn.obj },
                 jw_kind::JW_CSD_EXIT => Payload::CsdExit { func: e.u.r#fn.func, csd: e.u.r#fn.obj },
                 jw_kind::JW_NMI => Payload::Nmi { handler: e.u.nmi.handler, delta_ns: e.u.nmi.delta_ns, handled: e.sub != 0 },
+                jw_kind::JW_WAKEUP => {
+                    let w = e.u.wk;
+                    Payload::Wakeup {
+                        task: Task { pid: w.pid, tgid: w.tgid, prio: w.prio, comm: bytes(&w.comm) },
+                        target_cpu: e.cpu.into(),
+                        waker_cpu: w.waker_cpu,
+                    }
+                }
                 _ => return Err(DecodeError::Kind(e.kind)),
             }
         };

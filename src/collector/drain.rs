@@ -9,6 +9,7 @@ use anyhow::{Context as _, Result};
 
 use crate::engine::Engine;
 use crate::interval::{Hiccup, Interval};
+use crate::passive::Tracker;
 use crate::record::Event;
 use crate::stats::Stats;
 
@@ -67,11 +68,25 @@ pub struct Drain {
     /// Every event stamped before this has been read.
     watermark: u64,
     pub events: u64,
+    /// Passive mode: intervals derived from the events themselves.
+    tracker: Option<Tracker>,
 }
 
 impl Drain {
-    pub fn new(engine: Engine, stats: Stats, sinks: Vec<Box<dyn HiccupSink>>, start: u64) -> Self {
-        Drain { engine, stats, sinks, batch: Vec::with_capacity(MAX_PER_DRAIN), drops: Vec::new(), watermark: start, events: 0 }
+    pub fn new(engine: Engine, stats: Stats, sinks: Vec<Box<dyn HiccupSink>>, start: u64, tracker: Option<Tracker>) -> Self {
+        Drain { engine, stats, sinks, batch: Vec::with_capacity(MAX_PER_DRAIN), drops: Vec::new(), watermark: start, events: 0, tracker }
+    }
+
+    /// Passive mode: the watched threads as known at `now`, into the stats.
+    pub fn update_threads(&mut self, now: u64) {
+        if let Some(t) = &self.tracker {
+            self.stats.set_threads(t.threads().map(|i| {
+                let mut i = i.clone();
+                i.runnable_ns = t.runnable_until(i.tid, now);
+                i
+            }));
+            self.stats.threads_elsewhere = t.seen_elsewhere.clone();
+        }
     }
 
     /// One drain, begun at `now`. `last`: the sources have stopped and
@@ -88,6 +103,10 @@ impl Drain {
             records += n;
             for ev in &self.batch {
                 oldest = oldest.min(ev.ts);
+                if let Some(t) = self.tracker.as_mut() {
+                    let engine = &mut self.engine;
+                    t.on_event(ev, &mut |iv| engine.on_interval(iv));
+                }
                 self.engine.on_event(ev);
             }
             self.events += self.batch.len() as u64;
@@ -108,6 +127,10 @@ impl Drain {
             for &(cpu, total) in &self.drops {
                 self.engine.on_drop_total(cpu, total, at);
             }
+        }
+        if let Some(t) = self.tracker.as_mut() {
+            let engine = &mut self.engine;
+            t.flush(self.watermark, &mut |iv| engine.on_interval(iv));
         }
         let (stats, sinks) = (&mut self.stats, &mut self.sinks);
         let mut failed: Option<(&'static str, io::Error)> = None;
@@ -133,6 +156,10 @@ impl Drain {
         }
         let watermark = self.watermark;
         intervals.horizons(&mut |cpu, t| self.engine.prune(cpu, t.min(watermark)));
+        if let Some(t) = &self.tracker {
+            // A thread preempted long ago still needs the history since then.
+            t.horizons(watermark, &mut |cpu, h| self.engine.prune(cpu, h));
+        }
         Ok(Drained { records, oldest_ts: (oldest != u64::MAX).then_some(oldest) })
     }
 }

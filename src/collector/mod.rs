@@ -21,6 +21,7 @@ use crate::clock::{now_ns, thread_cpu_ns};
 use crate::engine::{Engine, Namer};
 use crate::interval::Interval;
 use crate::kallsyms::Kallsyms;
+use crate::passive::Tracker;
 use crate::probe::ProbeShared;
 use crate::snapshot::Snapshot;
 use crate::stats::{Counters, CpuCounters, Stats};
@@ -54,6 +55,8 @@ pub struct Config {
     pub bpf_stats: bool,
     /// Where snapshots go, when a screen shows them.
     pub snapshots: Option<SyncSender<Snapshot>>,
+    /// Passive mode: the watched threads' intervals, from the events.
+    pub passive: Option<Tracker>,
 }
 
 /// What the collector says once attached: tracepoints this kernel lacks.
@@ -75,7 +78,7 @@ impl Collector {
             .spawn(move || {
                 crate::sys::pin_to(&cfg.housekeeping).context("cannot pin the collector to the unwatched CPUs")?;
                 let mut storage = MaybeUninit::uninit();
-                let tracer = match Tracer::attach(&mut storage, &cfg.cpus) {
+                let tracer = match Tracer::attach(&mut storage, &cfg.cpus, cfg.passive.is_some()) {
                     Ok(t) => t,
                     Err(e) => {
                         let msg = e.to_string();
@@ -137,14 +140,17 @@ impl IntervalSource for Probes<'_> {
     }
 }
 
-fn collect(tracer: &Tracer<'_>, cfg: Config, probes: &[Arc<ProbeShared>], kallsyms: Kallsyms, rx: &Receiver<Command>) -> Result<Stats> {
+fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], kallsyms: Kallsyms, rx: &Receiver<Command>) -> Result<Stats> {
     let attach_ns = now_ns();
     let mut engine = Engine::new(&cfg.cpus, attach_ns, WINDOW, Namer::new(kallsyms));
     for p in probes {
         engine.set_probe_tids(p.cpu, &[p.tid.load(Relaxed)]);
     }
     let mut ring = ring::Ring::open(tracer)?;
-    let mut drain = Drain::new(engine, Stats::new(&cfg.cpus, attach_ns), cfg.sinks, attach_ns);
+    let passive = cfg.passive.take();
+    // Without probes the run starts when tracing does.
+    let mut started = passive.is_some();
+    let mut drain = Drain::new(engine, Stats::new(&cfg.cpus, attach_ns), std::mem::take(&mut cfg.sinks), attach_ns, passive);
     let mut own = Own {
         // What came before (loading and attaching, the ring buffer's
         // set-up) is set-up; the consumer's own cost counts from here.
@@ -154,7 +160,6 @@ fn collect(tracer: &Tracer<'_>, cfg: Config, probes: &[Arc<ProbeShared>], kallsy
         ..Own::default()
     };
     let mut next_snapshot = attach_ns;
-    let mut started = false;
     loop {
         let mut last = false;
         loop {
@@ -195,6 +200,7 @@ fn collect(tracer: &Tracer<'_>, cfg: Config, probes: &[Arc<ProbeShared>], kallsy
             next_snapshot = drained + SNAPSHOT_NS;
             let raw = own.counters(&drain, tracer, probes, cfg.bpf_stats);
             drain.stats.update_counters(raw, drained);
+            drain.update_threads(drained);
             if let Some(tx) = cfg.snapshots.as_ref() {
                 // Never wait on the screen: a frame it has not taken yet is enough.
                 let _ = tx.try_send(Snapshot::of(&drain.stats));

@@ -10,7 +10,7 @@ mod timeline;
 
 use std::collections::VecDeque;
 
-use crate::interval::{Hiccup, Interval};
+use crate::interval::{Hiccup, Interval, Source};
 use crate::record::{Event, Payload};
 
 pub use namer::Namer;
@@ -78,6 +78,11 @@ impl Engine {
         };
         if let Payload::IrqEntry { irq, name } = &ev.payload {
             self.namer.note_irq(*irq, name);
+        }
+        // Wake-ups are written on other CPUs: their counts are not this CPU's.
+        if matches!(ev.payload, Payload::Wakeup { .. }) {
+            self.timelines[i].on_event(ev);
+            return;
         }
         // Compared as a signed step, so a record older than totals already
         // read (its count behind) marks nothing.
@@ -166,12 +171,20 @@ impl Engine {
         // The probe ran at both ends of its gap: that places switches into
         // it that no event reported.
         let tl = &mut self.timelines[slot];
-        tl.probe_ran_at(g.t0);
+        let probe = g.source == Source::Probe;
+        if probe {
+            tl.probe_ran_at(g.t0);
+        }
         let mut unexplained = tl.charge(g.t0, g.t1, watermark, &mut self.scratch);
-        tl.probe_ran_at(g.t1);
+        if probe {
+            tl.probe_ran_at(g.t1);
+        }
+        // A victim's own time inside its interval (the kernel's entry and
+        // exit around an interrupt) is not a cause of its own loss.
+        let own = |ctx: &Context| matches!((ctx, g.victim), (Context::Task { pid, .. }, Some(v)) if *pid == v.tid);
         let mut causes = Vec::with_capacity(self.scratch.len());
         for &(ctx, ns) in &self.scratch {
-            if ctx.is_unexplained() {
+            if ctx.is_unexplained() || own(&ctx) {
                 unexplained += ns;
             } else {
                 causes.push((self.namer.cause(ctx), ns));
@@ -179,7 +192,7 @@ impl Engine {
         }
         // Largest first; ties in a stable order.
         causes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        Hiccup { cpu: g.cpu, t0: g.t0, gap: g.t1 - g.t0, source: g.source, causes, unexplained }
+        Hiccup { cpu: g.cpu, t0: g.t0, gap: g.t1 - g.t0, source: g.source, victim: g.victim, causes, unexplained }
     }
 
     /// Drops history no future gap can need: before `before[cpu]` (the

@@ -244,6 +244,11 @@ impl Timeline {
     }
 
     pub fn on_event(&mut self, ev: &Event) {
+        // Written on the waker's CPU, out of this CPU's order, and nothing
+        // runs because of it until a switch says so.
+        if matches!(ev.payload, Payload::Wakeup { .. }) {
+            return;
+        }
         let ts = if ev.ts < self.last {
             self.reordered += 1;
             self.last
@@ -294,6 +299,7 @@ impl Timeline {
                 self.push_segment(begin, ts, Context::Nmi(handler));
                 self.last = ts;
             }
+            Payload::Wakeup { .. } => {}
         }
     }
 

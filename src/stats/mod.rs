@@ -12,8 +12,10 @@ use crate::interval::Hiccup;
 
 mod causes;
 mod counters;
+mod threads;
 pub use causes::{CauseStats, MAX_CAUSES};
 pub use counters::{Counters, CpuCounters, ProgStat};
+pub use threads::Threads;
 
 /// Highest value the histograms track: one minute, in ns.
 const HIST_MAX: u64 = 60_000_000_000;
@@ -24,7 +26,7 @@ pub const WORST_KEPT: usize = 32;
 /// How long a stall stays among the "recent worst".
 const WORST_AGE_NS: u64 = 60_000_000_000;
 
-fn histogram(sigfig: u8) -> Histogram<u64> {
+pub(crate) fn histogram(sigfig: u8) -> Histogram<u64> {
     Histogram::new_with_bounds(1, HIST_MAX, sigfig).expect("valid histogram bounds")
 }
 
@@ -123,6 +125,10 @@ pub struct Stats {
     /// Per CPU: gap time and gaps since the start, kept across resets (the
     /// probe's loop period between hiccups is over the whole run).
     run_gaps: HashMap<u32, (u64, u64)>,
+    /// Passive mode: per watched thread.
+    pub threads: Threads,
+    /// Passive mode: watched threads seen on CPUs not watched (tid, cpu).
+    pub threads_elsewhere: Vec<(u32, u32)>,
 }
 
 impl Stats {
@@ -139,7 +145,13 @@ impl Stats {
             was_reset: false,
             cause_entries: HashMap::new(),
             run_gaps: HashMap::new(),
+            threads: Threads::default(),
+            threads_elsewhere: Vec::new(),
         }
+    }
+
+    pub fn set_threads(&mut self, infos: impl Iterator<Item = crate::passive::ThreadInfo>) {
+        self.threads.set_info(infos);
     }
 
     /// Gap ns and gaps on `cpu` since the start, resets notwithstanding.
@@ -201,6 +213,7 @@ impl Stats {
         for (cause, ns) in h.all_causes() {
             self.add_cause(h.cpu, cause, ns, h.t0);
         }
+        self.threads.record(h);
         self.note_worst(h);
     }
 

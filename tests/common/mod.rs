@@ -134,6 +134,10 @@ pub struct Row {
     pub unexplained_ns: u64,
     pub top_kind: String,
     pub causes: Vec<(String, String, u64)>,
+    /// probe, interrupted, preempted or wakeup.
+    pub source: String,
+    /// Passive mode's watched thread, `comm[tid]`; empty for a probe.
+    pub victim: String,
 }
 
 /// Splits `kind:name=ns;...`, undoing the `\\` `\;` `\=` escapes.
@@ -194,7 +198,7 @@ pub fn read_csv(path: &std::path::Path) -> Vec<Row> {
     let mut r = csv::Reader::from_reader(&raw[..]);
     assert_eq!(
         r.headers().unwrap().iter().collect::<Vec<_>>(),
-        ["time_ns", "cpu", "gap_ns", "explained_ns", "unexplained_ns", "top_kind", "top_name", "top_ns", "causes"]
+        ["time_ns", "cpu", "gap_ns", "explained_ns", "unexplained_ns", "top_kind", "top_name", "top_ns", "causes", "source", "victim"]
     );
     r.records()
         .map(|rec| {
@@ -208,6 +212,8 @@ pub fn read_csv(path: &std::path::Path) -> Vec<Row> {
                 unexplained_ns: n(4),
                 top_kind: rec[5].to_string(),
                 causes: parse_causes(&rec[8]),
+                source: rec[9].to_string(),
+                victim: rec[10].to_string(),
             };
             assert_eq!(row.explained_ns + row.unexplained_ns, row.gap_ns, "{rec:?}");
             let named: u64 = row.causes.iter().filter(|c| c.0 != "unexplained").map(|c| c.2).sum();

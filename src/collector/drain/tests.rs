@@ -60,11 +60,11 @@ fn switch(ts: u64, prev: Task, next: Task) -> Event {
 fn drain() -> Drain {
     let mut e = Engine::new(&[CPU as usize], 0, 1 << 16, Namer::new(Kallsyms::empty()));
     e.set_probe_tids(CPU, &[PROBE]);
-    Drain::new(e, Stats::new(&[CPU as usize], 0), Vec::new(), 0)
+    Drain::new(e, Stats::new(&[CPU as usize], 0), Vec::new(), 0, None)
 }
 
 fn gap(t0: u64, t1: u64) -> Gaps {
-    Gaps(RefCell::new(vec![Interval { cpu: CPU, t0, t1, source: Source::Probe }]))
+    Gaps(RefCell::new(vec![Interval { cpu: CPU, t0, t1, source: Source::Probe, victim: None }]))
 }
 
 fn none() -> Gaps {

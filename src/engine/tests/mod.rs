@@ -17,7 +17,7 @@ fn comm(s: &str) -> Comm {
 }
 
 fn gap(t0: u64, t1: u64) -> Interval {
-    Interval { cpu: CPU, t0, t1, source: Source::Probe }
+    Interval { cpu: CPU, t0, t1, source: Source::Probe, victim: None }
 }
 
 /// A hiccup's causes as `kind:name=ns`.

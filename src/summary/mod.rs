@@ -1,6 +1,8 @@
 //! The exit summary: per CPU in hiccups' columns plus stolen_pct, then each
 //! CPU's top causes; the same as JSON with --json.
 
+mod threads;
+
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -83,6 +85,8 @@ pub struct ProgRow {
 
 #[derive(Serialize)]
 pub struct Summary {
+    /// `probe` (the spin probe's gaps) or `passive` (the watched threads').
+    pub mode: &'static str,
     pub duration_ns: u64,
     pub events: u64,
     pub events_per_sec: f64,
@@ -90,6 +94,9 @@ pub struct Summary {
     pub missing_tracepoints: Vec<&'static str>,
     /// How context switches were hooked.
     pub switch_hook: String,
+    /// Passive mode: per watched thread, most time lost first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<threads::ThreadRow>,
     pub cpus: Vec<CpuRow>,
     /// Fix hints matched to the top culprits (from the isolation audit).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -143,7 +150,11 @@ impl Summary {
         if s.was_reset {
             notes.push("the counts were reset during the run: this summary covers the time since the last reset".to_string());
         }
+        for &(tid, cpu) in &s.threads_elsewhere {
+            notes.push(format!("watched thread {tid} also ran on CPU {cpu}, which is not watched: its time there is not counted"));
+        }
         Summary {
+            mode: "probe",
             duration_ns: s.elapsed_ns(),
             events: n.events,
             events_per_sec: s.per_sec(n.events),
@@ -168,6 +179,7 @@ impl Summary {
             },
             missing_tracepoints: n.missing_tracepoints.clone(),
             switch_hook: n.switch_hook.clone(),
+            threads: threads::rows(&s.threads),
             cpus,
             hints: Vec::new(),
             notes,
@@ -190,6 +202,7 @@ impl Summary {
     }
 
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        threads::write_text(&self.threads, out)?;
         writeln!(
             out,
             "{:>4} {:>12} {:>9} {:>10} {:>10} {:>12} {:>10}",
@@ -205,15 +218,28 @@ impl Summary {
         for c in &self.cpus {
             writeln!(
                 out,
-                "\ncpu {}: {:.1}% of stolen time explained{}, loop floor {} ns (mean period {:.1} ns, {:.1} ns between hiccups), {:.1} hiccups/s, {} queue overflows, {} ring-buffer drops",
+                "\ncpu {}: {:.1}% of stolen time explained{}, {}, {:.1} hiccups/s, {} queue overflows, {} ring-buffer drops",
                 c.cpu,
                 c.explained_pct,
                 if c.lost_pct > 0.0 {
-                    format!(" ({:.1} points of it from hiccups with dropped events; {:.1}% lost while events were dropped)", c.explained_in_lossy_rows_pct, c.lost_pct)
+                    format!(
+                        " ({:.1} points of it from hiccups with dropped events; {:.1}% lost while events were dropped)",
+                        c.explained_in_lossy_rows_pct, c.lost_pct
+                    )
                 } else {
                     String::new()
                 },
-                c.loop_floor_ns, c.loop_mean_ns, c.loop_quiet_mean_ns, c.hiccups_per_sec, c.queue_overflows, c.ringbuf_drops
+                if self.mode == "passive" {
+                    "passive (no probe)".to_string()
+                } else {
+                    format!(
+                        "loop floor {} ns (mean period {:.1} ns, {:.1} ns between hiccups)",
+                        c.loop_floor_ns, c.loop_mean_ns, c.loop_quiet_mean_ns
+                    )
+                },
+                c.hiccups_per_sec,
+                c.queue_overflows,
+                c.ringbuf_drops
             )?;
             if c.top_causes.is_empty() {
                 continue;

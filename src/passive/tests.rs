@@ -1,0 +1,229 @@
+//! Passive mode on synthetic streams: the tracker's intervals, explained by
+//! the engine as a probe's gaps are; and the threads found in a fixture
+//! /proc.
+
+use std::fs;
+
+use super::*;
+use crate::engine::{Engine, Namer};
+use crate::interval::{Hiccup, Interval, Source};
+use crate::kallsyms::Kallsyms;
+use crate::record::{Event, Payload, Task, Vector};
+
+const CPU: u32 = 3;
+const APP: u32 = 500;
+const US: u64 = 1_000;
+
+fn task(pid: u32, tgid: u32, name: &str) -> Task {
+    Task { pid, tgid, prio: 120, comm: crate::cause::comm(name.as_bytes()) }
+}
+
+fn app() -> Task {
+    task(APP, APP, "app")
+}
+
+fn at(cpu: u32, ts: u64, payload: Payload) -> Event {
+    Event { ts, cpu, dropped: 0, payload }
+}
+
+fn ev(ts: u64, payload: Payload) -> Event {
+    at(CPU, ts, payload)
+}
+
+/// prev switched out in `state` (0: still runnable).
+fn switch(ts: u64, prev: Task, next: Task, state: u32) -> Event {
+    ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, preempt: state == 0 })
+}
+
+fn irq(ts: u64, entry: bool) -> Event {
+    ev(ts, if entry { Payload::IrqEntry { irq: 24, name: [0; crate::record::IRQ_NAME_LEN] } } else { Payload::IrqExit { irq: 24, ret: 1 } })
+}
+
+/// Runs `events` through a tracker and an engine on CPUs 2 and 3, as the
+/// drain does, and returns every hiccup as (source, victim tid, causes).
+fn run(events: &[Event], threshold: u64) -> (Vec<(Source, u32, Vec<String>)>, Tracker) {
+    let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2, 3], threshold);
+    let mut engine = Engine::new(&[2, 3], 0, 1024, Namer::new(Kallsyms::empty()));
+    for e in events {
+        tracker.on_event(e, &mut |iv| engine.on_interval(iv));
+        engine.on_event(e);
+    }
+    let end = events.last().map_or(0, |e| e.ts) + 10_000 * US;
+    tracker.flush(end, &mut |iv| engine.on_interval(iv));
+    let mut out = Vec::new();
+    engine.attribute_ready(end, |h: Hiccup| {
+        let causes = h.all_causes().map(|(c, ns)| format!("{}={ns}", c.label())).collect();
+        out.push((h.source, h.victim.map_or(0, |v| v.tid), causes));
+    });
+    (out, tracker)
+}
+
+#[test]
+fn an_irq_inside_a_watched_slice_is_an_interruption() {
+    let evs = [
+        switch(0, task(0, 0, "swapper/3"), app(), 1),
+        irq(100 * US, true),
+        irq(130 * US, false),
+        // Its softirq right after: the same interruption.
+        ev(131 * US, Payload::SoftirqEntry { vec: 1 }),
+        ev(150 * US, Payload::SoftirqExit { vec: 1 }),
+        // Much later, another one: a second interruption.
+        irq(400 * US, true),
+        irq(405 * US, false),
+    ];
+    let (h, _) = run(&evs, US);
+    assert_eq!(h.len(), 2, "{h:?}");
+    assert_eq!(h[0].0, Source::Interrupted);
+    assert_eq!(h[0].2, ["irq:24=30000", "softirq:TIMER=19000", "unexplained:=1000"]);
+    assert_eq!(h[1].2, ["irq:24=5000"]);
+}
+
+#[test]
+fn a_preemption_by_a_fifo_task_with_a_nested_irq() {
+    let hog = Task { prio: 49, ..task(77, 77, "hog") };
+    let evs = [
+        switch(0, task(0, 0, "swapper/3"), app(), 1),
+        switch(100 * US, app(), hog, 0),
+        irq(150 * US, true),
+        irq(160 * US, false),
+        switch(300 * US, hog, app(), 1),
+    ];
+    let (h, _) = run(&evs, US);
+    assert_eq!(h.len(), 1, "{h:?}");
+    assert_eq!((h[0].0, h[0].1), (Source::Preempted, APP));
+    assert_eq!(h[0].2, ["task:hog[77]=190000", "irq:24=10000"]);
+}
+
+#[test]
+fn a_wakeup_delayed_by_a_running_task() {
+    let other = task(88, 88, "busy");
+    let evs = [
+        switch(0, task(0, 0, "swapper/3"), app(), 1),
+        // The app sleeps; busy runs.
+        switch(10 * US, app(), other, 1),
+        // Woken from CPU 0 at 50 µs, runs at 250 µs.
+        at(CPU, 50 * US, Payload::Wakeup { task: app(), target_cpu: CPU, waker_cpu: 0 }),
+        switch(250 * US, other, app(), 0),
+    ];
+    let (h, _) = run(&evs, US);
+    assert_eq!(h.len(), 1, "{h:?}");
+    assert_eq!(h[0].0, Source::Wakeup);
+    assert_eq!(h[0].2, ["task:busy[88]=200000"]);
+}
+
+#[test]
+fn sleep_is_never_a_hiccup_and_small_ones_stay_under_the_threshold() {
+    let evs = [
+        switch(0, task(0, 0, "swapper/3"), app(), 1),
+        switch(10 * US, app(), task(0, 0, "swapper/3"), 1),
+        switch(900 * US, task(0, 0, "swapper/3"), app(), 0),
+        irq(1000 * US, true),
+        irq(1000 * US + 500, false),
+    ];
+    let (h, _) = run(&evs, US);
+    assert!(h.is_empty(), "{h:?}");
+}
+
+#[test]
+fn a_migration_is_counted_and_a_new_thread_picked_up() {
+    // A thread of the app that did not exist at start.
+    let worker = task(501, APP, "app-worker");
+    let evs = [
+        at(2, 0, Payload::Switch { prev: task(0, 0, "swapper/2"), next: worker, prev_state: 1, prev_ran_ns: 0, preempt: false }),
+        at(2, 50 * US, Payload::Switch { prev: worker, next: task(0, 0, "swapper/2"), prev_state: 1, prev_ran_ns: 0, preempt: false }),
+        switch(100 * US, task(0, 0, "swapper/3"), worker, 1),
+    ];
+    let (_, t) = run(&evs, US);
+    let w = t.threads().find(|i| i.tid == 501).expect("picked up");
+    assert_eq!(w.migrations, vec![(2, 3, 1)]);
+    assert_eq!(w.runnable_ns, 50 * US);
+}
+
+#[test]
+fn a_thread_that_exits_mid_stream_leaves_nothing_open() {
+    const TASK_DEAD: u32 = 0x80;
+    let evs = [
+        switch(0, task(0, 0, "swapper/3"), app(), 1),
+        switch(100 * US, app(), task(9, 9, "bash"), TASK_DEAD),
+        irq(200 * US, true),
+        irq(260 * US, false),
+        switch(400 * US, task(9, 9, "bash"), task(0, 0, "swapper/3"), 1),
+    ];
+    let (h, t) = run(&evs, US);
+    assert!(h.is_empty(), "{h:?}");
+    let mut horizon = Vec::new();
+    t.horizons(1_000 * US, &mut |cpu, at| horizon.push((cpu, at)));
+    assert_eq!(horizon, [(2, 1_000 * US), (3, 1_000 * US)], "nothing holds history back");
+}
+
+/// The probe's gap and passive mode's preemption over the same events name
+/// the same causes.
+#[test]
+fn probe_and_passive_modes_agree_on_causes() {
+    let hog = task(77, 77, "hog");
+    let evs = [
+        switch(0, task(0, 0, "swapper/3"), app(), 1),
+        switch(100 * US, app(), hog, 0),
+        ev(150 * US, Payload::VectorEntry(Vector::LocalTimer)),
+        ev(155 * US, Payload::VectorExit(Vector::LocalTimer)),
+        switch(300 * US, hog, app(), 1),
+    ];
+    let (passive, _) = run(&evs, US);
+    let mut engine = Engine::new(&[3], 0, 1024, Namer::new(Kallsyms::empty()));
+    engine.set_probe_tids(CPU, &[APP]);
+    engine.on_interval(Interval { cpu: CPU, t0: 100 * US, t1: 300 * US, source: Source::Probe, victim: None });
+    for e in &evs {
+        engine.on_event(e);
+    }
+    let mut probe = Vec::new();
+    engine.attribute_ready(10_000 * US, |h: Hiccup| {
+        probe.push(h.all_causes().map(|(c, ns)| format!("{}={ns}", c.label())).collect::<Vec<_>>())
+    });
+    assert_eq!(passive[0].2, probe[0]);
+    assert_eq!(probe[0], ["task:hog[77]=195000", "irq:local_timer=5000"]);
+}
+
+/// A fixture /proc: (pid, tid, comm, flags, affinity).
+fn proc_root(tasks: &[(u32, u32, &[u8], u64, &str)]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    for &(pid, tid, comm, flags, cpus) in tasks {
+        let mut stat = format!("{tid} (").into_bytes();
+        stat.extend_from_slice(comm);
+        stat.extend_from_slice(format!(") S 1 1 1 0 -1 {flags} 0 0").as_bytes());
+        for dir in [format!("proc/{pid}/task/{tid}"), format!("proc/{tid}")] {
+            let p = d.path().join(&dir);
+            fs::create_dir_all(&p).unwrap();
+            fs::write(p.join("stat"), &stat).unwrap();
+            fs::write(p.join("status"), format!("Name:\tx\nTgid:\t{pid}\nCpus_allowed_list:\t{cpus}\n")).unwrap();
+        }
+        if pid == tid {
+            fs::create_dir_all(d.path().join(format!("proc/{pid}/task"))).unwrap();
+        }
+    }
+    d
+}
+
+#[test]
+fn resolve_finds_threads_their_cpus_and_refuses_what_it_cannot_watch() {
+    let r = proc_root(&[(100, 100, b"app", 0x400000, "2-3"), (100, 101, b"a) b\xff", 0x400040, "3"), (2, 2, b"kthreadd", 0x208040, "0-3")]);
+    let f = |tgids: Vec<u32>, tids: Vec<u32>, comm: Option<&[u8]>| Filter { tgids, tids, comm: comm.map(<[u8]>::to_vec) };
+    let t = resolve(r.path(), f(vec![100], vec![], None), None, &[0, 1, 2, 3]).unwrap();
+    assert_eq!(t.cpus, vec![2, 3]);
+    assert_eq!(t.threads, vec![(100, "app".to_string()), (101, "a) b\\xff".to_string())]);
+    let t = resolve(r.path(), f(vec![], vec![], Some(b"a) b\xff")), None, &[0, 1, 2, 3]).unwrap();
+    assert_eq!((t.cpus.clone(), t.threads.len()), (vec![3], 1));
+    // With --cpus, a thread that may run elsewhere is said once.
+    let t = resolve(r.path(), f(vec![100], vec![], None), Some(&[3]), &[0, 1, 2, 3]).unwrap();
+    assert_eq!(t.cpus, vec![3]);
+    assert!(t.notes.len() == 1 && t.notes[0].contains("app[100] may also run on CPUs 2"), "{:?}", t.notes);
+    let e = |f: Filter| resolve(r.path(), f, None, &[0, 1, 2, 3]).unwrap_err().to_string();
+    assert!(e(f(vec![999], vec![], None)).contains("--pid 999: no such process"));
+    assert!(e(f(vec![2], vec![], None)).contains("--pid 2 is a kernel thread (kthreadd)"));
+    assert!(e(f(vec![], vec![], Some(b"nope"))).contains("no thread has that name"));
+    // Unpinned threads leave jitterwatch no CPU of its own.
+    let r = proc_root(&[(300, 300, b"free", 0, "0-3")]);
+    assert!(resolve(r.path(), f(vec![300], vec![], None), None, &[0, 1, 2, 3])
+        .unwrap_err()
+        .to_string()
+        .contains("may run on every online CPU"));
+}

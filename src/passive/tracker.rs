@@ -1,0 +1,284 @@
+//! Passive mode's interval source: from the same kernel events the engine
+//! reads, the times a watched thread wanted its CPU and did not have it.
+//! - interrupted: kernel activity at interrupt level (IRQ, softirq, vector,
+//!   csd, hrtimer, NMI) while the thread runs; activity separated by less
+//!   than [`MERGE_NS`] is one interruption;
+//! - preempted: switched out while still runnable, until it runs again;
+//! - wakeup: from its wake-up to its switch-in.
+//!
+//! Pure logic on decoded events: no BPF, no threads, no allocation per
+//! event once each thread has been seen.
+
+use std::collections::HashMap;
+
+use crate::interval::{Interval, Source, Victim};
+use crate::record::{Comm, Event, Payload, Task};
+
+use super::filter::Filter;
+
+/// Interrupt-level activity this close to the previous one continues the
+/// same interruption (the return to the thread and the next entry take a
+/// few hundred ns: an IRQ's exit, then its softirqs, is one stall).
+pub const MERGE_NS: u64 = 2_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Running { cpu: u32, since: u64 },
+    Preempted { cpu: u32, since: u64 },
+    Woken { cpu: u32, at: u64 },
+    Sleeping,
+}
+
+/// What passive mode knows of a watched thread besides its hiccups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadInfo {
+    pub tid: u32,
+    pub tgid: u32,
+    pub comm: Comm,
+    /// Time it ran or wanted to (running, preempted, waiting after a
+    /// wake-up), ns: what "% of its runnable time lost" divides by.
+    pub runnable_ns: u64,
+    /// (from CPU, to CPU, times), in the order first seen.
+    pub migrations: Vec<(u32, u32, u64)>,
+    pub last_cpu: Option<u32>,
+}
+
+struct Thread {
+    info: ThreadInfo,
+    state: State,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Cpu {
+    /// The watched thread running here, if any.
+    running: Option<u32>,
+    /// Interrupt-level frames open.
+    depth: u32,
+    /// Start of the interruption in progress (depth > 0 while a watched
+    /// thread runs).
+    start: Option<u64>,
+    /// The last interruption, ended, not yet emitted: the next activity
+    /// may continue it.
+    pending: Option<(u64, u64, u32)>,
+}
+
+pub struct Tracker {
+    filter: Filter,
+    threshold: u64,
+    /// CPU number → its state (only watched CPUs produce intervals).
+    cpus: Vec<Cpu>,
+    watched_cpu: Vec<bool>,
+    threads: HashMap<u32, Thread>,
+    /// Threads that matched the filter on a CPU not watched (said once).
+    pub seen_elsewhere: Vec<(u32, u32)>,
+}
+
+impl Tracker {
+    pub fn new(filter: Filter, cpus: &[usize], threshold: u64) -> Self {
+        let n = cpus.iter().copied().max().map_or(0, |m| m + 1);
+        let mut watched_cpu = vec![false; n];
+        for &c in cpus {
+            watched_cpu[c] = true;
+        }
+        Tracker { filter, threshold, cpus: vec![Cpu::default(); n], watched_cpu, threads: HashMap::new(), seen_elsewhere: Vec::new() }
+    }
+
+    fn watched(&self, cpu: u32) -> bool {
+        self.watched_cpu.get(cpu as usize).copied().unwrap_or(false)
+    }
+
+    pub fn threads(&self) -> impl Iterator<Item = &ThreadInfo> {
+        self.threads.values().map(|t| &t.info)
+    }
+
+    fn emit(&self, out: &mut dyn FnMut(Interval), cpu: u32, t0: u64, t1: u64, source: Source, tid: u32) {
+        if t1 < t0.saturating_add(self.threshold) || !self.watched(cpu) {
+            return;
+        }
+        let comm = self.threads.get(&tid).map_or([0; crate::record::COMM_LEN], |t| t.info.comm);
+        out(Interval { cpu, t0, t1, source, victim: Some(Victim { tid, comm }) });
+    }
+
+    /// The thread, seen now as `task` on `cpu`; None if it is not watched.
+    fn thread(&mut self, task: &Task, cpu: u32) -> Option<&mut Thread> {
+        if !self.threads.contains_key(&task.pid) {
+            if !self.filter.matches(task.pid, task.tgid, &task.comm) {
+                return None;
+            }
+            if !self.watched(cpu) && !self.seen_elsewhere.iter().any(|&(t, _)| t == task.pid) {
+                self.seen_elsewhere.push((task.pid, cpu));
+            }
+            let info =
+                ThreadInfo { tid: task.pid, tgid: task.tgid, comm: task.comm, runnable_ns: 0, migrations: Vec::new(), last_cpu: None };
+            self.threads.insert(task.pid, Thread { info, state: State::Sleeping });
+        }
+        let t = self.threads.get_mut(&task.pid)?;
+        t.info.comm = task.comm;
+        Some(t)
+    }
+
+    pub fn on_event(&mut self, ev: &Event, out: &mut dyn FnMut(Interval)) {
+        let cpu = ev.cpu;
+        if cpu as usize >= self.cpus.len() {
+            return;
+        }
+        let ts = ev.ts;
+        match ev.payload {
+            Payload::Switch { prev, next, prev_state, .. } => self.switch(cpu, ts, &prev, &next, prev_state, out),
+            Payload::Wakeup { task, target_cpu, .. } => {
+                if let Some(t) = self.thread(&task, target_cpu) {
+                    // Waking a thread that is runnable already changes nothing.
+                    if t.state == State::Sleeping {
+                        t.state = State::Woken { cpu: target_cpu, at: ts };
+                    }
+                }
+            }
+            Payload::IrqEntry { .. }
+            | Payload::SoftirqEntry { .. }
+            | Payload::HrtimerEntry { .. }
+            | Payload::VectorEntry(_)
+            | Payload::CsdEntry { .. } => self.enter(cpu, ts, out),
+            Payload::IrqExit { .. }
+            | Payload::SoftirqExit { .. }
+            | Payload::HrtimerExit { .. }
+            | Payload::VectorExit(_)
+            | Payload::CsdExit { .. } => self.exit(cpu, ts),
+            Payload::Nmi { delta_ns, .. } => {
+                // Reported at its end; inside other activity it adds nothing.
+                if self.cpus[cpu as usize].depth == 0 {
+                    self.enter(cpu, ts.saturating_sub(delta_ns), out);
+                    self.exit(cpu, ts);
+                }
+            }
+            Payload::WorkStart { .. } | Payload::WorkEnd { .. } => {}
+        }
+    }
+
+    fn enter(&mut self, cpu: u32, ts: u64, out: &mut dyn FnMut(Interval)) {
+        let c = self.cpus[cpu as usize];
+        let mut next = c;
+        next.depth += 1;
+        if c.depth == 0 {
+            if let Some(tid) = c.running {
+                next.start = match c.pending {
+                    Some((t0, t1, p)) if p == tid && ts <= t1 + MERGE_NS => Some(t0),
+                    Some((t0, t1, p)) => {
+                        self.emit(out, cpu, t0, t1, Source::Interrupted, p);
+                        Some(ts)
+                    }
+                    None => Some(ts),
+                };
+                next.pending = None;
+            }
+        }
+        self.cpus[cpu as usize] = next;
+    }
+
+    fn exit(&mut self, cpu: u32, ts: u64) {
+        let c = &mut self.cpus[cpu as usize];
+        // An exit whose entry came before tracing began: nothing to close.
+        c.depth = c.depth.saturating_sub(1);
+        if c.depth == 0 {
+            if let (Some(t0), Some(tid)) = (c.start.take(), c.running) {
+                c.pending = Some((t0, ts.max(t0), tid));
+            }
+        }
+    }
+
+    fn close_pending(&mut self, cpu: u32, out: &mut dyn FnMut(Interval)) {
+        if let Some((t0, t1, tid)) = self.cpus[cpu as usize].pending.take() {
+            self.emit(out, cpu, t0, t1, Source::Interrupted, tid);
+        }
+    }
+
+    fn switch(&mut self, cpu: u32, ts: u64, prev: &Task, next: &Task, prev_state: u32, out: &mut dyn FnMut(Interval)) {
+        self.close_pending(cpu, out);
+        {
+            let c = &mut self.cpus[cpu as usize];
+            // A switch leaves no interrupt frame open; an interruption in
+            // progress ends with the thread's run.
+            if let (Some(t0), Some(tid)) = (c.start.take(), c.running) {
+                c.pending = Some((t0, ts.max(t0), tid));
+            }
+            c.depth = 0;
+            c.running = None;
+        }
+        self.close_pending(cpu, out);
+        if let Some(t) = self.thread(prev, cpu) {
+            if let State::Running { since, .. } = t.state {
+                t.info.runnable_ns += ts.saturating_sub(since);
+            }
+            // TASK_RUNNING (0): switched out while it still wanted the CPU.
+            t.state = if prev_state == 0 { State::Preempted { cpu, since: ts } } else { State::Sleeping };
+        }
+        let Some(t) = self.thread(next, cpu) else { return };
+        if let Some(from) = t.info.last_cpu.filter(|&f| f != cpu) {
+            match t.info.migrations.iter_mut().find(|m| m.0 == from && m.1 == cpu) {
+                Some(m) => m.2 += 1,
+                None => t.info.migrations.push((from, cpu, 1)),
+            }
+        }
+        t.info.last_cpu = Some(cpu);
+        let waited = match t.state {
+            State::Preempted { cpu: on, since } => Some((on, since, Source::Preempted)),
+            State::Woken { cpu: on, at } => Some((on, at, Source::Wakeup)),
+            State::Running { .. } | State::Sleeping => None,
+        };
+        t.state = State::Running { cpu, since: ts };
+        if let Some((_, since, _)) = waited {
+            t.info.runnable_ns += ts.saturating_sub(since);
+        }
+        let tid = next.pid;
+        self.cpus[cpu as usize].running = Some(tid);
+        if let Some((on, since, source)) = waited {
+            self.emit(out, on, since, ts.max(since), source, tid);
+        }
+    }
+
+    /// Emits the interruptions that ended before `upto - MERGE_NS`: no later
+    /// activity can continue them once the events have been read that far.
+    pub fn flush(&mut self, upto: u64, out: &mut dyn FnMut(Interval)) {
+        for cpu in 0..self.cpus.len() as u32 {
+            if self.cpus[cpu as usize].pending.is_some_and(|(_, t1, _)| t1.saturating_add(MERGE_NS) <= upto) {
+                self.close_pending(cpu, out);
+            }
+        }
+    }
+
+    /// For each watched CPU, the earliest time an interval still to come
+    /// may start there (at most `upto`): history before it can go.
+    pub fn horizons(&self, upto: u64, out: &mut dyn FnMut(u32, u64)) {
+        for (cpu, c) in self.cpus.iter().enumerate() {
+            if !self.watched_cpu[cpu] {
+                continue;
+            }
+            let mut h = upto;
+            if let Some(t) = c.start {
+                h = h.min(t);
+            }
+            if let Some((t0, _, _)) = c.pending {
+                h = h.min(t0);
+            }
+            for t in self.threads.values() {
+                match t.state {
+                    State::Preempted { cpu: on, since: t0 } | State::Woken { cpu: on, at: t0 } if on as usize == cpu => h = h.min(t0),
+                    _ => {}
+                }
+            }
+            out(cpu as u32, h);
+        }
+    }
+
+    /// Counts the time each running or waiting thread has spent so far up
+    /// to `now`, so a summary taken mid-run divides by the right time.
+    pub fn runnable_until(&self, tid: u32, now: u64) -> u64 {
+        self.threads.get(&tid).map_or(0, |t| {
+            t.info.runnable_ns
+                + match t.state {
+                    State::Running { since, .. } | State::Preempted { since, .. } => now.saturating_sub(since),
+                    State::Woken { at, .. } => now.saturating_sub(at),
+                    State::Sleeping => 0,
+                }
+        })
+    }
+}

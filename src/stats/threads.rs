@@ -1,0 +1,116 @@
+//! Passive mode's per-thread aggregates: each watched thread's hiccups by
+//! kind, their distribution and top causes, with what the tracker knows of
+//! it (runnable time, migrations).
+
+use std::collections::HashMap;
+
+use hdrhistogram::Histogram;
+
+use crate::cause::Cause;
+use crate::interval::{Hiccup, Source, Victim};
+use crate::passive::ThreadInfo;
+
+/// Distinct causes kept per thread before the rest fold (by program, then
+/// by kind), as the per-CPU causes do.
+const MAX_THREAD_CAUSES: usize = 64;
+
+pub struct ThreadStats {
+    pub victim: Victim,
+    /// Per `Source::ALL`: hiccups and their time.
+    pub count: [u64; 4],
+    pub ns: [u64; 4],
+    pub gaps: Histogram<u64>,
+    pub max_ns: u64,
+    pub causes: HashMap<Cause, u64>,
+    /// From the tracker (None until it has said).
+    pub info: Option<ThreadInfo>,
+}
+
+impl ThreadStats {
+    fn new(victim: Victim) -> Self {
+        ThreadStats { victim, count: [0; 4], ns: [0; 4], gaps: super::histogram(2), max_ns: 0, causes: HashMap::new(), info: None }
+    }
+
+    pub fn hiccups(&self) -> u64 {
+        self.count.iter().sum()
+    }
+
+    pub fn lost_ns(&self) -> u64 {
+        self.ns.iter().sum()
+    }
+
+    /// Share of the time it ran or wanted to that hiccups took, %.
+    pub fn lost_pct(&self) -> Option<f64> {
+        let runnable = self.info.as_ref()?.runnable_ns;
+        (runnable > 0).then(|| 100.0 * self.lost_ns() as f64 / runnable as f64)
+    }
+
+    pub fn pct(&self, q: f64) -> u64 {
+        if self.hiccups() == 0 {
+            0
+        } else {
+            self.gaps.value_at_quantile(q)
+        }
+    }
+
+    /// The largest causes, largest first.
+    pub fn top_causes(&self, n: usize) -> Vec<(Cause, u64)> {
+        let mut v: Vec<(Cause, u64)> = self.causes.iter().map(|(c, ns)| (c.clone(), *ns)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v.truncate(n);
+        v
+    }
+
+    fn add_cause(&mut self, cause: &Cause, ns: u64) {
+        if let Some(t) = self.causes.get_mut(cause) {
+            *t += ns;
+            return;
+        }
+        let mut key = cause.clone();
+        // Past the cap, fold until the entry exists or the cause cannot fold.
+        while self.causes.len() >= MAX_THREAD_CAUSES && !self.causes.contains_key(&key) {
+            match key.folded() {
+                Some(f) => key = f,
+                None => break,
+            }
+        }
+        *self.causes.entry(key).or_default() += ns;
+    }
+}
+
+#[derive(Default)]
+pub struct Threads {
+    pub by_tid: HashMap<u32, ThreadStats>,
+}
+
+impl Threads {
+    pub fn record(&mut self, h: &Hiccup) {
+        let Some(v) = h.victim else { return };
+        let t = self.by_tid.entry(v.tid).or_insert_with(|| ThreadStats::new(v));
+        t.victim = v;
+        let k = Source::ALL.iter().position(|&s| s == h.source).unwrap_or(0);
+        t.count[k] += 1;
+        t.ns[k] += h.gap;
+        t.gaps.saturating_record(h.gap.max(1));
+        t.max_ns = t.max_ns.max(h.gap);
+        for (c, ns) in h.all_causes() {
+            t.add_cause(c, ns);
+        }
+    }
+
+    /// What the tracker knows; threads with no hiccup yet get a row too.
+    pub fn set_info(&mut self, infos: impl Iterator<Item = ThreadInfo>) {
+        for i in infos {
+            let v = Victim { tid: i.tid, comm: i.comm };
+            let tid = i.tid;
+            self.by_tid.entry(tid).or_insert_with(|| ThreadStats::new(v)).info = Some(i);
+        }
+    }
+
+    /// Sorted by time lost, most first.
+    pub fn sorted(&self) -> Vec<&ThreadStats> {
+        let mut v: Vec<&ThreadStats> = self.by_tid.values().collect();
+        v.sort_by(|a, b| b.lost_ns().cmp(&a.lost_ns()).then(a.victim.tid.cmp(&b.victim.tid)));
+        v
+    }
+}

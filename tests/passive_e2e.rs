@@ -1,0 +1,253 @@
+//! Root, end to end: passive mode watches an application's own threads (a
+//! pinned busy-polling helper the test starts) and names what takes their
+//! CPU, as the probe does.
+
+mod common;
+use common::*;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use jitterwatch::clock::now_ns;
+
+/// The application: a busy-polling shell loop pinned to `cpu`.
+fn app(cpu: usize) -> Child {
+    Command::new("taskset").args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"]).spawn().expect("taskset and sh")
+}
+
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `jitterwatch ARGS --no-tui --json --csv <tmp>/out.csv`.
+fn watch(args: &[&str]) -> (Child, tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let child = Command::new(bin())
+        .args(args)
+        .args(["--no-tui", "--json", "--csv"])
+        .arg(&csv)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (child, dir, csv)
+}
+
+fn finish(child: Child) -> serde_json::Value {
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON summary")
+}
+
+const BURSTS: usize = 60;
+const BURST_NS: u64 = 200_000;
+
+/// A SCHED_FIFO hog with a distinctive name preempts the application in
+/// bursts: ≥ 90% of the bursts are `preempted` rows naming it, with its
+/// run time within ±20%.
+#[test]
+fn a_fifo_hog_preempting_the_application_is_named() {
+    if !require_root_btf("a_fifo_hog_preempting_the_application_is_named") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let app = Kill(app(cpu));
+    thread::sleep(Duration::from_millis(200));
+    let pid = app.0.id().to_string();
+    let (child, _dir, csv) = watch(&["--pid", &pid, "--duration", "4s"]);
+    let name = random_name("jwhog");
+    let hog = {
+        let name = name.clone();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(1200));
+            pin_self(cpu);
+            set_thread_name(&name);
+            let tid = jitterwatch::sys::gettid();
+            set_fifo(10);
+            let mut bursts = Vec::with_capacity(BURSTS);
+            for _ in 0..BURSTS {
+                let t0 = now_ns();
+                let ran = burn(BURST_NS);
+                bursts.push((t0, now_ns(), ran));
+                thread::sleep(Duration::from_millis(20));
+            }
+            (tid, bursts)
+        })
+    };
+    let (tid, bursts) = hog.join().unwrap();
+    let v = finish(child);
+    let rows = read_csv(&csv);
+    let me = format!("{name}[{tid}]");
+    let mine: Vec<(u64, u64, u64)> = rows
+        .iter()
+        .filter(|r| r.source == "preempted" && r.victim.ends_with(&format!("[{pid}]")))
+        .filter_map(|r| r.causes.iter().find(|c| c.0 == "task" && c.1 == me).map(|c| (r.time_ns, r.time_ns + r.gap_ns, c.2)))
+        .collect();
+    let seen = bursts.iter().filter(|&&(b0, b1, _)| mine.iter().any(|&(t0, t1, _)| t0 < b1 && b0 < t1)).count();
+    let attributed: u64 = mine.iter().map(|m| m.2).sum();
+    let measured: u64 = bursts.iter().map(|b| b.2).sum();
+    eprintln!("passive: {seen}/{BURSTS} bursts named; attributed {attributed} ns vs measured {measured} ns");
+    assert!(seen * 10 >= BURSTS * 9, "only {seen} of {BURSTS} bursts named {me}");
+    let ratio = attributed as f64 / measured as f64;
+    assert!((0.8..=1.2).contains(&ratio), "attributed/measured = {ratio:.3}");
+    // The summary's per-thread part names the application.
+    let threads = v["threads"].as_array().expect("threads in the summary");
+    assert!(threads.iter().any(|t| t["tid"].as_u64() == Some(pid.parse().unwrap()) && t["preempted"].as_u64().unwrap() > 0), "{threads:?}");
+    assert!(rows.iter().all(|r| r.cpu as usize == cpu && !r.victim.is_empty()));
+}
+
+#[test]
+fn stat_refresh_work_items_preempting_the_application_are_named() {
+    if !require_root_btf("stat_refresh_work_items_preempting_the_application_are_named") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let app = Kill(app(cpu));
+    thread::sleep(Duration::from_millis(200));
+    let (child, _dir, csv) = watch(&["--pid", &app.0.id().to_string(), "--duration", "3s"]);
+    thread::sleep(Duration::from_millis(1000));
+    for _ in 0..10 {
+        stat_refresh();
+        thread::sleep(Duration::from_millis(100));
+    }
+    finish(child);
+    let rows = read_csv(&csv);
+    let hits = rows.iter().filter(|r| r.causes.iter().any(|c| c.0 == "work" && c.1 == "refresh_vm_stats")).count();
+    assert!(hits > 0, "no row names work:refresh_vm_stats among {} rows", rows.len());
+}
+
+/// A thread that sleeps 1 ms at a time while a busy task shares its CPU:
+/// each wake-up waits for the busy task, and the delay is charged to it.
+#[test]
+fn wakeup_delays_are_charged_to_what_ran() {
+    if !require_root_btf("wakeup_delays_are_charged_to_what_ran") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let sleeper = {
+        let stop = stop.clone();
+        thread::spawn(move || {
+            pin_self(cpu);
+            set_thread_name("jwsleeper");
+            tid_tx.send(jitterwatch::sys::gettid()).unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let tid = tid_rx.recv().unwrap();
+    let busy = {
+        let stop = stop.clone();
+        thread::spawn(move || {
+            pin_self(cpu);
+            set_thread_name("jwbusy");
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        })
+    };
+    let (child, _dir, csv) = watch(&["--tid", &tid.to_string(), "--duration", "3s"]);
+    let v = finish(child);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    sleeper.join().unwrap();
+    busy.join().unwrap();
+    let rows = read_csv(&csv);
+    let wakeups: Vec<_> = rows.iter().filter(|r| r.source == "wakeup").collect();
+    // Most wake-ups come from the timer interrupt and preempt the busy
+    // task at once (a few µs of IRQ); the long ones wait out its slice.
+    let total: u64 = wakeups.iter().map(|r| r.gap_ns).sum();
+    let busy: u64 = wakeups.iter().flat_map(|r| r.causes.iter()).filter(|c| c.1.starts_with("jwbusy[")).map(|c| c.2).sum();
+    let long: Vec<_> = wakeups.iter().filter(|r| r.gap_ns >= 1_000_000).collect();
+    let long_busy = long.iter().filter(|r| r.causes.first().is_some_and(|c| c.1.starts_with("jwbusy["))).count();
+    eprintln!("{} wake-up rows, {total} ns; {busy} ns to jwbusy; {long_busy} of {} over 1 ms led by it", wakeups.len(), long.len());
+    assert!(wakeups.len() >= 20, "only {} wake-up delays seen: {}", wakeups.len(), v["threads"]);
+    assert!(busy * 2 >= total, "{busy} of {total} ns of wake-up delay charged to the busy task");
+    assert!(!long.is_empty() && long_busy * 10 >= long.len() * 9, "{long_busy} of {} long delays led by the busy task", long.len());
+}
+
+/// Passive mode on the test's own process: a thread started after
+/// jitterwatch is picked up.
+#[test]
+fn a_thread_started_later_is_picked_up() {
+    if !require_root_btf("a_thread_started_later_is_picked_up") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let me = std::process::id().to_string();
+    let (child, _dir, _csv) = watch(&["--pid", &me, "--cpus", &cpu.to_string(), "--duration", "3s"]);
+    thread::sleep(Duration::from_millis(1000));
+    let late = thread::spawn(move || {
+        pin_self(cpu);
+        set_thread_name("jwlate");
+        let end = Instant::now() + Duration::from_millis(1200);
+        while Instant::now() < end {
+            std::hint::spin_loop();
+        }
+    });
+    late.join().unwrap();
+    let v = finish(child);
+    let threads = v["threads"].as_array().expect("threads");
+    let t = threads
+        .iter()
+        .find(|t| t["name"].as_str().is_some_and(|n| n.starts_with("jwlate[")))
+        .unwrap_or_else(|| panic!("jwlate not picked up: {threads:?}"));
+    assert!(t["runnable_ns"].as_u64().unwrap() > 500_000_000, "{t}");
+}
+
+/// The watched process exits mid-run: one line says so, the run ends
+/// cleanly and the CSV is complete.
+#[test]
+fn the_watched_process_exiting_ends_the_run_cleanly() {
+    if !require_root_btf("the_watched_process_exiting_ends_the_run_cleanly") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let mut app = app(cpu);
+    thread::sleep(Duration::from_millis(200));
+    let pid = app.id();
+    let (child, _dir, csv) = watch(&["--pid", &pid.to_string(), "--duration", "20s"]);
+    thread::sleep(Duration::from_millis(1500));
+    app.kill().unwrap();
+    app.wait().unwrap();
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(3), "took {:?} after the process exited", t.elapsed());
+    assert!(err.contains(&format!("watched process {pid} exited")), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    assert!(v["notes"].to_string().contains("exited"), "{v}");
+    assert!(std::fs::read(&csv).unwrap().ends_with(b"\n"));
+    read_csv(&csv);
+}
+
+/// What passive mode cannot watch: one line, non-zero exit.
+#[test]
+fn passive_mode_refuses_what_it_cannot_watch() {
+    if !require_root_btf("passive_mode_refuses_what_it_cannot_watch") {
+        return;
+    }
+    let one_line = |args: &[&str], want: &str| {
+        let (status, _, err) = run_bin(args, Duration::from_secs(20));
+        assert!(!status.success(), "{args:?} succeeded");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    };
+    one_line(&["--pid", "999999999", "--no-tui"], "--pid 999999999: no such process");
+    one_line(&["--pid", "2", "--no-tui"], "is a kernel thread");
+    one_line(&["--pid", "1", "--rt", "--no-tui"], "cannot be used with");
+    one_line(&["--comm", "no-such-thread-x", "--no-tui"], "no thread has that name");
+}
