@@ -213,6 +213,21 @@ mod tests {
         let mut sink = CsvSink::new(Vec::new()).unwrap();
         sink.write(&hiccup(0, 5, vec![], 9)).unwrap();
         let s = String::from_utf8(sink.into_inner()).unwrap();
-        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,0,9,unexplained,,9,unexplained:=9");
+        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,0,9,unexplained,,9,unexplained:=9,probe,");
+    }
+
+    /// Passive mode's rows say what kind of hiccup and whose, the victim's
+    /// name escaped like any name (and quoted where the CSV needs it).
+    #[test]
+    fn passive_rows_name_the_source_and_the_victim() {
+        use crate::interval::{Source, Victim};
+        let mut h = hiccup(0, 5, vec![(Cause::Work(Symbol::from("vmstat_update")), 9)], 0);
+        h.source = Source::Preempted;
+        h.victim = Some(Victim { tid: 42, comm: comm(b"a,pp\\\xe2\x80\xae") });
+        let mut sink = CsvSink::new(Vec::new()).unwrap();
+        sink.write(&h).unwrap();
+        let s = String::from_utf8(sink.into_inner()).unwrap();
+        assert!(s.starts_with("time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes,source,victim\n"), "{s}");
+        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,9,0,work,vmstat_update,9,work:vmstat_update=9,preempted,\"a,pp\\\\\\u{202e}[42]\"");
     }
 }
