@@ -133,9 +133,6 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     }
     if target.is_some() {
         summary.mode = "passive";
-        for c in &mut summary.cpus {
-            c.threshold_ns = threshold;
-        }
         summary.notes.push(passive::HOST_PAUSES.to_string());
     }
     for cpu in stuck {

@@ -31,6 +31,20 @@ pub struct Culprit {
     pub last_seen_ns: u64,
 }
 
+/// Passive mode: one watched thread, reduced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadLine {
+    /// `comm[tid]`, escaped.
+    pub name: String,
+    pub hiccups: u64,
+    /// Per kind: interrupted, preempted, wakeup.
+    pub by_kind: [u64; 3],
+    pub p99_ns: u64,
+    pub max_ns: u64,
+    pub lost_pct: Option<f64>,
+    pub migrations: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Snapshot {
     pub start_ns: u64,
@@ -43,6 +57,8 @@ pub struct Snapshot {
     /// Recent worst stalls, largest first.
     pub worst: Vec<Hiccup>,
     pub counters: Counters,
+    /// Passive mode: the watched threads, most time lost first.
+    pub threads: Vec<ThreadLine>,
 }
 
 impl Snapshot {
@@ -78,6 +94,20 @@ impl Snapshot {
                 .collect(),
             worst: s.worst.clone(),
             counters: s.counters.clone(),
+            threads: s
+                .threads
+                .sorted()
+                .into_iter()
+                .map(|t| ThreadLine {
+                    name: t.victim.name(),
+                    hiccups: t.hiccups(),
+                    by_kind: [t.count[1], t.count[2], t.count[3]],
+                    p99_ns: t.pct(0.99),
+                    max_ns: t.max_ns,
+                    lost_pct: t.lost_pct(),
+                    migrations: t.info.as_ref().map_or(0, |i| i.migrations.iter().map(|m| m.2).sum()),
+                })
+                .collect(),
         }
     }
 

@@ -148,6 +148,7 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], ka
     }
     let mut ring = ring::Ring::open(tracer)?;
     let passive = cfg.passive.take();
+    let passive_threshold = passive.as_ref().map(Tracker::threshold);
     // Without probes the run starts when tracing does.
     let mut started = passive.is_some();
     let mut drain = Drain::new(engine, Stats::new(&cfg.cpus, attach_ns), std::mem::take(&mut cfg.sinks), attach_ns, passive);
@@ -157,6 +158,7 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], ka
         setup_cpu_ns: thread_cpu_ns(),
         missing: tracer.missing.clone(),
         switch_hook: tracer.switch_hook.to_string(),
+        passive_threshold,
         ..Own::default()
     };
     let mut next_snapshot = attach_ns;
@@ -223,6 +225,7 @@ struct Own {
     first_event_ns: u64,
     missing: Vec<&'static str>,
     switch_hook: String,
+    passive_threshold: Option<u64>,
 }
 
 impl Own {
@@ -231,7 +234,7 @@ impl Own {
         let drops = tracer.drops().unwrap_or_default();
         let window = drain.engine.window_stats();
         let stats = &drain.stats;
-        Counters {
+        let mut c = Counters {
             events: drain.events,
             // This runs on the collector thread: the consumer's own cost.
             consumer_cpu_ns: thread_cpu_ns().saturating_sub(self.setup_cpu_ns),
@@ -269,6 +272,20 @@ impl Own {
                     }
                 })
                 .collect(),
+        };
+        // Passive mode has no probe: each CPU's row carries the threshold
+        // and the kernel's drop count.
+        if let Some(thr) = self.passive_threshold {
+            c.cpus = stats
+                .cpus
+                .iter()
+                .map(|s| CpuCounters {
+                    threshold_ns: thr,
+                    drops: drops.get(s.cpu as usize).copied().unwrap_or(0),
+                    ..CpuCounters::new(s.cpu)
+                })
+                .collect();
         }
+        c
     }
 }

@@ -83,6 +83,10 @@ impl Tracker {
         Tracker { filter, threshold, cpus: vec![Cpu::default(); n], watched_cpu, threads: HashMap::new(), seen_elsewhere: Vec::new() }
     }
 
+    pub fn threshold(&self) -> u64 {
+        self.threshold
+    }
+
     fn watched(&self, cpu: u32) -> bool {
         self.watched_cpu.get(cpu as usize).copied().unwrap_or(false)
     }

@@ -37,7 +37,15 @@ fn window(first: usize, shown: usize, n: usize) -> String {
 const CPU_COLS: [u16; 8] = [4, 7, 6, 7, 7, 7, 7, 6];
 
 pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
-    let block = th.block(" CPUs ".into(), app.focus == Pane::Cpus);
+    let watching = match app.view().threads.len() {
+        0 => String::new(),
+        n => format!(
+            "· passive, watching {n} thread{}: {} ",
+            if n == 1 { "" } else { "s" },
+            app.view().threads.iter().take(3).map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let block = th.block(format!(" CPUs {watching}"), app.focus == Pane::Cpus);
     let inner = block.inner(area);
     block.render(area, buf);
     let fixed: u16 = CPU_COLS.iter().sum::<u16>() + CPU_COLS.len() as u16;
@@ -192,6 +200,10 @@ pub fn stalls(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
                 Span::raw(format!(" cpu {:<3}", h.cpu)),
                 Span::styled(format!("{:>6} ago  ", fmt::age(now.saturating_sub(h.t0))), th.dim()),
             ];
+            // Passive mode: whose time, and how it was lost.
+            if let Some(v) = &h.victim {
+                spans.push(Span::styled(format!("{} {}: ", h.source.as_str(), v.name()), th.head()));
+            }
             spans.extend(breakdown(h, th));
             Line::from(spans)
         })
@@ -252,4 +264,26 @@ pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         lines.push(Line::from(l));
     }
     Paragraph::new(lines).render(inner, buf);
+}
+
+/// Passive mode's per-thread view, in the place of the probe's loop gaps.
+pub fn threads(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
+    let block = th.block(" Watched threads ".into(), app.focus == Pane::Histogram);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let heads = ["thread", "hiccups", "int/pre/wk", "p99", "max", "lost", "migr"];
+    let rows = app.view().threads.iter().map(|t| {
+        let [i, p, w] = t.by_kind.map(fmt::count);
+        let mut cells = vec![Cell::from(t.name.clone()), right(fmt::count(t.hiccups)), right(format!("{i}/{p}/{w}"))];
+        cells.push(right(if t.hiccups == 0 { "-".into() } else { fmt::dur(t.p99_ns) }));
+        cells.push(right(if t.hiccups == 0 { "-".into() } else { fmt::dur(t.max_ns) }));
+        cells.push(right(t.lost_pct.map_or("-".into(), fmt::pct)));
+        cells.push(right(fmt::count(t.migrations)));
+        Row::new(cells)
+    });
+    let mut widths = vec![Constraint::Min(14)];
+    widths.extend([7, 10, 7, 7, 6, 4].map(Constraint::Length));
+    let mut header: Vec<Cell> = vec![Cell::from(heads[0])];
+    header.extend(heads[1..].iter().map(|h| right(h.to_string())));
+    Table::new(rows, widths).header(Row::new(header).style(th.head())).column_spacing(1).render(inner, buf);
 }

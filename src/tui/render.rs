@@ -86,6 +86,18 @@ fn large(area: Rect) -> bool {
     area.width >= 120 && area.height >= 36
 }
 
+impl App {
+    /// The probe's loop gaps, or in passive mode (no probe) the watched
+    /// threads, in the same place.
+    fn gaps_or_threads(&self, th: Theme, area: Rect, buf: &mut Buffer) {
+        if self.view().threads.is_empty() {
+            panes::histogram(self, th, area, buf);
+        } else {
+            panes::threads(self, th, area, buf);
+        }
+    }
+}
+
 impl Widget for &App {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let th = Theme { color: self.color };
@@ -116,10 +128,10 @@ impl Widget for &App {
             let hist_w = (upper.width * 2 / 5).min(64);
             let [culprits, hist] = Layout::horizontal([Constraint::Fill(1), Constraint::Length(hist_w)]).areas(upper);
             panes::culprits(self, th, culprits, buf);
-            panes::histogram(self, th, hist, buf);
+            self.gaps_or_threads(th, hist, buf);
             panes::stalls(self, th, stalls, buf);
         } else if self.focus == Pane::Histogram {
-            panes::histogram(self, th, body, buf);
+            self.gaps_or_threads(th, body, buf);
         } else {
             let [culprits, stalls] = Layout::vertical([Constraint::Percentage(55), Constraint::Fill(1)]).areas(body);
             panes::culprits(self, th, culprits, buf);

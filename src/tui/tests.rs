@@ -261,3 +261,40 @@ fn hint_line_names_the_fix_for_the_top_culprit() {
     let line = line_with(&screen, "hint:");
     assert!(line.contains("echo 0-5 > /proc/irq/24/smp_affinity_list"), "{line}");
 }
+
+/// Passive mode: the CPU pane says whose threads it watches, the stalls
+/// say whose time and how it was lost, and the watched threads take the
+/// loop-gap histogram's place.
+#[test]
+fn passive_mode_shows_its_threads_and_victims() {
+    use crate::interval::{Source, Victim};
+    let mut s = Stats::new(&[6, 7], START);
+    let app_thread = Victim { tid: 500, comm: comm(b"matcher") };
+    let mut h = hiccup(6, START + 2 * S, vec![(task(b"jwhog", 77), 2_000_000)], 0);
+    h.source = Source::Preempted;
+    h.victim = Some(app_thread);
+    s.record(&h);
+    let mut irq = hiccup(6, START + 3 * S, vec![(virtio(), 9_000)], 0);
+    irq.source = Source::Interrupted;
+    irq.victim = Some(app_thread);
+    s.record(&irq);
+    s.set_threads(std::iter::once(crate::passive::ThreadInfo {
+        tid: 500,
+        tgid: 500,
+        comm: comm(b"matcher"),
+        runnable_ns: 4 * S,
+        migrations: vec![(6, 7, 2)],
+        last_cpu: Some(7),
+    }));
+    s.update_counters(Counters::new(&[6, 7]), START + 10 * S);
+    let app = App::new(info(), Snapshot::of(&s), false);
+    let screen = text(&draw(&app, 160, 48));
+    assert!(screen.contains("passive, watching 1 thread: matcher[500]"), "{screen}");
+    let stall = line_with(&screen, "preempted matcher[500]:");
+    assert!(stall.contains("jwhog[77]"), "{stall}");
+    assert!(screen.contains("Watched threads") && !screen.contains("Loop gaps"), "{screen}");
+    let row = line_with(&screen, "│matcher[500]");
+    // 2 hiccups: 1 interrupted, 1 preempted, 0 wake-ups; 2.009 ms of 4 s lost; 2 migrations.
+    let cells: Vec<&str> = row.split('│').nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(cells, ["matcher[500]", "2", "1/1/0", "2.0ms", "2.0ms", "0.050%", "2"], "{row}");
+}
