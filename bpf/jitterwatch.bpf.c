@@ -45,10 +45,14 @@ struct {
  */
 static __always_inline struct jw_event *reserve_on(__u32 cpu, __u8 kind, __u8 sub)
 {
-	__u32 me = bpf_get_smp_processor_id();
 	struct jw_event *e;
+	__u32 me;
 
-	if (cpu >= JW_MAX_CPUS || !watched[cpu] || me >= JW_MAX_CPUS)
+	/* The early return, first: most calls come from unwatched CPUs. */
+	if (cpu >= JW_MAX_CPUS || !watched[cpu])
+		return NULL;
+	me = bpf_get_smp_processor_id();
+	if (me >= JW_MAX_CPUS)
 		return NULL;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -322,10 +326,11 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 	__u32 cpu;
 	struct jw_event *e;
 
+	/* Direct BTF loads (no probe-read helper): this runs on every wake-up. */
 	if (bpf_core_field_exists(p->thread_info.cpu))
-		cpu = BPF_CORE_READ(p, thread_info.cpu);
+		cpu = p->thread_info.cpu;
 	else
-		cpu = BPF_CORE_READ((struct task_struct___old *)p, cpu);
+		cpu = ((struct task_struct___old *)p)->cpu;
 	e = reserve_on(cpu, JW_WAKEUP, 0);
 	if (!e)
 		return 0;
