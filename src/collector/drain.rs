@@ -38,7 +38,8 @@ pub trait EventSource {
 /// last call, and how far each CPU's source has got.
 pub trait IntervalSource {
     fn take(&self, out: &mut dyn FnMut(Interval));
-    /// For each CPU: no interval reported later starts before this.
+    /// For each CPU: no interval reported later starts before this (every
+    /// interval that does was reported before the horizon was published).
     fn horizons(&self, out: &mut dyn FnMut(u32, u64));
 }
 
@@ -65,6 +66,8 @@ pub struct Drain {
     sinks: Vec<Box<dyn HiccupSink>>,
     batch: Vec<Event>,
     drops: Vec<(u32, u64)>,
+    /// The sources' horizons, read before their intervals are taken.
+    horizons: Vec<(u32, u64)>,
     /// Every event stamped before this has been read.
     watermark: u64,
     pub events: u64,
@@ -74,7 +77,17 @@ pub struct Drain {
 
 impl Drain {
     pub fn new(engine: Engine, stats: Stats, sinks: Vec<Box<dyn HiccupSink>>, start: u64, tracker: Option<Tracker>) -> Self {
-        Drain { engine, stats, sinks, batch: Vec::with_capacity(MAX_PER_DRAIN), drops: Vec::new(), watermark: start, events: 0, tracker }
+        Drain {
+            engine,
+            stats,
+            sinks,
+            batch: Vec::with_capacity(MAX_PER_DRAIN),
+            drops: Vec::new(),
+            horizons: Vec::new(),
+            watermark: start,
+            events: 0,
+            tracker,
+        }
     }
 
     /// Passive mode: the watched threads as known at `now`, into the stats.
@@ -92,7 +105,14 @@ impl Drain {
     /// One drain, begun at `now`. `last`: the sources have stopped and
     /// every record is in the buffer; read it all and explain everything.
     pub fn step(&mut self, events: &mut dyn EventSource, intervals: &dyn IntervalSource, now: u64, last: bool) -> Result<Drained> {
-        // Intervals first: the engine then explains each as soon as its
+        // Horizons before intervals: a source's horizon is published after
+        // every interval that starts before it has been reported, so all of
+        // those are in the take below. Read after, a gap reported in
+        // between would be pruned away before it is explained.
+        self.horizons.clear();
+        let hz = &mut self.horizons;
+        intervals.horizons(&mut |cpu, t| hz.push((cpu, t)));
+        // Intervals next: the engine then explains each as soon as its
         // CPU's events pass it (Engine::on_event).
         intervals.take(&mut |iv| self.engine.on_interval(iv));
         let mut records = 0;
@@ -155,7 +175,9 @@ impl Drain {
             return Err(e).with_context(|| format!("writing {what}"));
         }
         let watermark = self.watermark;
-        intervals.horizons(&mut |cpu, t| self.engine.prune(cpu, t.min(watermark)));
+        for &(cpu, t) in &self.horizons {
+            self.engine.prune(cpu, t.min(watermark));
+        }
         if let Some(t) = &self.tracker {
             // A thread preempted long ago still needs the history since then.
             t.horizons(watermark, &mut |cpu, h| self.engine.prune(cpu, h));

@@ -200,3 +200,36 @@ fn drops_no_record_carries_yet_are_taken_from_the_totals() {
         .collect();
     assert_eq!(second, ["task:hog[50]=400000", "unexplained:=1000"]);
 }
+
+/// A probe that reports its gap, then publishes its progress, while a
+/// drain runs between taking intervals and pruning: the gap is not lost
+/// with the history it needs (it was, when horizons were read last).
+struct Racy(std::cell::Cell<u8>);
+
+impl IntervalSource for Racy {
+    fn take(&self, out: &mut dyn FnMut(Interval)) {
+        match self.0.get() {
+            // The gap is reported just after this take, progress after it.
+            0 => self.0.set(1),
+            1 => {
+                out(Interval { cpu: CPU, t0: 100 * US, t1: 300 * US, source: Source::Probe, victim: None });
+                self.0.set(2);
+            }
+            _ => {}
+        }
+    }
+    fn horizons(&self, out: &mut dyn FnMut(u32, u64)) {
+        out(CPU, if self.0.get() == 0 { 0 } else { 400 * US });
+    }
+}
+
+#[test]
+fn a_gap_reported_during_a_drain_keeps_its_history() {
+    let (probe, hog) = (task(PROBE, "probe"), task(50, "hog"));
+    let mut d = drain();
+    let mut src = script([switch(50 * US, task(0, "swapper/1"), probe), switch(100 * US, probe, hog), switch(300 * US, hog, probe)]);
+    let racy = Racy(std::cell::Cell::new(0));
+    d.step(&mut src, &racy, 2 * MS, false).unwrap();
+    d.step(&mut src, &racy, 3 * MS, false).unwrap();
+    assert_eq!(causes(&d), ["task:hog[50]=200000"]);
+}
