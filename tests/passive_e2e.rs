@@ -125,7 +125,7 @@ fn stat_refresh_work_items_preempting_the_application_are_named() {
 }
 
 /// A thread that sleeps 1 ms at a time while a busy task shares its CPU:
-/// each wake-up waits for the busy task, and the delay is charged to it.
+/// its wake-ups wait for the busy task, and the delay is charged to it.
 #[test]
 fn wakeup_delays_are_charged_to_what_ran() {
     if !require_root_btf("wakeup_delays_are_charged_to_what_ran") {
@@ -140,6 +140,10 @@ fn wakeup_delays_are_charged_to_what_ran() {
         thread::spawn(move || {
             pin_self(cpu);
             set_thread_name("jwsleeper");
+            // Nice 19 beside a nice 0 busy task: a wake-up rarely preempts
+            // it, so most delays wait out its slice (not only the IRQ's end).
+            // SAFETY: setpriority on this thread (who 0 = the caller).
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
             tid_tx.send(jitterwatch::sys::gettid()).unwrap();
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 thread::sleep(Duration::from_millis(1));
@@ -172,7 +176,7 @@ fn wakeup_delays_are_charged_to_what_ran() {
     let long_busy = long.iter().filter(|r| r.causes.first().is_some_and(|c| c.1.starts_with("jwbusy["))).count();
     eprintln!("{} wake-up rows, {total} ns; {busy} ns to jwbusy; {long_busy} of {} over 1 ms led by it", wakeups.len(), long.len());
     assert!(wakeups.len() >= 20, "only {} wake-up delays seen: {}", wakeups.len(), v["threads"]);
-    assert!(busy * 2 >= total, "{busy} of {total} ns of wake-up delay charged to the busy task");
+    assert!(busy * 10 >= total * 8, "{busy} of {total} ns of wake-up delay charged to the busy task");
     assert!(!long.is_empty() && long_busy * 10 >= long.len() * 9, "{long_busy} of {} long delays led by the busy task", long.len());
 }
 
