@@ -29,6 +29,9 @@ pub struct Culprit {
     pub total_ns: u64,
     pub max_ns: u64,
     pub last_seen_ns: u64,
+    /// Passive mode: the watched thread this cause took most from, and how
+    /// many others it also took from.
+    pub victim: Option<(String, usize)>,
 }
 
 /// Passive mode: one watched thread, reduced.
@@ -43,6 +46,8 @@ pub struct ThreadLine {
     pub max_ns: u64,
     pub lost_pct: Option<f64>,
     pub migrations: u64,
+    /// The CPU it last ran on.
+    pub last_cpu: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -59,6 +64,16 @@ pub struct Snapshot {
     pub counters: Counters,
     /// Passive mode: the watched threads, most time lost first.
     pub threads: Vec<ThreadLine>,
+}
+
+/// Passive mode: which watched thread `cause` took the most time from
+/// (and how many others it took from), from each thread's top causes.
+fn victim_of(s: &Stats, cause: &crate::cause::Cause) -> Option<(String, usize)> {
+    let mut hit: Vec<(u64, &crate::stats::ThreadStats)> =
+        s.threads.by_tid.values().filter_map(|t| t.causes.get(cause).map(|&ns| (ns, t))).collect();
+    hit.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.victim.tid.cmp(&b.1.victim.tid)));
+    let (_, top) = hit.first()?;
+    Some((top.victim.name(), hit.len() - 1))
 }
 
 impl Snapshot {
@@ -90,6 +105,7 @@ impl Snapshot {
                     total_ns: c.total_ns,
                     max_ns: c.max_ns,
                     last_seen_ns: c.last_seen_ns,
+                    victim: victim_of(s, &k.cause),
                 })
                 .collect(),
             worst: s.worst.clone(),
@@ -106,6 +122,7 @@ impl Snapshot {
                     max_ns: t.max_ns,
                     lost_pct: t.lost_pct(),
                     migrations: t.info.as_ref().map_or(0, |i| i.migrations.iter().map(|m| m.2).sum()),
+                    last_cpu: t.info.as_ref().and_then(|i| i.last_cpu),
                 })
                 .collect(),
         }

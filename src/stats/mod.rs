@@ -15,7 +15,7 @@ mod counters;
 mod threads;
 pub use causes::{CauseStats, MAX_CAUSES};
 pub use counters::{Counters, CpuCounters, ProgStat};
-pub use threads::Threads;
+pub use threads::{ThreadStats, Threads};
 
 /// Highest value the histograms track: one minute, in ns.
 const HIST_MAX: u64 = 60_000_000_000;

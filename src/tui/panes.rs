@@ -48,9 +48,15 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let block = th.block(format!(" CPUs {watching}"), app.focus == Pane::Cpus);
     let inner = block.inner(area);
     block.render(area, buf);
-    let fixed: u16 = CPU_COLS.iter().sum::<u16>() + CPU_COLS.len() as u16;
+    let passive = !app.view().threads.is_empty();
+    // Passive mode names a thread where the probe's floor goes.
+    let mut cols = CPU_COLS;
+    if passive {
+        cols[7] = 16;
+    }
+    let fixed: u16 = cols.iter().sum::<u16>() + cols.len() as u16;
     let spark_w = inner.width.saturating_sub(fixed) as usize;
-    let heads = ["CPU", "hiccups", "/s", "p99", "p99.9", "max", "stolen", "floor"];
+    let heads = ["CPU", "hiccups", "/s", "p99", "p99.9", "max", "stolen", if passive { "thread" } else { "floor" }];
     let mut header: Vec<Cell> = heads.iter().map(|h| right(h.to_string())).collect();
     let spark_head = if spark_w >= 36 { "worst gap of each second (log scale)" } else { "worst gap/s (log)" };
     header.push(Cell::from(spark_head.chars().take(spark_w).collect::<String>()));
@@ -72,12 +78,17 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
             right(some(c.p999_ns)),
             right_styled(some(c.max_ns), max_style),
             right(fmt::pct(v.stolen_pct(c))),
-            right(if c.probe.floor_ns == 0 { "-".into() } else { fmt::dur(c.probe.floor_ns) }),
+            // Passive mode: the watched thread last on this CPU, not a floor.
+            if passive {
+                Cell::from(v.threads.iter().find(|t| t.last_cpu == Some(c.cpu)).map_or("-".into(), |t| t.name.clone()))
+            } else {
+                right(if c.probe.floor_ns == 0 { "-".into() } else { fmt::dur(c.probe.floor_ns) })
+            },
             Cell::from(Span::styled(sparkline(c, now_sec, spark_w), th.fg(Color::Yellow))),
         ])
         .style(if chosen { Style::new().add_modifier(Modifier::BOLD) } else { Style::new() })
     });
-    let mut widths: Vec<Constraint> = CPU_COLS.iter().map(|&w| Constraint::Length(w)).collect();
+    let mut widths: Vec<Constraint> = cols.iter().map(|&w| Constraint::Length(w)).collect();
     widths.push(Constraint::Fill(1));
     Table::new(rows, widths).header(Row::new(header).style(th.head())).column_spacing(1).render(inner, buf);
 }
@@ -128,6 +139,12 @@ pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
             Kind::Unexplained => Span::styled(if area.width >= 100 { UNEXPLAINED } else { UNEXPLAINED_SHORT }, th.dim()),
             Kind::Lost => Span::styled(LOST, th.dim()),
             _ => Span::raw(s.key.cause.name()),
+        };
+        // Passive mode: whose time it took.
+        let name = match &s.victim {
+            Some((v, 0)) => Line::from(vec![name, Span::styled(format!(" → {v}"), th.dim())]),
+            Some((v, n)) => Line::from(vec![name, Span::styled(format!(" → {v} +{n}"), th.dim())]),
+            None => Line::from(name),
         };
         Row::new(vec![
             right(cpu.to_string()),

@@ -290,6 +290,10 @@ fn passive_mode_shows_its_threads_and_victims() {
     let app = App::new(info(), Snapshot::of(&s), false);
     let screen = text(&draw(&app, 160, 48));
     assert!(screen.contains("passive, watching 1 thread: matcher[500]"), "{screen}");
+    let culprit = line_with(&screen, "jwhog[77] → matcher[500]");
+    assert!(culprit.contains("2.0ms"), "{culprit}");
+    assert!(line_with(&screen, " CPU hiccups").contains("thread"), "{screen}");
+    assert!(line_with(&screen, "│   7 ").contains("matcher[500]"), "the CPU it last ran on names it:\n{screen}");
     let stall = line_with(&screen, "preempted matcher[500]:");
     assert!(stall.contains("jwhog[77]"), "{stall}");
     assert!(screen.contains("Watched threads") && !screen.contains("Loop gaps"), "{screen}");
