@@ -68,7 +68,7 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
     let _ = writeln!(o, "\n## Results\n");
     let _ = writeln!(o, "| Figure | Measured (median) | Target | |\n|---|---|---|---|");
     for (fig, got, target, v) in verdicts(r) {
-        let _ = writeln!(o, "| {fig} | {got} | {target} | {v} |");
+        let _ = writeln!(o, "| {fig} | {got} | {target} | {} |", v.as_str());
     }
 
     let f = &r.floor;

@@ -4,11 +4,55 @@
 use super::report::{unwatched_total, Results};
 use super::util::grouped;
 
-fn met(ok: bool) -> &'static str {
-    if ok {
-        "met"
+/// A figure's verdict. A measurement that did not happen is never a
+/// number standing for it: its verdict is `NotMeasured`, never `Met`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Met,
+    Missed,
+    NotMeasured,
+    /// Reported, with no target.
+    Reported,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::Missed => "**MISSED**",
+            Verdict::NotMeasured => "not measured",
+            Verdict::Reported => "—",
+        }
+    }
+}
+
+/// A real sample: finite and above 0 (every figure here is a positive
+/// time, rate, size or ratio; 0 is what an absent sample defaults to).
+fn sample(v: f64) -> Option<f64> {
+    (v.is_finite() && v > 0.0).then_some(v)
+}
+
+/// Every value sampled and each at most its limit.
+fn at_most(checks: &[(f64, f64)]) -> Verdict {
+    if checks.iter().any(|&(v, _)| sample(v).is_none()) {
+        return Verdict::NotMeasured;
+    }
+    if checks.iter().all(|&(v, limit)| v <= limit) {
+        Verdict::Met
     } else {
-        "**MISSED**"
+        Verdict::Missed
+    }
+}
+
+/// Figure 4: 0 drops up to `target` events/s. A load that never reached
+/// the target leaves it unmeasured (the host was too slow to load-test
+/// it), unless drops came below it, which misses it whatever the rest.
+fn capacity(max_clean: f64, max_rate: f64, target: f64) -> Verdict {
+    match (sample(max_clean), sample(max_rate)) {
+        (Some(clean), _) if clean >= target => Verdict::Met,
+        (_, Some(rate)) if rate >= target => Verdict::Missed,
+        (Some(clean), Some(rate)) if clean < rate => Verdict::Missed,
+        _ => Verdict::NotMeasured,
     }
 }
 
@@ -17,12 +61,11 @@ pub(super) fn pct(ratio: f64) -> f64 {
 }
 
 /// The summary rows: figure, measured, target, verdict.
-pub fn verdicts(r: &Results) -> Vec<(String, String, &'static str, &'static str)> {
+pub fn verdicts(r: &Results) -> Vec<(String, String, &'static str, Verdict)> {
     let f = &r.floor;
     let m = &r.machine;
     let mean_txt = format!("period between hiccups {:.1} vs {:.1} ns = {:.3}×", f.jw_quiet.median, f.c_quiet.median, f.ratio_quiet.median);
     let s = &f.startup;
-    let start_worst = s.to_first_sample.median.max(s.to_first_event.median);
     let mem_mib = r.mem.mem.max_rss_kb.max(r.mem.mem.hwm_kb) as f64 / 1024.0;
     vec![
         (
@@ -32,7 +75,7 @@ pub fn verdicts(r: &Results) -> Vec<(String, String, &'static str, &'static str)
                 f.jw_floor.median, f.c_min.median, f.ratio_floor.median, f.threshold.median
             ),
             "≤ 1.1× the C loop",
-            met(f.ratio_floor.median <= 1.1 && f.ratio_quiet.median <= 1.1),
+            at_most(&[(f.ratio_floor.median, 1.1), (f.ratio_quiet.median, 1.1)]),
         ),
         (
             "2. Cost to an unwatched CPU".into(),
@@ -49,7 +92,10 @@ pub fn verdicts(r: &Results) -> Vec<(String, String, &'static str, &'static str)
                 100.0 * (m.null.max - m.null.min) / 2.0
             ),
             "≤ 1% and below bpftrace",
-            met(unwatched_total(r) <= 1.0 && unwatched_total(r) < m.bt_bpf_pct.median),
+            match at_most(&[(unwatched_total(r), 1.0), (m.bt_bpf_pct.median, f64::INFINITY)]) {
+                Verdict::Met if unwatched_total(r) >= m.bt_bpf_pct.median => Verdict::Missed,
+                v => v,
+            },
         ),
         (
             "3. BPF run time per event".into(),
@@ -59,20 +105,20 @@ pub fn verdicts(r: &Results) -> Vec<(String, String, &'static str, &'static str)
                 .find(|p| p.name == "on_switch_out" || p.name == "on_sched_switch")
                 .map_or("n/a".into(), |p| format!("{} {:.0} ns/run (all programs below)", p.name, p.ns_per_run.median)),
             "(reported)",
-            "—",
+            Verdict::Reported,
         ),
         (
             "4. Ring-buffer capacity".into(),
             format!("0 drops up to {} events/s (highest reached {})", grouped(r.cap.max_clean), grouped(r.cap.max_rate)),
             "0 drops at ≥ 500k events/s",
-            met(r.cap.max_clean >= 500_000.0),
+            capacity(r.cap.max_clean, r.cap.max_rate, 500_000.0),
         ),
-        ("5. Peak RSS".into(), format!("{mem_mib:.1} MiB"), "≤ 32 MiB", met(mem_mib <= 32.0)),
+        ("5. Peak RSS".into(), format!("{mem_mib:.1} MiB"), "≤ 32 MiB", at_most(&[(mem_mib, 32.0)])),
         (
             "6. Start-up".into(),
             format!("first sample {:.0} ms, first event {:.0} ms after exec", s.to_first_sample.median, s.to_first_event.median),
             "≤ 1 s",
-            met(start_worst <= 1000.0),
+            at_most(&[(s.to_first_sample.median, 1000.0), (s.to_first_event.median, 1000.0)]),
         ),
     ]
 }
@@ -81,6 +127,30 @@ pub fn verdicts(r: &Results) -> Vec<(String, String, &'static str, &'static str)
 pub fn print(r: &Results) {
     println!("\nbench: results (medians)");
     for (fig, got, target, v) in verdicts(r) {
-        println!("  {fig:<30} {got}  [target {target}: {}]", v.trim_matches('*'));
+        println!("  {fig:<30} {got}  [target {target}: {}]", v.as_str().trim_matches('*'));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_absent_sample_is_never_met() {
+        assert_eq!(at_most(&[(0.9, 1.1)]), Verdict::Met);
+        assert_eq!(at_most(&[(1.2, 1.1)]), Verdict::Missed);
+        assert_eq!(at_most(&[(0.0, 32.0)]), Verdict::NotMeasured, "peak RSS with no sample");
+        assert_eq!(at_most(&[(f64::NAN, 1.1)]), Verdict::NotMeasured);
+        assert_eq!(at_most(&[(5.0, 1000.0), (0.0, 1000.0)]), Verdict::NotMeasured, "start-up with no first event");
+        assert_eq!(at_most(&[(-0.7, 1.0)]), Verdict::NotMeasured, "a negative cost is not a measurement of 0");
+    }
+
+    #[test]
+    fn capacity_needs_the_target_reached() {
+        assert_eq!(capacity(679_228.0, 679_228.0, 500_000.0), Verdict::Met);
+        assert_eq!(capacity(246_946.0, 246_946.0, 500_000.0), Verdict::NotMeasured, "the load never got there");
+        assert_eq!(capacity(200_000.0, 600_000.0, 500_000.0), Verdict::Missed, "drops before the target");
+        assert_eq!(capacity(200_000.0, 300_000.0, 500_000.0), Verdict::Missed, "drops below the target");
+        assert_eq!(capacity(0.0, 0.0, 500_000.0), Verdict::NotMeasured);
     }
 }
