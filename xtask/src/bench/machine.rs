@@ -82,10 +82,25 @@ fn bpftrace(cx: &Ctx) -> Result<(Bg, Receiver<String>)> {
     Ok((bg, rx))
 }
 
-/// Stops bpftrace and sums the counts it prints.
+/// Stops bpftrace and sums the counts it prints. bpftrace has been seen to
+/// miss the SIGINT that ends it (the bench then waited for ever): it is
+/// sent again each second, and after 10 s the run is an error.
 fn bpftrace_stop(mut bg: Bg, rx: Receiver<String>) -> Result<f64> {
-    util::signal(&bg.0, libc::SIGINT);
-    let st = bg.0.wait().context("waiting for bpftrace")?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let st = loop {
+        util::signal(&bg.0, libc::SIGINT);
+        let until = std::time::Instant::now() + Duration::from_secs(1);
+        let mut got = None;
+        while got.is_none() && std::time::Instant::now() < until {
+            got = bg.0.try_wait().context("waiting for bpftrace")?;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        match got {
+            Some(st) => break st,
+            None if std::time::Instant::now() >= deadline => bail!("bpftrace did not stop within 10 s of SIGINT"),
+            None => {}
+        }
+    };
     if !st.success() {
         bail!("bpftrace failed ({st})");
     }
