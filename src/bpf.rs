@@ -62,6 +62,9 @@ const TRACEPOINTS: &[(&str, &str)] = &[
     ("on_nmi", "nmi_handler"),
 ];
 
+/// The environment setting that forces tp_btf/sched_switch (name, value).
+const FORCE_TRACEPOINT: (&str, &str) = ("JITTERWATCH_SWITCH_HOOK", "tracepoint");
+
 pub struct Tracer<'obj> {
     // Before `skel`: fields drop in order, so switches detach first.
     _switch_links: Vec<Link>,
@@ -139,7 +142,10 @@ impl<'obj> Tracer<'obj> {
         let has_member = |ty: &str, member: &str| {
             btf.type_by_name::<Struct<'_>>(ty).is_some_and(|s| s.iter().any(|m| m.name.is_some_and(|n| n == member)))
         };
-        let perf_ok = !passive && has_member("sched_entity", "cfs_rq") && has_member("cfs_rq", "rq");
+        // JITTERWATCH_SWITCH_HOOK=tracepoint forces the fallback, so the
+        // tests run the path kernels without CONFIG_FAIR_GROUP_SCHED take.
+        let forced = std::env::var_os(FORCE_TRACEPOINT.0).is_some_and(|v| v == FORCE_TRACEPOINT.1);
+        let perf_ok = !passive && !forced && has_member("sched_entity", "cfs_rq") && has_member("cfs_rq", "rq");
         let mut missing = Vec::new();
         for mut prog in open.open_object_mut().progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
@@ -170,6 +176,7 @@ impl<'obj> Tracer<'obj> {
                 let why = match failed {
                     Some(Err(e)) => format!("the per-CPU perf event failed: {e}"),
                     _ if passive => "passive mode sees every switch".to_string(),
+                    _ if forced => format!("{}={} forced it", FORCE_TRACEPOINT.0, FORCE_TRACEPOINT.1),
                     _ => "this kernel has no CONFIG_FAIR_GROUP_SCHED".to_string(),
                 };
                 let link = skel.progs.on_sched_switch.attach().map_err(bpf("attaching tp_btf/sched_switch"))?;

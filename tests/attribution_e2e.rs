@@ -20,9 +20,14 @@ fn set_other() {
 
 /// Starts `jitterwatch --cpus CPU --no-tui ARGS --csv <tmp>/out.csv`.
 fn watch_to_csv(cpu: usize, args: &[&str]) -> (std::process::Child, tempfile::TempDir, std::path::PathBuf) {
+    watch_to_csv_env(cpu, args, &[])
+}
+
+fn watch_to_csv_env(cpu: usize, args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
     let child = Command::new(bin())
+        .envs(env.iter().copied())
         .args(["--cpus", &cpu.to_string(), "--no-tui"])
         .args(args)
         .arg("--csv")
@@ -39,10 +44,24 @@ fn a_fifo_hog_is_named_with_its_runtime() {
     if !require_root_btf("a_fifo_hog_is_named_with_its_runtime") {
         return;
     }
+    fifo_hog_is_named(&[], "per-CPU perf event");
+}
+
+/// The same through tp_btf/sched_switch, the path kernels without
+/// CONFIG_FAIR_GROUP_SCHED take (forced here by its environment switch).
+#[test]
+fn the_sched_switch_fallback_names_a_fifo_hog() {
+    if !require_root_btf("the_sched_switch_fallback_names_a_fifo_hog") {
+        return;
+    }
+    fifo_hog_is_named(&[("JITTERWATCH_SWITCH_HOOK", "tracepoint")], "tp_btf/sched_switch");
+}
+
+fn fifo_hog_is_named(env: &[(&str, &str)], hook: &str) {
     let _g = lock();
     let cpu = last_cpu();
     let name = random_name("jwhog");
-    let (child, _dir, csv) = watch_to_csv(cpu, &["--duration", "5s"]);
+    let (child, _dir, csv) = watch_to_csv_env(cpu, &["--duration", "5s"], env);
 
     let hog = {
         let name = name.clone();
@@ -72,6 +91,7 @@ fn a_fifo_hog_is_named_with_its_runtime() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("stolen_pct"), "no summary: {stdout}");
+    assert!(stdout.contains(&format!("context switches: {hook}")), "not the {hook} hook: {stdout}");
 
     let rows = read_csv(&csv);
     let me = format!("{name}[{tid}]");
