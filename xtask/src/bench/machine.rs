@@ -52,6 +52,12 @@ impl MachineCost {
         100.0 * (1.0 - self.ratio[JW].median)
     }
 
+    /// What a bare spinning vCPU (the C loop, no tracing) costs its
+    /// sibling end to end, %: a property of any spin probe.
+    pub fn spin_cost_pct(&self) -> f64 {
+        100.0 * (1.0 - self.ratio[SPIN].median)
+    }
+
     pub fn bt_cost_pct(&self) -> f64 {
         100.0 * (1.0 - self.ratio[BT].median)
     }

@@ -134,23 +134,31 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
          | part | % of CPU {h} | how |\n|---|---|---|\n\
          | jitterwatch's own threads (collector, main) | {} | /proc/PID/task/*/schedstat during its perf runs; they \
          live on the housekeeping CPUs |\n\
-         | the context-switch hook | {} (null {}) | jitterwatch takes switches from a software perf event opened on \
+         | the context-switch hook | {} (null {}): {} | jitterwatch takes switches from a software perf event opened on \
          CPU {w} only: CPU {h} never enters BPF for a switch and pays a lookup in perf's per-CPU event hash. \
          Measured by a ping-pong on CPU {h} in ~5 ms batches with that event opened on CPU {w} for every other \
          batch, each such batch against its two neighbours, 300 pairs a run ({} runs); null: the same harness \
          opening nothing |\n\
          | BPF programs' early returns | {:.2} | figure 3 with the load on CPU {h}: Σ runs × ns/run over the run time \
          (the tracepoints jitterwatch keeps: IRQs, softirqs, timers, IPIs); an upper bound |\n\
-         | **total** | **{:.2}** | |\n\
+         | **total** | **{}** | a part that is unresolved leaves the total unresolved |\n\
+         | a bare spinning vCPU, end to end (not in the total) | {:.1} (null ±{:.1}) | the C loop of figure 1 on CPU {w}, no \
+         tracing: what any spin probe costs its sibling vCPU on this host, whoever's probe it is |\n\
          | bpftrace, its BPF programs alone | {} | `kernel.bpf_stats_enabled=1`, Σ run_time_ns of its programs \
          (bpftool prog show) over a perf run's wall time: a lower bound of its cost, since building each \
          tracepoint record for perf is not counted |\n",
         m.jw_threads_pct.show(2),
         m.hook_pct.show(2),
         m.hook_null_pct.show(2),
+        match super::verdicts::hook_part(&m.hook_pct, &m.hook_null_pct) {
+            Ok(v) => format!("counted as {v:.2}"),
+            Err(why) => format!("unresolved: {why}"),
+        },
         m.hook_pct.n,
         r.bpf.busy_pct_unwatched(),
-        unwatched_total(r),
+        shown(unwatched_total(r)),
+        m.spin_cost_pct(),
+        100.0 * (m.null.max - m.null.min) / 2.0,
         m.bt_bpf_pct.show(2)
     );
 
@@ -326,8 +334,13 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
     o
 }
 
-/// Figure 2 by parts: own threads + the switch hook + BPF early returns, % of
-/// the unwatched CPU (a negative hook reading is noise and counts as 0).
-pub(super) fn unwatched_total(r: &Results) -> f64 {
-    r.machine.jw_threads_pct.median + r.machine.hook_pct.median.max(0.0) + r.bpf.busy_pct_unwatched()
+/// Figure 2 by parts: own threads + the switch hook + BPF early returns, %
+/// of the unwatched CPU; None while the hook's part is unresolved.
+pub(super) fn unwatched_total(r: &Results) -> Option<f64> {
+    let hook = super::verdicts::hook_part(&r.machine.hook_pct, &r.machine.hook_null_pct).ok()?;
+    Some(r.machine.jw_threads_pct.median + hook + r.bpf.busy_pct_unwatched())
+}
+
+fn shown(v: Option<f64>) -> String {
+    v.map_or_else(|| "unresolved".to_string(), |v| format!("{v:.2}"))
 }
