@@ -226,12 +226,20 @@ struct Own {
     missing: Vec<&'static str>,
     switch_hook: String,
     passive_threshold: Option<u64>,
+    /// The kernel's drop counters as last read, and how often a read failed:
+    /// a failed read keeps the last counts (a lower bound), never zeros.
+    drops: Vec<u64>,
+    drop_read_failures: u64,
 }
 
 impl Own {
     /// Every count as its source keeps it, since the start.
-    fn counters(&self, drain: &Drain, tracer: &Tracer<'_>, probes: &[Arc<ProbeShared>], bpf_stats: bool) -> Counters {
-        let drops = tracer.drops().unwrap_or_default();
+    fn counters(&mut self, drain: &Drain, tracer: &Tracer<'_>, probes: &[Arc<ProbeShared>], bpf_stats: bool) -> Counters {
+        match tracer.drops() {
+            Ok(d) => self.drops = d,
+            Err(_) => self.drop_read_failures += 1,
+        }
+        let drops = &self.drops;
         let window = drain.engine.window_stats();
         let stats = &drain.stats;
         let mut c = Counters {
@@ -246,6 +254,7 @@ impl Own {
             evicted_segments: window.evicted,
             missing_tracepoints: self.missing.clone(),
             switch_hook: self.switch_hook.clone(),
+            drop_read_failures: self.drop_read_failures,
             prog_stats: if bpf_stats { tracer.prog_stats() } else { Vec::new() },
             cpus: probes
                 .iter()

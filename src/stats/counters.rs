@@ -73,6 +73,9 @@ pub struct Counters {
     pub reordered_events: u64,
     pub evicted_segments: u64,
     pub missing_tracepoints: Vec<&'static str>,
+    /// Reads of the kernel's drop counters that failed (the counts shown
+    /// are then the last read: lower bounds).
+    pub drop_read_failures: u64,
     /// How context switches are hooked (see bpf::SwitchHook).
     pub switch_hook: String,
     /// Per-program BPF run statistics (with --bpf-stats).

@@ -150,6 +150,12 @@ impl Summary {
         if s.was_reset {
             notes.push("the counts were reset during the run: this summary covers the time since the last reset".to_string());
         }
+        if n.drop_read_failures > 0 {
+            notes.push(format!(
+                "the kernel's drop counters could not be read {} time(s): the ring-buffer drop counts are lower bounds",
+                n.drop_read_failures
+            ));
+        }
         for &(tid, cpu) in &s.threads_elsewhere {
             notes.push(format!("watched thread {tid} also ran on CPU {cpu}, which is not watched: its time there is not counted"));
         }
@@ -350,5 +356,18 @@ mod tests {
         assert_eq!(v["overhead"]["consumer_cpu_ns"], 20_000);
         assert_eq!(v["overhead"]["consumer_ns_per_event"], 50.0);
         assert_eq!(v["overhead"]["setup_cpu_ns"], 30_000_000);
+    }
+
+    /// Drop counters that could not be read are said, never shown as 0.
+    #[test]
+    fn unreadable_drop_counters_are_a_note() {
+        let mut s = Stats::new(&[1], 0);
+        let mut raw = Counters::new(&[1]);
+        raw.cpus[0].drops = 12;
+        raw.drop_read_failures = 2;
+        s.update_counters(raw, 1_000_000);
+        let sum = Summary::from_stats(&s);
+        assert_eq!(sum.cpus[0].ringbuf_drops, 12);
+        assert!(sum.notes.iter().any(|n| n.contains("could not be read 2 time(s)") && n.contains("lower bounds")), "{:?}", sum.notes);
     }
 }
