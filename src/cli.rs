@@ -15,6 +15,12 @@ pub struct Cli {
     pub watch: WatchArgs,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LoopClockArg {
+    Vdso,
+    Tsc,
+}
+
 #[derive(Debug, Args)]
 pub struct WatchArgs {
     /// CPUs to watch, as a kernel cpulist (6,7 or 2-5,8); default: the isolated CPUs
@@ -30,6 +36,9 @@ pub struct WatchArgs {
     #[arg(long, value_name = "PRIO", num_args = 0..=1, default_missing_value = "50",
           value_parser = clap::value_parser!(i32).range(1..=99))]
     pub rt: Option<i32>,
+    /// The probe loop's clock: vdso (clock_gettime) or tsc (the time-stamp counter, calibrated against CLOCK_MONOTONIC)
+    #[arg(long, value_enum, default_value_t = LoopClockArg::Vdso)]
+    pub clock: LoopClockArg,
     /// Write one row per hiccup to this CSV file
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,

@@ -21,6 +21,7 @@ mod export;
 mod interval;
 mod kallsyms;
 mod lifecycle;
+mod loop_clock;
 mod monitor;
 mod names;
 mod output;

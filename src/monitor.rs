@@ -44,7 +44,15 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     // Once per run: the screen's hint line and the summary's hints.
     let audit = crate::doctor::audit(root, &cpus);
 
-    let cfg = ProbeConfig { threshold_ns: args.threshold, rt_prio: args.rt };
+    let tsc = args.clock == crate::cli::LoopClockArg::Tsc
+        && match crate::loop_clock::tsc_usable(root) {
+            Ok(()) => true,
+            Err(why) => {
+                say!("--clock tsc: {why}; the probe reads clock_gettime instead");
+                false
+            }
+        };
+    let cfg = ProbeConfig { threshold_ns: args.threshold, rt_prio: args.rt, tsc };
     let mut probes = match target {
         Some(_) => Probes::new(Vec::new()),
         None => Probes::new(cpus.iter().map(|&c| Probe::spawn(c as u32, cfg)).collect::<Result<Vec<_>>>()?),

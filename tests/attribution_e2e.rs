@@ -44,7 +44,17 @@ fn a_fifo_hog_is_named_with_its_runtime() {
     if !require_root_btf("a_fifo_hog_is_named_with_its_runtime") {
         return;
     }
-    fifo_hog_is_named(&[], "per-CPU perf event");
+    fifo_hog_is_named(&[], &[], "per-CPU perf event");
+}
+
+/// The same with the probe reading the TSC: its gaps, converted to
+/// CLOCK_MONOTONIC, line up with BPF's timestamps as the vDSO's do.
+#[test]
+fn a_fifo_hog_is_named_with_the_tsc_clock() {
+    if !require_root_btf("a_fifo_hog_is_named_with_the_tsc_clock") {
+        return;
+    }
+    fifo_hog_is_named(&[], &["--clock", "tsc", "--json"], "per-CPU perf event");
 }
 
 /// The same through tp_btf/sched_switch, the path kernels without
@@ -54,14 +64,16 @@ fn the_sched_switch_fallback_names_a_fifo_hog() {
     if !require_root_btf("the_sched_switch_fallback_names_a_fifo_hog") {
         return;
     }
-    fifo_hog_is_named(&[("JITTERWATCH_SWITCH_HOOK", "tracepoint")], "tp_btf/sched_switch");
+    fifo_hog_is_named(&[("JITTERWATCH_SWITCH_HOOK", "tracepoint")], &[], "tp_btf/sched_switch");
 }
 
-fn fifo_hog_is_named(env: &[(&str, &str)], hook: &str) {
+fn fifo_hog_is_named(env: &[(&str, &str)], args: &[&str], hook: &str) {
     let _g = lock();
     let cpu = last_cpu();
     let name = random_name("jwhog");
-    let (child, _dir, csv) = watch_to_csv_env(cpu, &["--duration", "5s"], env);
+    let mut all = vec!["--duration", "5s"];
+    all.extend_from_slice(args);
+    let (child, _dir, csv) = watch_to_csv_env(cpu, &all, env);
 
     let hog = {
         let name = name.clone();
@@ -91,7 +103,18 @@ fn fifo_hog_is_named(env: &[(&str, &str)], hook: &str) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("stolen_pct"), "no summary: {stdout}");
-    assert!(stdout.contains(&format!("context switches: {hook}")), "not the {hook} hook: {stdout}");
+    if args.contains(&"--json") {
+        let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON summary");
+        assert_eq!(v["switch_hook"].as_str().map(|h| h.starts_with(hook)), Some(true), "{}", v["switch_hook"]);
+        if args.contains(&"tsc") {
+            let c = &v["cpus"][0];
+            assert_eq!(c["clock"], "tsc", "{c}");
+            let drift = c["tsc_drift_ns"].as_i64().expect("drift measured");
+            assert!(drift.abs() < 10_000, "the TSC drifted {drift} ns from CLOCK_MONOTONIC");
+        }
+    } else {
+        assert!(stdout.contains(&format!("context switches: {hook}")), "not the {hook} hook: {stdout}");
+    }
 
     let rows = read_csv(&csv);
     let me = format!("{name}[{tid}]");

@@ -278,6 +278,8 @@ impl Own {
                         loop_hist: p.histogram(),
                         overflow: p.overflow.load(Relaxed),
                         drops: drops.get(p.cpu as usize).copied().unwrap_or(0),
+                        tsc_drift_ns: Some(p.tsc_drift_ns.load(Relaxed)).filter(|&d| d != i64::MIN),
+                        tsc: p.uses_tsc.load(Relaxed),
                     }
                 })
                 .collect(),

@@ -27,6 +27,10 @@ pub struct CpuCounters {
     pub loop_hist: [u64; HIST_BUCKETS],
     pub overflow: u64,
     pub drops: u64,
+    /// The probe read the TSC: its distance from CLOCK_MONOTONIC when it
+    /// stopped, ns (None: vDSO clock, or not stopped yet).
+    pub tsc_drift_ns: Option<i64>,
+    pub tsc: bool,
 }
 
 impl CpuCounters {
@@ -40,6 +44,8 @@ impl CpuCounters {
             loop_hist: [0; HIST_BUCKETS],
             overflow: 0,
             drops: 0,
+            tsc_drift_ns: None,
+            tsc: false,
         }
     }
 

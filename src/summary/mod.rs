@@ -34,6 +34,11 @@ pub struct CpuRow {
     /// The mean loop period with the hiccups left out: the probe's own
     /// speed, whatever steals the CPU.
     pub loop_quiet_mean_ns: f64,
+    /// The probe loop's clock: `vdso` or `tsc`, and the TSC's distance from
+    /// CLOCK_MONOTONIC when the probe stopped (ns).
+    pub clock: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tsc_drift_ns: Option<i64>,
     pub hiccups_per_sec: f64,
     pub queue_overflows: u64,
     pub ringbuf_drops: u64,
@@ -126,6 +131,8 @@ impl Summary {
                 loop_floor_ns: c.probe.floor_ns,
                 loop_mean_ns: c.probe.loop_mean_ns,
                 loop_quiet_mean_ns: c.probe.loop_quiet_mean_ns,
+                clock: if c.probe.tsc { "tsc" } else { "vdso" },
+                tsc_drift_ns: c.probe.tsc_drift_ns,
                 hiccups_per_sec: s.per_sec(c.hiccups),
                 queue_overflows: c.probe.overflow,
                 ringbuf_drops: c.probe.drops,
@@ -239,8 +246,15 @@ impl Summary {
                     "passive (no probe)".to_string()
                 } else {
                     format!(
-                        "loop floor {} ns (mean period {:.1} ns, {:.1} ns between hiccups)",
-                        c.loop_floor_ns, c.loop_mean_ns, c.loop_quiet_mean_ns
+                        "loop floor {} ns (mean period {:.1} ns, {:.1} ns between hiccups{})",
+                        c.loop_floor_ns,
+                        c.loop_mean_ns,
+                        c.loop_quiet_mean_ns,
+                        match (c.clock, c.tsc_drift_ns) {
+                            ("tsc", Some(d)) => format!("; TSC clock, {d:+} ns from CLOCK_MONOTONIC at the end"),
+                            ("tsc", None) => "; TSC clock".to_string(),
+                            _ => String::new(),
+                        }
                     )
                 },
                 c.hiccups_per_sec,
