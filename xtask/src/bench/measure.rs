@@ -46,7 +46,19 @@ pub struct Floor {
     pub c_quiet: Spread,
     pub jw_quiet: Spread,
     pub ratio_quiet: Spread,
+    /// The same with `--clock tsc`, when the TSC is usable (else None).
+    pub tsc: Option<TscFloor>,
     pub startup: Startup,
+}
+
+pub struct TscFloor {
+    pub floor: Spread,
+    pub quiet: Spread,
+    pub threshold: Spread,
+    pub ratio_floor: Spread,
+    pub ratio_quiet: Spread,
+    /// The TSC's distance from CLOCK_MONOTONIC when the probe stopped, ns.
+    pub drift: Spread,
 }
 
 /// Start-up, ms from the spawn.
@@ -67,6 +79,10 @@ pub fn floor(cx: &Ctx) -> Result<Floor> {
     let (mut r_floor, mut r_mean) = (vec![], vec![]);
     let (mut c_quiet, mut jw_quiet, mut r_quiet) = (vec![], vec![], vec![]);
     let (mut to_main, mut to_sample, mut to_event) = (vec![], vec![], vec![]);
+    // A third run per repetition with the TSC clock, if this machine has one
+    // jitterwatch accepts (its summary says which clock it used).
+    let (mut t_floor, mut t_quiet, mut t_thr, mut t_rf, mut t_rq, mut t_drift) = (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let mut tsc_ok = true;
     for rep in 0..reps {
         let mut c = (0.0, 0.0, 0.0);
         let mut j = (f64::NAN, f64::NAN, f64::NAN);
@@ -84,6 +100,21 @@ pub fn floor(cx: &Ctx) -> Result<Floor> {
                 to_main.push(ms("/overhead/main_start_ns"));
                 to_sample.push(ms("/overhead/first_sample_ns"));
                 to_event.push(ms("/overhead/first_event_ns"));
+            }
+        }
+        if tsc_ok {
+            let run = util::jw_run(&cx.bin, cx.watched, secs, &["--clock", "tsc"], None)?;
+            let v = &run.json;
+            if v.pointer("/cpus/0/clock").and_then(|c| c.as_str()) == Some("tsc") {
+                let (fl, q) = (num(v, "/cpus/0/loop_floor_ns"), num(v, "/cpus/0/loop_quiet_mean_ns"));
+                t_floor.push(fl);
+                t_quiet.push(q);
+                t_thr.push(num(v, "/cpus/0/threshold_ns"));
+                t_rf.push(fl / c.0);
+                t_rq.push(q / c.2);
+                t_drift.push(num(v, "/cpus/0/tsc_drift_ns"));
+            } else {
+                tsc_ok = false;
             }
         }
         c_min.push(c.0);
@@ -109,6 +140,14 @@ pub fn floor(cx: &Ctx) -> Result<Floor> {
         c_quiet: Spread::of(&c_quiet),
         jw_quiet: Spread::of(&jw_quiet),
         ratio_quiet: Spread::of(&r_quiet),
+        tsc: (tsc_ok && !t_floor.is_empty()).then(|| TscFloor {
+            floor: Spread::of(&t_floor),
+            quiet: Spread::of(&t_quiet),
+            threshold: Spread::of(&t_thr),
+            ratio_floor: Spread::of(&t_rf),
+            ratio_quiet: Spread::of(&t_rq),
+            drift: Spread::of(&t_drift),
+        }),
         startup: Startup { to_main: Spread::of(&to_main), to_first_sample: Spread::of(&to_sample), to_first_event: Spread::of(&to_event) },
     })
 }

@@ -90,6 +90,31 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
     let _ = writeln!(o, "| mean period between hiccups, ns | {} | {} | {} |", f.c_quiet.show(2), f.jw_quiet.show(2), f.ratio_quiet.show(3));
     let _ = writeln!(o, "| mean period with the pauses, ns | {} | {} | {} |", f.c_mean.show(2), f.jw_mean.show(2), f.ratio_mean.show(3));
     let _ = writeln!(o, "| auto threshold, ns | | {} | |", f.threshold.show(0));
+    match &f.tsc {
+        Some(t) => {
+            let _ = writeln!(
+                o,
+                "\nWith `--clock tsc` (a third run in each repetition; the loop reads RDTSC, converted to CLOCK_MONOTONIC \
+                 on its cold paths), against the same C loop:\n\n\
+                 | | C loop | jitterwatch, TSC | ratio |\n|---|---|---|---|\n\
+                 | smallest delta, ns | {} | {} | {} |\n\
+                 | mean period between hiccups, ns | {} | {} | {} |\n\
+                 | auto threshold, ns | | {} | |\n\
+                 | TSC − CLOCK_MONOTONIC at the end, ns | | {} | |",
+                f.c_min.show(0),
+                t.floor.show(0),
+                t.ratio_floor.show(3),
+                f.c_quiet.show(2),
+                t.quiet.show(2),
+                t.ratio_quiet.show(3),
+                t.threshold.show(0),
+                t.drift.show(0)
+            );
+        }
+        None => {
+            let _ = writeln!(o, "\n`--clock tsc`: not measured (jitterwatch fell back to the vDSO clock on this machine).");
+        }
+    }
 
     let m = &r.machine;
     let _ = writeln!(o, "\n## 2. Cost to the rest of the machine\n");

@@ -95,6 +95,20 @@ pub fn verdicts(r: &Results) -> Vec<(String, String, &'static str, Verdict)> {
             "≤ 1.1× the C loop",
             at_most(&[(f.ratio_floor.median, 1.1), (f.ratio_quiet.median, 1.1)]),
         ),
+        match &f.tsc {
+            Some(t) => (
+                "1b. Probe floor, `--clock tsc`".into(),
+                format!(
+                    "floor {:.0} vs {:.0} ns = {:.2}×; auto threshold {:.0} ns",
+                    t.floor.median, f.c_min.median, t.ratio_floor.median, t.threshold.median
+                ),
+                "≤ 0.6× the C loop",
+                at_most(&[(t.ratio_floor.median, 0.6)]),
+            ),
+            None => {
+                ("1b. Probe floor, `--clock tsc`".into(), "the TSC is not usable here".into(), "≤ 0.6× the C loop", Verdict::NotMeasured)
+            }
+        },
         (
             "2. Cost to an unwatched CPU".into(),
             format!(
