@@ -1,0 +1,181 @@
+//! The probe's own thread, once started: the floor's calibration, then
+//! the hot loop on the chosen clock; gaps leave it on a cold path.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::{bucket, ProbeConfig, ProbeShared, CALIBRATE_NS, HIST_BUCKETS, PUBLISH_EVERY};
+use crate::interval::{Interval, Source};
+use crate::loop_clock::{LoopClock, Tsc, Vdso};
+
+/// The smallest threshold, in loop floors: a loop iteration often takes
+/// up to twice the floor, so anything lower reports the loop itself
+/// (`--threshold 0` made millions of rows a second).
+pub const MIN_FLOORS: u64 = 2;
+
+/// How long the TSC's rate is first measured against CLOCK_MONOTONIC; the
+/// loop re-anchors it about once a second from then on.
+const TSC_CALIBRATE_NS: u64 = 5_000_000;
+
+pub(super) fn run(s: &ProbeShared, cfg: ProbeConfig) {
+    let tsc = cfg.tsc.then(|| {
+        let start = Tsc::begin();
+        let until = crate::clock::now_ns() + TSC_CALIBRATE_NS;
+        while crate::clock::now_ns() < until {
+            std::hint::spin_loop();
+        }
+        Tsc::finish(start)
+    });
+    match tsc.flatten() {
+        Some(tsc) => {
+            s.uses_tsc.store(true, Relaxed);
+            if let Some(state) = calibrate(s, cfg, tsc) {
+                let tsc = hot(s, tsc, state);
+                s.tsc_drift_ns.store(tsc.drift_ns(), Relaxed);
+            }
+        }
+        None => {
+            if let Some(state) = calibrate(s, cfg, Vdso) {
+                hot(s, Vdso, state);
+            }
+        }
+    }
+}
+
+/// Publishes between re-anchorings of the loop's clock (~1 s).
+const REFINE_EVERY: u32 = 10_000;
+
+/// What calibration hands the loop: the histogram and loop count so far,
+/// and the floor and threshold in ns.
+struct Calibrated {
+    hist: [u64; HIST_BUCKETS],
+    loops: u64,
+    floor_ns: u64,
+    threshold_ns: u64,
+}
+
+fn publish(s: &ProbeShared, hist: &[u64; HIST_BUCKETS], t_ns: u64, loops: u64) {
+    for (a, &v) in s.hist.iter().zip(hist) {
+        a.store(v, Relaxed);
+    }
+    s.progress.store(t_ns, Relaxed);
+    s.loops.store(loops, Relaxed);
+}
+
+/// The floor of this loop on this CPU, and the threshold from it; None if
+/// the threshold asked for is under [`MIN_FLOORS`] floors.
+fn calibrate(s: &ProbeShared, cfg: ProbeConfig, clock: impl LoopClock) -> Option<Calibrated> {
+    let mut hist = [0u64; HIST_BUCKETS];
+    let mut prev = clock.read();
+    s.first_sample_ns.store(clock.to_ns(prev), Relaxed);
+    // In the clock's units, as the hot loop runs: a conversion per
+    // iteration would make the floor the conversion's.
+    let end = prev + clock.delta_units(CALIBRATE_NS);
+    let mut floor = u64::MAX;
+    let mut loops = 0u64;
+    let mut units = [0u64; HIST_BUCKETS];
+    while prev < end {
+        let t = clock.read();
+        let d = t - prev;
+        floor = floor.min(d);
+        units[bucket(d)] += 1;
+        loops += 1;
+        prev = t;
+    }
+    // Each bucket of units lands in the ns bucket of its lower bound.
+    for (k, &n) in units.iter().enumerate().filter(|(_, &n)| n > 0) {
+        let lo = if k == 0 { 0 } else { 1u64 << (k - 1) };
+        hist[bucket(clock.delta_ns(lo))] += n;
+    }
+    let floor_ns = clock.delta_ns(floor).max(1);
+    let threshold_ns = cfg.threshold_ns.unwrap_or(8 * floor_ns);
+    s.floor_ns.store(floor_ns, Relaxed);
+    let refused = threshold_ns < MIN_FLOORS * floor_ns;
+    s.refused.store(refused, Relaxed);
+    s.threshold_ns.store(threshold_ns, Relaxed);
+    publish(s, &hist, clock.to_ns(prev), loops);
+    (!refused).then_some(Calibrated { hist, loops, floor_ns, threshold_ns })
+}
+
+/// The hot loop, in `clock`'s units; returns the clock as last anchored.
+fn hot<C: LoopClock>(s: &ProbeShared, mut clock: C, c: Calibrated) -> C {
+    let Calibrated { mut hist, mut loops, floor_ns, threshold_ns } = c;
+    let threshold = clock.delta_units(threshold_ns);
+    let mut n = 0u32;
+    let mut floor = clock.delta_units(floor_ns);
+    // Deltas below `fast_limit` all fall in the floor's log2 bucket: they are
+    // counted in a register and folded into the histogram on publish, so the
+    // common iteration touches no memory.
+    let fast_bucket = bucket(floor_ns);
+    let fast_limit = clock.delta_units((1u64 << fast_bucket).min(threshold_ns));
+    let mut fast = 0u64;
+    let mut publishes = 0u32;
+    let mut prev = clock.read();
+    s.hot_loops.store(loops, Relaxed);
+    s.hot_start_ns.store(clock.to_ns(prev), Relaxed);
+    // The hot loop: one clock read, a compare, a register increment. The
+    // stop flag, the floor and the figures are looked at every
+    // PUBLISH_EVERY iterations (~100 µs), off the per-iteration path.
+    loop {
+        let t = clock.read();
+        let d = t - prev;
+        if d < fast_limit {
+            fast += 1;
+            floor = floor.min(d);
+        } else {
+            hist[bucket(clock.delta_ns(d))] += 1;
+            if d >= threshold && !report_gap(s, clock.to_ns(prev), clock.to_ns(t)) {
+                break;
+            }
+        }
+        n += 1;
+        if n == PUBLISH_EVERY {
+            loops += n as u64;
+            n = 0;
+            hist[fast_bucket] += fast;
+            fast = 0;
+            s.floor_ns.store(clock.delta_ns(floor).max(1), Relaxed);
+            publish(s, &hist, clock.to_ns(t), loops);
+            if s.stop.load(Relaxed) || !still_on_cpu(s) {
+                break;
+            }
+            publishes += 1;
+            if publishes == REFINE_EVERY {
+                publishes = 0;
+                clock = clock.refine();
+            }
+        }
+        prev = t;
+    }
+    clock
+}
+
+/// The rare path, kept out of the loop's body. A gap is reported only if
+/// the probe is still on its CPU: a CPU going offline moves the probe, and
+/// the gap that spans the move (or any after it) measured another CPU.
+/// False: moved off, stop measuring.
+#[cold]
+#[inline(never)]
+fn report_gap(s: &ProbeShared, t0: u64, t1: u64) -> bool {
+    if !still_on_cpu(s) {
+        return false;
+    }
+    let gap = Interval { cpu: s.cpu, t0, t1, source: Source::Probe, victim: None };
+    if s.queue.push(gap).is_err() {
+        s.overflow.fetch_add(1, Relaxed);
+    }
+    true
+}
+
+/// Checked off the per-iteration path (on a gap, and every publish).
+#[cold]
+fn still_on_cpu(s: &ProbeShared) -> bool {
+    // SAFETY: sched_getcpu has no preconditions.
+    let now = unsafe { libc::sched_getcpu() };
+    if now < 0 || now as u32 == s.cpu {
+        return true;
+    }
+    s.moved_off.store(true, Relaxed);
+    // The run ends rather than report another CPU under this one's number.
+    crate::lifecycle::request_stop();
+    false
+}
