@@ -27,6 +27,7 @@ mod names;
 mod output;
 mod passive;
 mod probe;
+mod procfs;
 mod record;
 mod sanitize;
 mod say;

@@ -4,12 +4,10 @@
 use std::collections::BTreeMap;
 
 use super::{bounded, finding, Ctx, Status};
-use crate::cpulist;
-use crate::sanitize::visible;
+use crate::procfs::{allowed_cpus, parse_stat, PF_KTHREAD, PF_NO_SETAFFINITY};
+use crate::sanitize::visible_bytes;
 
 const CHECK: &str = "tasks";
-const PF_KTHREAD: u64 = 0x0020_0000;
-const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
 const LIST_MAX: usize = 12;
 const CMD_MAX: usize = 20;
 
@@ -29,23 +27,6 @@ impl Thread {
     pub fn label(&self) -> String {
         format!("{}[{}]", self.comm, self.tid)
     }
-}
-
-/// Parses /proc/PID/stat: comm sits between the first '(' and the last ')'.
-pub(crate) fn parse_stat(s: &str) -> Option<(String, u64, Option<usize>)> {
-    let open = s.find('(')?;
-    let close = s.rfind(')')?;
-    let comm = s.get(open + 1..close)?.to_string();
-    let f: Vec<&str> = s[close + 1..].split_whitespace().collect();
-    // f[0] is field 3 (state): field n is f[n - 3].
-    let flags = f.get(6)?.parse().ok()?;
-    let cpu = f.get(36).and_then(|v| v.parse().ok());
-    Some((comm, flags, cpu))
-}
-
-fn allowed(status: &str) -> Option<Vec<usize>> {
-    let v = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
-    cpulist::parse(v.trim()).ok()
 }
 
 pub(crate) fn scan(cx: &mut Ctx) -> Vec<Thread> {
@@ -68,19 +49,19 @@ pub(crate) fn scan(cx: &mut Ctx) -> Vec<Thread> {
                 format!("proc/{tgid}/task/{tid}")
             };
             // Threads come and go: a vanished one is skipped silently.
-            let Some((comm, flags, last_cpu)) = cx.read_quiet(&format!("{base}/stat")).as_deref().and_then(parse_stat) else { continue };
-            let Some(allowed) = cx.read_quiet(&format!("{base}/status")).as_deref().and_then(allowed) else {
+            let Some(st) = cx.read_quiet(&format!("{base}/stat")).and_then(|s| parse_stat(s.as_bytes())) else { continue };
+            let Some(allowed) = cx.read_quiet(&format!("{base}/status")).as_deref().and_then(allowed_cpus) else {
                 hidden += 1;
                 continue;
             };
             out.push(Thread {
                 tgid,
                 tid,
-                comm: visible(&comm).into_owned(),
-                kthread: flags & PF_KTHREAD != 0,
-                no_setaffinity: flags & PF_NO_SETAFFINITY != 0,
+                comm: visible_bytes(&st.comm),
+                kthread: st.flags & PF_KTHREAD != 0,
+                no_setaffinity: st.flags & PF_NO_SETAFFINITY != 0,
                 allowed,
-                last_cpu,
+                last_cpu: st.last_cpu,
             });
         }
     }
@@ -217,17 +198,6 @@ pub(crate) fn check(cx: &mut Ctx) {
 #[cfg(test)]
 mod tests {
     use super::super::{audit, fixture::Fx, test_hints as hints, Status};
-    use super::parse_stat;
-
-    #[test]
-    fn stat_with_hostile_comm() {
-        let s = "77 (a) b) (c) S 2 0 0 0 -1 69238880 0 0 0 0 0 0 0 0 20 0 1 0 9 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 1 0 0 0 0 0";
-        let (comm, flags, cpu) = parse_stat(s).unwrap();
-        assert_eq!(comm, "a) b) (c");
-        assert_eq!(flags, 69238880);
-        assert_eq!(cpu, Some(1));
-    }
-
     #[test]
     fn tuned_tasks() {
         let fx = Fx::tuned();

@@ -16,6 +16,7 @@ pub use filter::Filter;
 pub use tracker::{ThreadInfo, Tracker};
 
 use crate::cpulist;
+use crate::procfs::{allowed_cpus, parse_stat, PF_KTHREAD};
 use crate::sanitize::visible_bytes;
 
 /// Passive mode's default threshold: there is no loop floor to scale.
@@ -23,9 +24,6 @@ pub const DEFAULT_THRESHOLD_NS: u64 = 1_000;
 
 /// What passive mode cannot see, said in every summary.
 pub const HOST_PAUSES: &str = "passive mode: time the host (hypervisor) or firmware takes is invisible without a probe (no kernel event covers it); run with the probe to see it";
-
-/// PF_KTHREAD in /proc/PID/stat's flags.
-const PF_KTHREAD: u64 = 0x0020_0000;
 
 /// What the command line asked to watch, resolved against /proc.
 #[derive(Debug)]
@@ -43,23 +41,14 @@ fn read(root: &Path, rel: &str) -> Option<String> {
     fs::read_to_string(root.join(rel)).ok()
 }
 
-/// (flags, comm) from /proc/…/stat; comm sits between the first '(' and
-/// the last ')', and may hold anything.
+/// (flags, comm) from /proc/…/stat.
 fn stat(root: &Path, rel: &str) -> Option<(u64, Vec<u8>)> {
-    let raw = fs::read(root.join(rel)).ok()?;
-    let open = raw.iter().position(|&b| b == b'(')?;
-    let close = raw.iter().rposition(|&b| b == b')')?;
-    let comm = raw.get(open + 1..close)?.to_vec();
-    let rest = std::str::from_utf8(raw.get(close + 1..)?).ok()?;
-    // state ppid pgrp session tty_nr tpgid flags
-    let flags = rest.split_whitespace().nth(6)?.parse().ok()?;
-    Some((flags, comm))
+    let st = parse_stat(&fs::read(root.join(rel)).ok()?)?;
+    Some((st.flags, st.comm))
 }
 
 fn affinity(root: &Path, pid: u32, tid: u32) -> Option<Vec<usize>> {
-    let s = read(root, &format!("proc/{pid}/task/{tid}/status"))?;
-    let list = s.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
-    cpulist::parse(list.trim()).ok()
+    allowed_cpus(&read(root, &format!("proc/{pid}/task/{tid}/status"))?)
 }
 
 fn tasks(root: &Path, pid: u32) -> Vec<u32> {
