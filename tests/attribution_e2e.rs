@@ -7,16 +7,8 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
-use jitterwatch::clock::now_ns;
-
 const BURSTS: usize = 120;
 const BURST_NS: u64 = 200_000;
-
-fn set_other() {
-    let p = libc::sched_param { sched_priority: 0 };
-    // SAFETY: valid param for this thread.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
-}
 
 /// Starts `jitterwatch --cpus CPU --no-tui ARGS --csv <tmp>/out.csv`.
 fn watch_to_csv(cpu: usize, args: &[&str]) -> (std::process::Child, tempfile::TempDir, std::path::PathBuf) {
@@ -24,19 +16,10 @@ fn watch_to_csv(cpu: usize, args: &[&str]) -> (std::process::Child, tempfile::Te
 }
 
 fn watch_to_csv_env(cpu: usize, args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("out.csv");
-    let child = Command::new(bin())
-        .envs(env.iter().copied())
-        .args(["--cpus", &cpu.to_string(), "--no-tui"])
-        .args(args)
-        .arg("--csv")
-        .arg(&csv)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    (child, dir, csv)
+    let c = cpu.to_string();
+    let mut all = vec!["--cpus", c.as_str(), "--no-tui"];
+    all.extend_from_slice(args);
+    watch_csv(&all, env)
 }
 
 #[test]
@@ -75,29 +58,7 @@ fn fifo_hog_is_named(env: &[(&str, &str)], args: &[&str], hook: &str) {
     all.extend_from_slice(args);
     let (child, _dir, csv) = watch_to_csv_env(cpu, &all, env);
 
-    let hog = {
-        let name = name.clone();
-        thread::spawn(move || {
-            thread::sleep(Duration::from_millis(1200));
-            pin_self(cpu);
-            set_thread_name(&name);
-            let tid = jitterwatch::sys::gettid();
-            set_fifo(10);
-            let mut bursts = Vec::with_capacity(BURSTS);
-            for _ in 0..BURSTS {
-                // Its runtime: the burst, and the kernel's work for its sleep
-                // and wake-up (thread CPU time counts both), which is the
-                // hog's time on the CPU as much as the burst is.
-                let (t0, c0) = (now_ns(), thread_cpu_ns());
-                burn(BURST_NS);
-                let t1 = now_ns();
-                thread::sleep(Duration::from_millis(20));
-                bursts.push((t0, t1, thread_cpu_ns() - c0));
-            }
-            set_other();
-            (tid, bursts)
-        })
-    };
+    let hog = fifo_bursts(cpu, name.clone(), Duration::from_millis(1200), BURSTS, BURST_NS);
     let (tid, bursts) = hog.join().unwrap();
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -118,13 +79,7 @@ fn fifo_hog_is_named(env: &[(&str, &str)], args: &[&str], hook: &str) {
 
     let rows = read_csv(&csv);
     let me = format!("{name}[{tid}]");
-    let mine: Vec<(u64, u64, u64)> = rows
-        .iter()
-        .filter_map(|r| r.causes.iter().find(|c| c.0 == "task" && c.1 == me).map(|c| (r.time_ns, r.time_ns + r.gap_ns, c.2)))
-        .collect();
-    let seen = bursts.iter().filter(|&&(b0, b1, _)| mine.iter().any(|&(t0, t1, _)| t0 < b1 && b0 < t1)).count();
-    let attributed: u64 = mine.iter().map(|m| m.2).sum();
-    let measured: u64 = bursts.iter().map(|b| b.2).sum();
+    let (seen, attributed, measured) = bursts_named(&rows.iter().collect::<Vec<_>>(), &me, &bursts);
     eprintln!("{seen}/{BURSTS} bursts named; attributed {attributed} ns vs measured {measured} ns");
     assert!(seen * 10 >= BURSTS * 9, "only {seen} of {BURSTS} bursts named {me}");
     let ratio = attributed as f64 / measured as f64;

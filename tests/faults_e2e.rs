@@ -33,15 +33,8 @@ fn dropped_events_are_marked_lost() {
     let _g = lock();
     let cpus = online_cpus();
     let cpu = last_cpu();
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("out.csv");
-    let child = std::process::Command::new(bin())
-        .args(["--cpus", &cpu.to_string(), "--no-tui", "--json", "--duration", "4s", "--csv"])
-        .arg(&csv)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let c = cpu.to_string();
+    let (child, _dir, csv) = watch_csv(&["--cpus", &c, "--no-tui", "--json", "--duration", "4s"], &[]);
     thread::sleep(Duration::from_millis(800));
     let stop = Arc::new(AtomicBool::new(false));
     let storm: Vec<_> = (0..4).flat_map(|_| storm(cpu, stop.clone(), None, Duration::from_millis(2500))).collect();
@@ -133,15 +126,8 @@ fn sigquit_stops_like_sigterm() {
     }
     let _g = lock();
     let cpu = last_cpu();
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("out.csv");
-    let child = std::process::Command::new(bin())
-        .args(["--cpus", &cpu.to_string(), "--no-tui", "--duration", "30s", "--csv"])
-        .arg(&csv)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let c = cpu.to_string();
+    let (child, _dir, csv) = watch_csv(&["--cpus", &c, "--no-tui", "--duration", "30s"], &[]);
     thread::sleep(Duration::from_millis(1500));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGQUIT) };
@@ -258,15 +244,8 @@ fn a_watched_cpu_going_offline_ends_the_run_cleanly() {
     let cpu = last_cpu();
     let online = format!("/sys/devices/system/cpu/cpu{cpu}/online");
     assert!(std::path::Path::new(&online).exists(), "CPU {cpu} cannot be taken offline here ({online} missing)");
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("out.csv");
-    let child = std::process::Command::new(bin())
-        .args(["--cpus", &cpu.to_string(), "--no-tui", "--json", "--duration", "20s", "--csv"])
-        .arg(&csv)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let c = cpu.to_string();
+    let (child, _dir, csv) = watch_csv(&["--cpus", &c, "--no-tui", "--json", "--duration", "20s"], &[]);
     let back = Online(cpu);
     thread::sleep(Duration::from_millis(1500));
     let off_at = jitterwatch::clock::now_ns();
@@ -344,15 +323,8 @@ fn a_long_stall_by_many_tasks_keeps_them_by_program() {
     }
     let _g = lock();
     let cpu = last_cpu();
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("out.csv");
-    let child = std::process::Command::new(bin())
-        .args(["--cpus", &cpu.to_string(), "--no-tui", "--json", "--duration", "4s", "--csv"])
-        .arg(&csv)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let c = cpu.to_string();
+    let (child, _dir, csv) = watch_csv(&["--cpus", &c, "--no-tui", "--json", "--duration", "4s"], &[]);
     thread::sleep(Duration::from_millis(800));
     const TASKS: usize = 300;
     let go = Arc::new(std::sync::Barrier::new(TASKS));

@@ -4,11 +4,9 @@
 
 mod common;
 use common::*;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::thread;
 use std::time::{Duration, Instant};
-
-use jitterwatch::clock::now_ns;
 
 /// The application: a busy-polling shell loop pinned to `cpu`.
 fn app(cpu: usize) -> Child {
@@ -26,17 +24,9 @@ impl Drop for Kill {
 
 /// `jitterwatch ARGS --no-tui --json --csv <tmp>/out.csv`.
 fn watch(args: &[&str]) -> (Child, tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("out.csv");
-    let child = Command::new(bin())
-        .args(args)
-        .args(["--no-tui", "--json", "--csv"])
-        .arg(&csv)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    (child, dir, csv)
+    let mut all = args.to_vec();
+    all.extend(["--no-tui", "--json"]);
+    watch_csv(&all, &[])
 }
 
 fn finish(child: Child) -> serde_json::Value {
@@ -63,40 +53,13 @@ fn a_fifo_hog_preempting_the_application_is_named() {
     let pid = app.0.id().to_string();
     let (child, _dir, csv) = watch(&["--pid", &pid, "--duration", "4s"]);
     let name = random_name("jwhog");
-    let hog = {
-        let name = name.clone();
-        thread::spawn(move || {
-            thread::sleep(Duration::from_millis(1200));
-            pin_self(cpu);
-            set_thread_name(&name);
-            let tid = jitterwatch::sys::gettid();
-            set_fifo(10);
-            let mut bursts = Vec::with_capacity(BURSTS);
-            for _ in 0..BURSTS {
-                // Its runtime: the burst, and the kernel's work for its sleep
-                // and wake-up (thread CPU time counts both), which is the
-                // hog's time on the CPU as much as the burst is.
-                let (t0, c0) = (now_ns(), thread_cpu_ns());
-                burn(BURST_NS);
-                let t1 = now_ns();
-                thread::sleep(Duration::from_millis(20));
-                bursts.push((t0, t1, thread_cpu_ns() - c0));
-            }
-            (tid, bursts)
-        })
-    };
+    let hog = fifo_bursts(cpu, name.clone(), Duration::from_millis(1200), BURSTS, BURST_NS);
     let (tid, bursts) = hog.join().unwrap();
     let v = finish(child);
     let rows = read_csv(&csv);
     let me = format!("{name}[{tid}]");
-    let mine: Vec<(u64, u64, u64)> = rows
-        .iter()
-        .filter(|r| r.source == "preempted" && r.victim.ends_with(&format!("[{pid}]")))
-        .filter_map(|r| r.causes.iter().find(|c| c.0 == "task" && c.1 == me).map(|c| (r.time_ns, r.time_ns + r.gap_ns, c.2)))
-        .collect();
-    let seen = bursts.iter().filter(|&&(b0, b1, _)| mine.iter().any(|&(t0, t1, _)| t0 < b1 && b0 < t1)).count();
-    let attributed: u64 = mine.iter().map(|m| m.2).sum();
-    let measured: u64 = bursts.iter().map(|b| b.2).sum();
+    let preempted: Vec<&Row> = rows.iter().filter(|r| r.source == "preempted" && r.victim.ends_with(&format!("[{pid}]"))).collect();
+    let (seen, attributed, measured) = bursts_named(&preempted, &me, &bursts);
     eprintln!("passive: {seen}/{BURSTS} bursts named; attributed {attributed} ns vs measured {measured} ns");
     assert!(seen * 10 >= BURSTS * 9, "only {seen} of {BURSTS} bursts named {me}");
     let ratio = attributed as f64 / measured as f64;

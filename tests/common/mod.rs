@@ -277,3 +277,61 @@ pub fn storm(
         })
         .collect()
 }
+
+/// Starts `jitterwatch ARGS` with `env`, piped, writing its CSV to
+/// `<tmp>/out.csv`: (the child, the temp dir that holds it, the CSV path).
+pub fn watch_csv(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("out.csv");
+    let child = Command::new(bin())
+        .envs(env.iter().copied())
+        .args(args)
+        .arg("--csv")
+        .arg(&csv)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    (child, dir, csv)
+}
+
+/// One hog burst: start, end (CLOCK_MONOTONIC ns), runtime (ns).
+pub type Burst = (u64, u64, u64);
+
+/// A SCHED_FIFO 10 hog named `name` on `cpu`, started after `delay`: `n`
+/// bursts of `burst_ns`, 20 ms apart. Returns its tid and, per burst, its
+/// start and end (CLOCK_MONOTONIC) and its runtime: thread CPU time from
+/// the burst to the next, its sleep and wake-up included (the kernel's
+/// work for them is the hog's time on the CPU as much as the burst is).
+pub fn fifo_bursts(cpu: usize, name: String, delay: Duration, n: usize, burst_ns: u64) -> thread::JoinHandle<(u32, Vec<Burst>)> {
+    thread::spawn(move || {
+        thread::sleep(delay);
+        pin_self(cpu);
+        set_thread_name(&name);
+        let tid = jitterwatch::sys::gettid();
+        set_fifo(10);
+        let mut bursts = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (t0, c0) = (jitterwatch::clock::now_ns(), thread_cpu_ns());
+            burn(burst_ns);
+            let t1 = jitterwatch::clock::now_ns();
+            thread::sleep(Duration::from_millis(20));
+            bursts.push((t0, t1, thread_cpu_ns() - c0));
+        }
+        let p = libc::sched_param { sched_priority: 0 };
+        // SAFETY: valid param for this thread.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
+        (tid, bursts)
+    })
+}
+
+/// How many of `bursts` overlap a row charging time to `me` (among `rows`),
+/// the time those rows charge to it, and the bursts' total runtime.
+pub fn bursts_named(rows: &[&Row], me: &str, bursts: &[Burst]) -> (usize, u64, u64) {
+    let mine: Vec<(u64, u64, u64)> = rows
+        .iter()
+        .filter_map(|r| r.causes.iter().find(|c| c.0 == "task" && c.1 == me).map(|c| (r.time_ns, r.time_ns + r.gap_ns, c.2)))
+        .collect();
+    let seen = bursts.iter().filter(|&&(b0, b1, _)| mine.iter().any(|&(t0, t1, _)| t0 < b1 && b0 < t1)).count();
+    (seen, mine.iter().map(|m| m.2).sum(), bursts.iter().map(|b| b.2).sum())
+}
