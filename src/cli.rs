@@ -42,6 +42,9 @@ pub struct WatchArgs {
     /// Write one row per hiccup to this CSV file
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
+    /// Write the run's summary as JSON to this file (default with --csv: beside it, as NAME.summary.json, for `compare`)
+    #[arg(long, value_name = "PATH")]
+    pub summary_json: Option<PathBuf>,
     /// No live screen: print the summary at exit (automatic when stdout is not a terminal)
     #[arg(long)]
     pub no_tui: bool,
@@ -88,6 +91,22 @@ pub enum Command {
         #[arg(long, value_parser = crate::duration::positive)]
         duration: Option<Duration>,
     },
+    /// Compare runs: the table of gap percentiles per run, the causes that appeared, vanished, grew or shrank, and a chart
+    Compare {
+        /// The base run, then the others: each a CSV jitterwatch wrote (its NAME.summary.json beside it) or that summary
+        #[arg(required = true, num_args = 2.., value_name = "RUN")]
+        runs: Vec<PathBuf>,
+        #[command(flatten)]
+        out: ReportArgs,
+    },
+    /// One run's table and chart, as compare draws them
+    Report {
+        /// A CSV jitterwatch wrote (its NAME.summary.json beside it) or that summary
+        #[arg(value_name = "RUN")]
+        run: PathBuf,
+        #[command(flatten)]
+        out: ReportArgs,
+    },
     /// Audit the isolation of the watched CPUs and print the fixes
     Doctor {
         /// CPUs to audit, as a kernel cpulist
@@ -97,4 +116,29 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Only this CPU (default: all CPUs together, then each)
+    #[arg(long)]
+    pub cpu: Option<u32>,
+    /// The runs' names, in order (default: the file names)
+    #[arg(long, value_name = "NAME")]
+    pub label: Vec<String>,
+    /// Draw the chart as SVG to this file
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Draw the chart as PNG to this file
+    #[arg(long, value_name = "FILE")]
+    pub png: Option<PathBuf>,
+    /// Print the comparison as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ReportArgs {
+    pub fn options(self, inputs: Vec<PathBuf>) -> crate::compare::Options {
+        crate::compare::Options { inputs, labels: self.label, cpu: self.cpu, svg: self.svg, png: self.png, json: self.json }
+    }
 }

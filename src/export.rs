@@ -126,6 +126,59 @@ impl<W: Write> CsvSink<W> {
     }
 }
 
+/// Reads a `causes` field back (for `compare`): each `kind:name=ns` with
+/// the name unescaped of what only the field needed (`\;`, `\=`); the
+/// other escapes stay, being how every view shows a name. An `Err` names
+/// the entry that does not parse.
+pub fn split_causes(field: &str) -> impl Iterator<Item = Result<(&str, String, u64), String>> + '_ {
+    let mut rest = field;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        // The entry ends at the first `;` not escaped.
+        let bytes = rest.as_bytes();
+        let mut i = 0;
+        let mut end = rest.len();
+        while i < bytes.len() {
+            match bytes[i] {
+                b'\\' => i += 2,
+                b';' => {
+                    end = i;
+                    break;
+                }
+                _ => i += 1,
+            }
+        }
+        let entry = &rest[..end];
+        rest = rest.get(end + 1..).unwrap_or("");
+        Some(parse_entry(entry).ok_or_else(|| format!("`{}` is not kind:name=ns", crate::sanitize::visible(entry))))
+    })
+}
+
+fn parse_entry(entry: &str) -> Option<(&str, String, u64)> {
+    let (kind, rest) = entry.split_once(':')?;
+    // The value follows the last `=`; a name's own `=` is escaped.
+    let eq = rest.rfind('=')?;
+    let (raw, ns) = (&rest[..eq], rest[eq + 1..].parse().ok()?);
+    let mut name = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            name.push(c);
+            continue;
+        }
+        match chars.next()? {
+            e @ (';' | '=') => name.push(e),
+            e => {
+                name.push('\\');
+                name.push(e);
+            }
+        }
+    }
+    Some((kind, name, ns))
+}
+
 impl HiccupSink for CsvSink<Rows> {
     fn write(&mut self, h: &Hiccup) -> io::Result<()> {
         CsvSink::write(self, h)
@@ -154,35 +207,6 @@ mod tests {
         hiccup(1, 1_000, vec![(evil, 60), (Cause::Work(Symbol::from("vmstat_update")), 10)], 30)
     }
 
-    /// The inverse of escape_name, splitting `causes` as a consumer would.
-    fn parse_causes(field: &str) -> Vec<(String, String, u64)> {
-        let mut out = Vec::new();
-        let mut part = String::new();
-        let mut chars = field.chars().chain([';']).peekable();
-        let mut eq = None;
-        while let Some(c) = chars.next() {
-            match c {
-                '\\' => {
-                    part.push(c);
-                    part.extend(chars.next());
-                }
-                '=' => {
-                    eq = Some(part.len());
-                    part.push(c);
-                }
-                ';' => {
-                    let e = eq.take().unwrap();
-                    let (kn, ns) = (&part[..e], &part[e + 1..]);
-                    let (k, n) = kn.split_once(':').unwrap();
-                    out.push((k.to_string(), n.to_string(), ns.parse().unwrap()));
-                    part.clear();
-                }
-                c => part.push(c),
-            }
-        }
-        out
-    }
-
     #[test]
     fn rows_round_trip_with_hostile_names() {
         let mut sink = CsvSink::new(Vec::new()).unwrap();
@@ -199,9 +223,11 @@ mod tests {
         assert_eq!((&row[2], &row[3], &row[4]), ("100", "70", "30"));
         assert_eq!((&row[5], &row[7]), ("task", "60"));
         assert_eq!(&row[6], "a,b\"\\;d\\=e\\\\\\x1b\\x0a\\xff\\u{202e}[7]");
-        let causes = parse_causes(&row[8]);
+        let causes: Vec<(String, String, u64)> =
+            split_causes(&row[8]).map(|c| c.map(|(k, n, ns)| (k.to_string(), n, ns))).collect::<Result<_, _>>().unwrap();
         assert_eq!(causes.len(), 3);
-        assert_eq!(causes[0].1, row[6].to_string());
+        // `top_name` is the first cause's name as written, `;` and `=` escaped.
+        assert_eq!(causes[0].1, row[6].replace("\\;", ";").replace("\\=", "="));
         assert_eq!((causes[1].0.as_str(), causes[1].2), ("unexplained", 30));
         assert_eq!(causes[2], ("work".into(), "vmstat_update".into(), 10));
         let sum: u64 = causes.iter().filter(|c| c.0 != "unexplained").map(|c| c.2).sum();

@@ -11,6 +11,7 @@ mod cause;
 mod checks;
 mod cli;
 mod collector;
+mod compare;
 mod cpulock;
 mod doctor;
 mod duration;
@@ -80,6 +81,8 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         None => monitor::run(cli.watch),
         Some(Command::Events { cpus, duration }) => events_cmd::run(cpus.as_deref(), duration),
+        Some(Command::Compare { runs, out }) => compare::run(out.options(runs), &mut std::io::stdout().lock()),
+        Some(Command::Report { run, out }) => compare::run(out.options(vec![run]), &mut std::io::stdout().lock()),
         Some(Command::Doctor { cpus, json }) => {
             let root = std::path::Path::new("/");
             checks::existing_cpus(root, cpus.as_deref()).and_then(|cpus| doctor::run(root, &cpus, json, &mut std::io::stdout().lock()))

@@ -41,6 +41,11 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     if let Some(path) = args.csv.as_deref() {
         sinks.push(Box::new(CsvSink::create(path)?));
     }
+    // Opened now so that a path that cannot be written fails before the run.
+    let summary_file = match args.summary_json.clone().or_else(|| args.csv.as_deref().map(crate::summary::sidecar)) {
+        Some(p) => Some((crate::output::create(&p, "the run summary")?, p)),
+        None => None,
+    };
     // Once per run: the screen's hint line and the summary's hints.
     let audit = crate::doctor::audit(root, &cpus);
 
@@ -159,6 +164,15 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     });
     if let Some(note) = &offline {
         summary.notes.push(note.clone());
+    }
+    if let Some((file, path)) = summary_file {
+        summary.csv =
+            args.csv.as_deref().map(|c| std::path::absolute(c).unwrap_or_else(|_| c.to_path_buf()).to_string_lossy().into_owned());
+        let mut w = std::io::BufWriter::new(file);
+        summary
+            .write_json(&mut w)
+            .and_then(|()| w.flush())
+            .map_err(|e| anyhow::anyhow!("cannot write the run summary {}: {e}", path.display()))?;
     }
     let mut out = std::io::stdout().lock();
     if args.json {

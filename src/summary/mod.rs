@@ -4,6 +4,7 @@
 mod threads;
 
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -88,8 +89,25 @@ pub struct ProgRow {
     pub ns_per_run: f64,
 }
 
+/// Where a run's summary goes beside its CSV, for `compare` to find:
+/// `untuned.csv` → `untuned.summary.json`.
+pub fn sidecar(csv: &Path) -> PathBuf {
+    let stem = match csv.extension() {
+        Some(e) if e == "csv" => csv.with_extension(""),
+        _ => csv.to_path_buf(),
+    };
+    let mut name = stem.into_os_string();
+    name.push(".summary.json");
+    PathBuf::from(name)
+}
+
 #[derive(Serialize)]
 pub struct Summary {
+    /// The version that wrote it.
+    pub jitterwatch: &'static str,
+    /// The run's CSV, as an absolute path, when it wrote one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub csv: Option<String>,
     /// `probe` (the spin probe's gaps) or `passive` (the watched threads').
     pub mode: &'static str,
     pub duration_ns: u64,
@@ -167,6 +185,8 @@ impl Summary {
             notes.push(format!("watched thread {tid} also ran on CPU {cpu}, which is not watched: its time there is not counted"));
         }
         Summary {
+            jitterwatch: env!("CARGO_PKG_VERSION"),
+            csv: None,
             mode: "probe",
             duration_ns: s.elapsed_ns(),
             events: n.events,
@@ -370,6 +390,13 @@ mod tests {
         assert_eq!(v["overhead"]["consumer_cpu_ns"], 20_000);
         assert_eq!(v["overhead"]["consumer_ns_per_event"], 50.0);
         assert_eq!(v["overhead"]["setup_cpu_ns"], 30_000_000);
+    }
+
+    #[test]
+    fn the_sidecar_sits_beside_the_csv() {
+        assert_eq!(sidecar(Path::new("runs/untuned.csv")), Path::new("runs/untuned.summary.json"));
+        assert_eq!(sidecar(Path::new("hiccups")), Path::new("hiccups.summary.json"));
+        assert_eq!(sidecar(Path::new("a.b.txt")), Path::new("a.b.txt.summary.json"));
     }
 
     /// Drop counters that could not be read are said, never shown as 0.

@@ -1,0 +1,232 @@
+//! One run as `compare` reads it back: its CSV's rows and the summary
+//! written beside it (the run's duration, mode and per-CPU threshold,
+//! which the rows alone do not say). Both files are untrusted input: a
+//! field that does not parse is an error naming the file and line; a last
+//! line cut short (a run killed mid-write, a copy interrupted) is left out
+//! and said.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+use crate::export::{split_causes, HEADER};
+use crate::sanitize::{guard, visible};
+
+/// The columns of the contract every jitterwatch CSV starts with.
+const CONTRACT: usize = 9;
+
+/// What `compare` needs from the run's summary (summary::Summary, by the
+/// same field names).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Meta {
+    pub mode: String,
+    pub duration_ns: u64,
+    pub cpus: Vec<MetaCpu>,
+    #[serde(default)]
+    pub csv: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct MetaCpu {
+    pub cpu: u32,
+    pub threshold_ns: u64,
+    pub hiccups: u64,
+}
+
+/// One hiccup: its CPU, length, the part named by kernel events (lost
+/// time excluded), whose it was (passive mode) and its causes.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub cpu: u32,
+    pub gap_ns: u64,
+    pub named_ns: u64,
+    pub victim: Option<u32>,
+    /// (index into `Run::keys`, ns)
+    pub causes: Vec<(u32, u64)>,
+}
+
+#[derive(Debug)]
+pub struct Run {
+    /// Escaped (`sanitize::visible`), as every name here.
+    pub label: String,
+    pub csv: PathBuf,
+    pub meta: Meta,
+    pub rows: Vec<Row>,
+    /// Causes as `kind:name`, a task without its pid (the same program in
+    /// two runs has two pids); names as the CSV shows them.
+    pub keys: Vec<String>,
+    /// Passive mode's watched threads by name, as the CSV shows it, without
+    /// the tid (a program's threads have new tids in each run).
+    pub victims: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+impl Run {
+    pub fn duration_s(&self) -> f64 {
+        self.meta.duration_ns as f64 / 1e9
+    }
+
+    pub fn watched(&self) -> Vec<u32> {
+        self.meta.cpus.iter().map(|c| c.cpu).collect()
+    }
+}
+
+/// A run named by its CSV (its summary beside it, `summary::sidecar`) or
+/// by its summary (which names its CSV).
+pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
+    let shown = path.display().to_string();
+    let shown = visible(&shown);
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {shown}"))?;
+    let (csv_path, csv_bytes, meta) = if bytes.trim_ascii_start().starts_with(b"{") {
+        let meta = parse_meta(&bytes, &shown)?;
+        let csv = csv_of(path, &meta).with_context(|| format!("{shown} is a run summary without its CSV"))?;
+        let b =
+            std::fs::read(&csv).with_context(|| format!("cannot read {}, the CSV {shown} names", visible(&csv.display().to_string())))?;
+        (csv, b, meta)
+    } else {
+        let side = crate::summary::sidecar(path);
+        let side_shown = side.display().to_string();
+        let m = std::fs::read(&side).with_context(|| {
+            format!(
+                "no run summary beside {shown} ({} is missing): jitterwatch writes it with --csv; or name the --summary-json file",
+                visible(&side_shown)
+            )
+        })?;
+        (path.to_path_buf(), bytes, parse_meta(&m, &visible(&side_shown))?)
+    };
+    if meta.duration_ns == 0 {
+        bail!("{shown}: the run lasted 0 s, nothing to compare");
+    }
+    // Shown on a terminal and in the chart: escaped.
+    let label = label.unwrap_or_else(|| {
+        csv_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| csv_path.display().to_string())
+    });
+    let label = visible(&label).into_owned();
+    let mut run = Run { label, csv: csv_path, meta, rows: Vec::new(), keys: Vec::new(), victims: Vec::new(), notes: Vec::new() };
+    read_rows(&csv_bytes, &mut run)?;
+    let counted: u64 = run.meta.cpus.iter().map(|c| c.hiccups).sum();
+    if run.rows.len() as u64 != counted {
+        run.notes.push(format!(
+            "{}: the CSV holds {} rows and the summary counted {counted} hiccups (a reset during the run, or a file cut short)",
+            visible(&run.label),
+            run.rows.len()
+        ));
+    }
+    Ok(run)
+}
+
+fn parse_meta(bytes: &[u8], shown: &str) -> Result<Meta> {
+    serde_json::from_slice(bytes).with_context(|| format!("{shown} is not a jitterwatch run summary"))
+}
+
+/// The summary's CSV: where it was written, else the file of that name
+/// beside the summary (the two copied elsewhere together).
+fn csv_of(summary: &Path, meta: &Meta) -> Result<PathBuf> {
+    let Some(csv) = meta.csv.as_deref().map(PathBuf::from) else { bail!("the run wrote no CSV (run it with --csv)") };
+    if csv.exists() {
+        return Ok(csv);
+    }
+    match (summary.parent(), csv.file_name()) {
+        (Some(dir), Some(name)) if dir.join(name).exists() => Ok(dir.join(name)),
+        _ => bail!("neither {} nor a file of its name beside it exists", visible(&csv.display().to_string())),
+    }
+}
+
+fn read_rows(bytes: &[u8], run: &mut Run) -> Result<()> {
+    let name = visible(&run.csv.display().to_string()).into_owned();
+    if bytes.is_empty() {
+        bail!("{name} is empty: not a jitterwatch CSV (it has no header)");
+    }
+    // A run stopped mid-write, or a partial copy: compare what is whole.
+    let whole = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(i) if i + 1 < bytes.len() => {
+            run.notes
+                .push(format!("{name}: its last line is cut short ({} bytes): compared the whole rows before it", bytes.len() - i - 1));
+            &bytes[..=i]
+        }
+        Some(_) => bytes,
+        None => bail!("{name} has no complete line: not a jitterwatch CSV"),
+    };
+    let mut r = csv::ReaderBuilder::new().has_headers(true).flexible(true).from_reader(whole);
+    let header = r.headers().with_context(|| format!("{name}: unreadable header"))?.clone();
+    if header.len() < CONTRACT || header.iter().take(CONTRACT).ne(HEADER.iter().take(CONTRACT).copied()) {
+        let shown: Vec<&str> = header.iter().take(CONTRACT).collect();
+        bail!("{name} is not a jitterwatch CSV: its header begins `{}`, not `{}`", visible(&shown.join(",")), HEADER[..CONTRACT].join(","));
+    }
+    let victim_col = header.iter().position(|h| h == "victim");
+    let mut keys: HashMap<String, u32> = HashMap::new();
+    let mut victims: HashMap<String, u32> = HashMap::new();
+    for (i, rec) in r.records().enumerate() {
+        let line = i + 2;
+        let rec = rec.with_context(|| format!("{name}, line {line}"))?;
+        if rec.len() != header.len() {
+            bail!("{name}, line {line}: {} fields where the header has {}", rec.len(), header.len());
+        }
+        let num = |col: usize| -> Result<u64> {
+            rec[col].parse().with_context(|| format!("{name}, line {line}: {} is `{}`, not a number", HEADER[col], visible(&rec[col])))
+        };
+        let (cpu, gap) = (num(1)?, num(2)?);
+        let cpu = u32::try_from(cpu).with_context(|| format!("{name}, line {line}: cpu {cpu} is out of range"))?;
+        let mut row = Row { cpu, gap_ns: gap, named_ns: 0, victim: None, causes: Vec::new() };
+        for c in split_causes(&rec[8]) {
+            let (kind, cname, ns) = c.map_err(|e| anyhow::anyhow!("{name}, line {line}: a cause {e}"))?;
+            if kind != "unexplained" && kind != "lost" {
+                row.named_ns += ns;
+            }
+            // Names were escaped when written; `guard` catches a file made
+            // by hand with raw control or format characters.
+            let key = match without_pid(kind, &cname) {
+                "" => guard(kind).into_owned(),
+                name => format!("{}:{}", guard(kind), guard(name)),
+            };
+            let n = keys.len() as u32;
+            let id = *keys.entry(key).or_insert(n);
+            row.causes.push((id, ns));
+        }
+        if row.named_ns > row.gap_ns {
+            bail!("{name}, line {line}: its causes add up to more than its gap");
+        }
+        if let Some(v) = victim_col.map(|c| &rec[c]).filter(|v| !v.is_empty()) {
+            let n = victims.len() as u32;
+            row.victim = Some(*victims.entry(guard(without_pid("task", v)).into_owned()).or_insert(n));
+        }
+        run.rows.push(row);
+    }
+    run.keys = ordered(keys);
+    run.victims = ordered(victims);
+    Ok(())
+}
+
+fn ordered(m: HashMap<String, u32>) -> Vec<String> {
+    let mut v: Vec<(String, u32)> = m.into_iter().collect();
+    v.sort_by_key(|e| e.1);
+    v.into_iter().map(|e| e.0).collect()
+}
+
+/// A task's name without its pid (`stress-ng[4242]` → `stress-ng`,
+/// `cc1[*]` → `cc1`), so one program in two runs is one cause.
+fn without_pid<'a>(kind: &str, name: &'a str) -> &'a str {
+    if kind != "task" || !name.ends_with(']') {
+        return name;
+    }
+    match name.rfind('[') {
+        Some(i) if name[i + 1..name.len() - 1].chars().all(|c| c.is_ascii_digit() || c == '*') => &name[..i],
+        _ => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_is_its_program() {
+        assert_eq!(without_pid("task", "stress-ng[4242]"), "stress-ng");
+        assert_eq!(without_pid("task", "cc1[*]"), "cc1");
+        assert_eq!(without_pid("task", "a[1][5]"), "a[1]");
+        assert_eq!(without_pid("task", "odd[x]"), "odd[x]");
+        assert_eq!(without_pid("work", "f[1]"), "f[1]");
+    }
+}

@@ -1,0 +1,220 @@
+//! `jitterwatch compare BASE TUNED...` and `jitterwatch report RUN`: the
+//! table users publish (one column per run), the causes side by side with
+//! what changed from the base, and the chart, from the files runs wrote
+//! (the CSV and the summary beside it).
+
+mod causes;
+mod chart;
+mod figures;
+mod input;
+mod table;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use figures::{Figures, Scope};
+use input::Run;
+
+/// Causes per run in the side-by-side table and the chart's bars.
+const TOP_CAUSES: usize = 8;
+/// Entries per list of changes.
+const CHANGES: usize = 5;
+/// Watched threads given their own table (the most interrupted first).
+const THREADS: usize = 8;
+
+pub struct Options {
+    pub inputs: Vec<PathBuf>,
+    pub labels: Vec<String>,
+    pub cpu: Option<u32>,
+    pub svg: Option<PathBuf>,
+    pub png: Option<PathBuf>,
+    pub json: bool,
+}
+
+/// Everything the table, the JSON and the chart show.
+#[derive(Serialize)]
+pub struct Comparison {
+    pub runs: Vec<RunInfo>,
+    pub blocks: Vec<Block>,
+    /// The scope the causes and the chart cover.
+    pub causes_scope: String,
+    pub causes: Vec<CauseRow>,
+    /// Per run: all the time stolen in that scope, ns per second of run.
+    pub total_ns_per_s: Vec<f64>,
+    pub changes: Vec<Versus>,
+    pub notes: Vec<String>,
+    #[serde(skip)]
+    pub gaps: Vec<Vec<u64>>,
+}
+
+#[derive(Serialize)]
+pub struct RunInfo {
+    pub label: String,
+    pub csv: String,
+    pub mode: String,
+    pub duration_ns: u64,
+    pub cpus: Vec<u32>,
+}
+
+#[derive(Serialize)]
+pub struct Block {
+    pub scope: String,
+    /// Per run, in the scope's CPUs (or None where the run did not watch it).
+    pub thresholds_ns: Vec<Option<(u64, u64)>>,
+    /// Per run; None where the run did not watch the scope.
+    pub figures: Vec<Option<Figures>>,
+}
+
+#[derive(Serialize)]
+pub struct CauseRow {
+    pub cause: String,
+    /// Per run: ns stolen per second of run (None: not seen).
+    pub ns_per_s: Vec<Option<f64>>,
+}
+
+#[derive(Serialize)]
+pub struct Versus {
+    pub run: String,
+    pub base: String,
+    #[serde(flatten)]
+    pub changes: causes::Changes,
+}
+
+pub fn run(o: Options, out: &mut dyn Write) -> Result<i32> {
+    if o.labels.len() > o.inputs.len() {
+        bail!("{} --label for {} runs: give at most one per run", o.labels.len(), o.inputs.len());
+    }
+    let mut labels = o.labels.into_iter();
+    let runs = o.inputs.iter().map(|p| input::load(p, labels.next())).collect::<Result<Vec<_>>>()?;
+    let cmp = compare(&runs, o.cpu)?;
+    if o.json {
+        serde_json::to_writer_pretty(&mut *out, &cmp)?;
+        writeln!(out)?;
+    } else {
+        table::write(&cmp, out)?;
+    }
+    if let Some(p) = &o.svg {
+        chart::svg(&cmp, p)?;
+    }
+    if let Some(p) = &o.png {
+        chart::png(&cmp, p)?;
+    }
+    Ok(0)
+}
+
+fn compare(runs: &[Run], cpu: Option<u32>) -> Result<Comparison> {
+    let mut notes: Vec<String> = runs.iter().flat_map(|r| r.notes.iter().cloned()).collect();
+    let mut all_cpus: Vec<u32> = runs.iter().flat_map(|r| r.watched()).collect();
+    all_cpus.sort_unstable();
+    all_cpus.dedup();
+    if let Some(c) = cpu {
+        if let Some(r) = runs.iter().find(|r| !r.watched().contains(&c)) {
+            bail!("{} did not watch CPU {c} (it watched {})", r.label, list(&r.watched()));
+        }
+    } else if runs.iter().any(|r| r.watched() != runs[0].watched()) {
+        let each: Vec<String> = runs.iter().map(|r| format!("{} watched {}", r.label, list(&r.watched()))).collect();
+        notes.push(format!("the runs watched different CPUs ({}): 'all CPUs' compares different CPUs", each.join("; ")));
+    }
+    if runs.iter().any(|r| r.meta.mode != runs[0].meta.mode) {
+        let each: Vec<String> = runs.iter().map(|r| format!("{} {}", r.label, r.meta.mode)).collect();
+        notes.push(format!("the runs measured different things ({}): a probe's gaps and passive mode's interruptions", each.join(", ")));
+    }
+    let one_cpu = all_cpus.len() == 1;
+    let mut scopes: Vec<Scope> = match cpu {
+        Some(c) => vec![Scope::Cpu(c)],
+        None if one_cpu => vec![Scope::Cpu(all_cpus[0])],
+        None => std::iter::once(Scope::All).chain(all_cpus.iter().map(|&c| Scope::Cpu(c))).collect(),
+    };
+    let main_scope = scopes[0].clone();
+    if cpu.is_none() {
+        scopes.extend(threads(runs, &mut notes));
+    }
+    let blocks: Vec<Block> = scopes
+        .iter()
+        .map(|s| Block {
+            scope: s.title(),
+            thresholds_ns: runs.iter().map(|r| thresholds(r, s)).collect(),
+            figures: runs.iter().map(|r| figures::figures(r, s)).collect(),
+        })
+        .collect();
+    if blocks.iter().any(|b| b.thresholds_ns.iter().flatten().collect::<Vec<_>>().windows(2).any(|w| w[0] != w[1])) {
+        notes.push("the thresholds differ between runs: gaps under the larger one are counted in one run only".to_string());
+    }
+    let rates: Vec<HashMap<String, f64>> = runs.iter().map(|r| causes::rates(r, &main_scope)).collect();
+    let causes = causes::top(&rates, TOP_CAUSES)
+        .into_iter()
+        .map(|k| CauseRow { ns_per_s: rates.iter().map(|r| r.get(&k).copied()).collect(), cause: k })
+        .collect();
+    let changes = runs
+        .iter()
+        .zip(&rates)
+        .skip(1)
+        .map(|(r, rate)| Versus { run: r.label.clone(), base: runs[0].label.clone(), changes: causes::changes(&rates[0], rate, CHANGES) })
+        .collect();
+    Ok(Comparison {
+        runs: runs
+            .iter()
+            .map(|r| RunInfo {
+                label: r.label.clone(),
+                csv: crate::sanitize::visible(&r.csv.display().to_string()).into_owned(),
+                mode: r.meta.mode.clone(),
+                duration_ns: r.meta.duration_ns,
+                cpus: r.watched(),
+            })
+            .collect(),
+        blocks,
+        causes_scope: main_scope.title(),
+        causes,
+        total_ns_per_s: rates.iter().map(|r| r.values().sum()).collect(),
+        changes,
+        notes,
+        gaps: runs.iter().map(|r| figures::sorted_gaps(r, &main_scope)).collect(),
+    })
+}
+
+/// Passive mode's watched threads, the most interrupted (in the base, then
+/// the others) first.
+fn threads(runs: &[Run], notes: &mut Vec<String>) -> Vec<Scope> {
+    let mut time: Vec<(String, usize, u64)> = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        for (id, name) in r.victims.iter().enumerate() {
+            let ns: u64 = r.rows.iter().filter(|row| row.victim == Some(id as u32)).map(|row| row.gap_ns).sum();
+            match time.iter_mut().find(|t| t.0 == *name) {
+                Some(t) if t.1 == i => t.2 += ns,
+                Some(_) => {}
+                None => time.push((name.clone(), i, ns)),
+            }
+        }
+    }
+    time.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)).then_with(|| a.0.cmp(&b.0)));
+    if time.len() > THREADS {
+        notes.push(format!("{} more watched threads are not tabulated (the CSV has them)", time.len() - THREADS));
+    }
+    time.into_iter().take(THREADS).map(|t| Scope::Thread(t.0)).collect()
+}
+
+/// The smallest and largest threshold over the scope's CPUs.
+fn thresholds(run: &Run, scope: &Scope) -> Option<(u64, u64)> {
+    let t: Vec<u64> = run
+        .meta
+        .cpus
+        .iter()
+        .filter(|c| match scope {
+            Scope::Cpu(n) => c.cpu == *n,
+            _ => true,
+        })
+        .map(|c| c.threshold_ns)
+        .collect();
+    Some((*t.iter().min()?, *t.iter().max()?))
+}
+
+fn list(cpus: &[u32]) -> String {
+    crate::cpulist::Display(&cpus.iter().map(|&c| c as usize).collect::<Vec<_>>()).to_string()
+}
+
+#[cfg(test)]
+mod tests;
