@@ -67,3 +67,19 @@ fn non_root_is_told_to_use_sudo() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("must run as root") && err.contains("sudo"), "{err}");
 }
+
+/// compare and report on files that are not runs: one line, non-zero exit.
+#[test]
+fn compare_refuses_what_is_not_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.csv");
+    let e = one_line_error(&["compare", missing.to_str().unwrap(), missing.to_str().unwrap()]);
+    assert!(e.contains("cannot read ") && e.contains("missing.csv: No such file"), "{e}");
+    let foreign = dir.path().join("foreign.csv");
+    std::fs::write(&foreign, "a,b,c\n1,2,3\n").unwrap();
+    std::fs::write(dir.path().join("foreign.summary.json"), r#"{"mode":"probe","duration_ns":1,"cpus":[]}"#).unwrap();
+    let e = one_line_error(&["report", foreign.to_str().unwrap()]);
+    assert!(e.contains("foreign.csv is not a jitterwatch CSV: its header begins `a,b,c`"), "{e}");
+    let e = one_line_error(&["compare", foreign.to_str().unwrap()]);
+    assert!(e.contains("required"), "{e}");
+}

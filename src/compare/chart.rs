@@ -22,8 +22,9 @@ pub const SIZE: (u32, u32) = (1200, 1000);
 const NINES: f64 = 5.0;
 const FONT: &str = "sans-serif";
 
-/// Tableau's ten colours: told apart in print and by most colour-blind readers.
-const PALETTE: [RGBColor; 10] = [
+/// Tableau's colours but its grey: told apart in print and by most
+/// colour-blind readers.
+const PALETTE: [RGBColor; 9] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -33,7 +34,6 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(227, 119, 194),
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
-    RGBColor(127, 127, 127),
 ];
 /// Unexplained time, and what the bars do not name, in greys.
 const UNEXPLAINED: RGBColor = RGBColor(90, 90, 90);
@@ -199,8 +199,17 @@ where
         .label_style((FONT, 15))
         .axis_desc_style((FONT, 17))
         .draw()?;
-    let colours: Vec<RGBColor> =
-        c.causes.iter().enumerate().map(|(i, k)| if k.cause == "unexplained" { UNEXPLAINED } else { PALETTE[i % PALETTE.len()] }).collect();
+    // A colour each for the largest causes (unexplained in grey); the rest
+    // join "other causes", so that no two entries share a colour.
+    let mut shown: Vec<(&super::CauseRow, RGBColor)> = Vec::new();
+    for k in &c.causes {
+        let used = shown.iter().filter(|(s, _)| s.cause != "unexplained").count();
+        if k.cause == "unexplained" {
+            shown.push((k, UNEXPLAINED));
+        } else if used < PALETTE.len() {
+            shown.push((k, PALETTE[used]));
+        }
+    }
     for run in 0..n {
         let (from, to) = (SegmentValue::Exact(&runs[run]), runs.get(run + 1).map_or(SegmentValue::Last, SegmentValue::Exact));
         let mut y = 0.0;
@@ -211,15 +220,14 @@ where
             y += h;
             r
         };
-        let mut rects: Vec<Rectangle<_>> =
-            c.causes.iter().zip(&colours).map(|(k, &col)| stack(k.ns_per_s[run].unwrap_or(0.0), col)).collect();
-        let named: f64 = c.causes.iter().filter_map(|k| k.ns_per_s[run]).sum();
+        let mut rects: Vec<Rectangle<_>> = shown.iter().map(|(k, col)| stack(k.ns_per_s[run].unwrap_or(0.0), *col)).collect();
+        let named: f64 = shown.iter().filter_map(|(k, _)| k.ns_per_s[run]).sum();
         rects.push(stack((c.total_ns_per_s[run] - named).max(0.0), OTHER));
         chart.draw_series(rects)?;
     }
     // The legend beside the bars, never over them.
     let legend = legend.margin(60, 10, 10, 10);
-    let entries = c.causes.iter().map(|k| k.cause.as_str()).zip(colours.iter().copied()).chain([("(other causes)", OTHER)]);
+    let entries = shown.iter().map(|(k, col)| (k.cause.as_str(), *col)).chain([("(other causes)", OTHER)]);
     for (row, (name, colour)) in entries.enumerate() {
         let y = row as i32 * 26;
         legend.draw(&Rectangle::new([(0, y), (16, y + 16)], colour.filled()))?;
