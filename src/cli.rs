@@ -107,6 +107,15 @@ pub enum Command {
         #[command(flatten)]
         out: ReportArgs,
     },
+    /// Replay synthetic event streams of N CPUs through the consumer (for cargo xtask bench)
+    #[command(hide = true)]
+    ReplayBench {
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        cpus: u32,
+        /// Events to replay, about
+        #[arg(long, default_value_t = 10_000_000)]
+        events: u64,
+    },
     /// Audit the isolation of the watched CPUs and print the fixes
     Doctor {
         /// CPUs to audit, as a kernel cpulist

@@ -30,6 +30,7 @@ mod passive;
 mod probe;
 mod procfs;
 mod record;
+mod replay;
 mod sanitize;
 mod say;
 mod snapshot;
@@ -83,6 +84,7 @@ pub fn main() -> ExitCode {
         Some(Command::Events { cpus, duration }) => events_cmd::run(cpus.as_deref(), duration),
         Some(Command::Compare { runs, out }) => compare::run(out.options(runs), &mut std::io::stdout().lock()),
         Some(Command::Report { run, out }) => compare::run(out.options(vec![run]), &mut std::io::stdout().lock()),
+        Some(Command::ReplayBench { cpus, events }) => replay::run(cpus as usize, events, &mut std::io::stdout().lock()),
         Some(Command::Doctor { cpus, json }) => {
             let root = std::path::Path::new("/");
             checks::existing_cpus(root, cpus.as_deref()).and_then(|cpus| doctor::run(root, &cpus, json, &mut std::io::stdout().lock()))

@@ -37,7 +37,7 @@ const QUIET_RECORDS: usize = 256;
 /// How often a snapshot goes to the screen (its frame rate).
 const SNAPSHOT_NS: u64 = 100_000_000;
 /// Segments each CPU's timeline keeps at most.
-const WINDOW: usize = 1 << 16;
+pub const WINDOW: usize = 1 << 16;
 
 /// What the screen or main thread asks of the collector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -109,8 +109,12 @@ pub struct Timeline {
 impl Timeline {
     /// `start`: when tracing began; time before the first event is Unknown.
     pub fn new(start: u64, cap: usize) -> Self {
+        const INITIAL_SEGMENTS: usize = 1024;
         Self {
-            segments: VecDeque::with_capacity(cap),
+            // Grown as a burst needs it, up to `cap`: a CPU's memory follows
+            // the longest stretch its window had to hold, not the cap (the
+            // window would otherwise touch all of it as it wraps round).
+            segments: VecDeque::with_capacity(cap.min(INITIAL_SEGMENTS)),
             cap,
             base: Context::Unknown,
             stack: Vec::with_capacity(MAX_DEPTH),

@@ -32,6 +32,7 @@ pub struct Results {
     pub bpf: BpfCost,
     pub cap: Capacity,
     pub mem: Memory,
+    pub replay: Vec<super::replay::Row>,
     /// How many tracepoints the bpftrace script attached.
     pub bt_probes: usize,
 }
@@ -356,6 +357,7 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
     let _ = writeln!(o, "| main() | {} |", s.to_main.show(1));
     let _ = writeln!(o, "| first probe sample | {} |", s.to_first_sample.show(1));
     let _ = writeln!(o, "| first kernel event | {} |", s.to_first_event.show(1));
+    o += &super::replay::markdown(&r.replay, h);
     o
 }
 

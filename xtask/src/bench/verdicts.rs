@@ -45,6 +45,33 @@ fn at_most(checks: &[(f64, f64)]) -> Verdict {
     }
 }
 
+/// Every value sampled and each at least its floor.
+fn at_least(checks: &[(f64, f64)]) -> Verdict {
+    if checks.iter().any(|&(v, _)| sample(v).is_none()) {
+        return Verdict::NotMeasured;
+    }
+    if checks.iter().all(|&(v, floor)| v >= floor) {
+        Verdict::Met
+    } else {
+        Verdict::Missed
+    }
+}
+
+/// Figure 7: every size replayed at ≥ `rate` events/s per core, and the
+/// largest sizes (where the fixed part no longer counts) within `mem`
+/// bytes per CPU. A size not replayed leaves it unmeasured.
+fn replay(rows: &[super::replay::Row], sizes: &[usize], rate: f64, mem: f64) -> Verdict {
+    let Some(found) = sizes.iter().map(|&n| rows.iter().find(|r| r.cpus == n)).collect::<Option<Vec<_>>>() else {
+        return Verdict::NotMeasured;
+    };
+    let big: Vec<(f64, f64)> = found.iter().filter(|r| r.cpus >= 64).map(|r| (r.mem_per_cpu.median, mem)).collect();
+    match (at_least(&found.iter().map(|r| (r.per_core.median, rate)).collect::<Vec<_>>()), at_most(&big)) {
+        (Verdict::NotMeasured, _) | (_, Verdict::NotMeasured) => Verdict::NotMeasured,
+        (Verdict::Met, Verdict::Met) => Verdict::Met,
+        _ => Verdict::Missed,
+    }
+}
+
 /// Figure 4: 0 drops up to `target` events/s. A load that never reached
 /// the target leaves it unmeasured (the host was too slow to load-test
 /// it), unless drops came below it, which misses it whatever the rest.
@@ -155,6 +182,20 @@ pub fn verdicts(r: &Results) -> Vec<(String, String, &'static str, Verdict)> {
         ),
         ("5. Peak RSS".into(), format!("{mem_mib:.1} MiB"), "≤ 32 MiB", at_most(&[(mem_mib, 32.0)])),
         (
+            "7. Many CPUs, by replay".into(),
+            {
+                let at = |n: usize| r.replay.iter().find(|x| x.cpus == n);
+                let show = |n: usize| {
+                    at(n).map_or(format!("{n} CPUs not measured"), |x| {
+                        format!("{n} CPUs {:.1} M/s, {:.0} KiB/CPU", x.per_core.median / 1e6, x.mem_per_cpu.median / 1024.0)
+                    })
+                };
+                format!("events/s per consumer core and memory: {}", super::replay::SIZES.map(show).join("; "))
+            },
+            "≥ 5 M events/s per core; ≤ 1 MiB per CPU at 64 and 256",
+            replay(&r.replay, &super::replay::SIZES, 5e6, 1024.0 * 1024.0),
+        ),
+        (
             "6. Start-up".into(),
             format!("first sample {:.0} ms, first event {:.0} ms after exec", s.to_first_sample.median, s.to_first_event.median),
             "≤ 1 s",
@@ -197,6 +238,27 @@ mod tests {
         let e = hook_part(&spread(-0.9, -1.1, -0.7), &null).unwrap_err();
         assert!(e.contains("-0.90%"), "{e}");
         assert_eq!(hook_part(&spread(f64::NAN, 0.0, 0.0), &null), Err("not measured".into()));
+    }
+
+    #[test]
+    fn replay_needs_every_size_and_both_limits() {
+        use crate::bench::replay::Row;
+        let row = |cpus, rate, mem| Row {
+            cpus,
+            events: 1e7,
+            per_core: spread(rate, rate, rate),
+            mem_per_cpu: spread(mem, mem, mem),
+            stream: (2e4, 2e3, 60.0),
+        };
+        let good = vec![row(1, 12e6, 2e6), row(64, 11e6, 3e5), row(256, 6e6, 3e5)];
+        assert_eq!(replay(&good, &[1, 64, 256], 5e6, 1048576.0), Verdict::Met, "1 CPU's fixed part is not judged");
+        assert_eq!(replay(&good[..2], &[1, 64, 256], 5e6, 1048576.0), Verdict::NotMeasured, "256 CPUs not replayed");
+        let slow = vec![row(1, 12e6, 2e6), row(64, 11e6, 3e5), row(256, 4e6, 3e5)];
+        assert_eq!(replay(&slow, &[1, 64, 256], 5e6, 1048576.0), Verdict::Missed);
+        let fat = vec![row(1, 12e6, 2e6), row(64, 11e6, 3e6), row(256, 6e6, 3e5)];
+        assert_eq!(replay(&fat, &[1, 64, 256], 5e6, 1048576.0), Verdict::Missed);
+        let nan = vec![row(1, f64::NAN, 2e6), row(64, 11e6, 3e5), row(256, 6e6, 3e5)];
+        assert_eq!(replay(&nan, &[1, 64, 256], 5e6, 1048576.0), Verdict::NotMeasured);
     }
 
     #[test]
