@@ -17,6 +17,7 @@ pub struct Cli {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LoopClockArg {
+    Auto,
     Vdso,
     Tsc,
 }
@@ -36,8 +37,8 @@ pub struct WatchArgs {
     #[arg(long, value_name = "PRIO", num_args = 0..=1, default_missing_value = "50",
           value_parser = clap::value_parser!(i32).range(1..=99))]
     pub rt: Option<i32>,
-    /// The probe loop's clock: vdso (clock_gettime) or tsc (the time-stamp counter, calibrated against CLOCK_MONOTONIC)
-    #[arg(long, value_enum, default_value_t = LoopClockArg::Vdso)]
+    /// The probe loop's clock: tsc (the time-stamp counter, calibrated against CLOCK_MONOTONIC), vdso (clock_gettime), or auto: tsc where it is invariant and the kernel's clocksource, else vdso
+    #[arg(long, value_enum, default_value_t = LoopClockArg::Auto)]
     pub clock: LoopClockArg,
     /// Write one row per hiccup to this CSV file
     #[arg(long, value_name = "PATH")]

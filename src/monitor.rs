@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::cli::WatchArgs;
+use crate::cli::{LoopClockArg, WatchArgs};
 use crate::collector::{self, Collector, HiccupSink};
 use crate::export::CsvSink;
 use crate::probe::{Probe, ProbeConfig, Probes, MIN_FLOORS, STOP_BOUND};
@@ -49,13 +49,18 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     // Once per run: the screen's hint line and the summary's hints.
     let audit = crate::doctor::audit(root, &cpus);
 
-    let tsc = args.clock == crate::cli::LoopClockArg::Tsc
-        && match crate::loop_clock::tsc_usable(root) {
-            Ok(()) => true,
-            Err(why) => {
-                say!("--clock tsc: {why}; the probe reads clock_gettime instead");
-                false
-            }
+    // Passive mode runs no probe, so it has no loop clock to choose.
+    let tsc = target.is_none()
+        && match args.clock {
+            LoopClockArg::Vdso => false,
+            LoopClockArg::Tsc | LoopClockArg::Auto => match crate::loop_clock::tsc_usable(root) {
+                Ok(()) => true,
+                Err(why) => {
+                    let asked = if args.clock == LoopClockArg::Tsc { "--clock tsc" } else { "the TSC (the default clock)" };
+                    say!("{asked}: {why}; the probe reads clock_gettime instead");
+                    false
+                }
+            },
         };
     let cfg = ProbeConfig { threshold_ns: args.threshold, rt_prio: args.rt, tsc };
     let mut probes = match target {

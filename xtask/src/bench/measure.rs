@@ -92,7 +92,8 @@ pub fn floor(cx: &Ctx) -> Result<Floor> {
                 let out = util::output(Command::new("taskset").args(["-c", &cpu]).arg(&cx.cloop).arg(secs.to_string()))?;
                 c = (util::field(&out, "min_ns")?, util::field(&out, "mean_ns")?, util::field(&out, "quiet_mean_ns")?);
             } else {
-                let run = util::jw_run(&cx.bin, cx.watched, secs, &[], None)?;
+                // The vDSO loop against the C loop reading the same clock.
+                let run = util::jw_run(&cx.bin, cx.watched, secs, &["--clock", "vdso"], None)?;
                 let v = &run.json;
                 j = (num(v, "/cpus/0/loop_floor_ns"), num(v, "/cpus/0/loop_mean_ns"), num(v, "/cpus/0/loop_quiet_mean_ns"));
                 thr.push(num(v, "/cpus/0/threshold_ns"));
