@@ -16,6 +16,14 @@ pub struct Cli {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProbeArg {
+    /// Read the clock in a tight loop: every gap is time taken from the CPU
+    Spin,
+    /// Sleep to a deadline every --period: how late the thread wakes, as cyclictest measures
+    Wakeup,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LoopClockArg {
     Auto,
     Vdso,
@@ -37,6 +45,15 @@ pub struct WatchArgs {
     #[arg(long, value_name = "PRIO", num_args = 0..=1, default_missing_value = "50",
           value_parser = clap::value_parser!(i32).range(1..=99))]
     pub rt: Option<i32>,
+    /// The probe on each CPU: spin (a tight clock loop) or wakeup (sleeps to a deadline every --period)
+    #[arg(long, value_enum, default_value_t = ProbeArg::Spin, conflicts_with_all = ["pid", "tid", "comm"])]
+    pub probe: ProbeArg,
+    /// The wake-up probe's period, 10us to 10s (default 1ms)
+    #[arg(long, value_name = "DUR", value_parser = crate::duration::period_ns)]
+    pub period: Option<u64>,
+    /// The wake-up probe's timer slack (PR_SET_TIMERSLACK), e.g. 1ns; default: the thread's (50us for SCHED_OTHER, 0 under --rt)
+    #[arg(long, value_name = "DUR", value_parser = crate::duration::parse_ns)]
+    pub timer_slack: Option<u64>,
     /// The probe loop's clock: tsc (the time-stamp counter, calibrated against CLOCK_MONOTONIC), vdso (clock_gettime), or auto: tsc where it is invariant and the kernel's clocksource, else vdso
     #[arg(long, value_enum, default_value_t = LoopClockArg::Auto)]
     pub clock: LoopClockArg,

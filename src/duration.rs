@@ -51,6 +51,18 @@ pub fn positive_ns(s: &str) -> Result<u64, PositiveError> {
     }
 }
 
+/// The wake-up probe's period: under 10 µs the probe would measure its own
+/// sleep and wake-up; over 10 s it would hardly sample.
+pub fn period_ns(s: &str) -> Result<u64, String> {
+    const MIN: u64 = 10_000;
+    const MAX: u64 = 10_000_000_000;
+    match positive_ns(s).map_err(|e| e.to_string())? {
+        n if n < MIN => Err(format!("{s:?} is under 10us: the probe would measure its own sleep; give 10us to 10s")),
+        n if n > MAX => Err(format!("{s:?} is over 10s: give 10us to 10s")),
+        n => Ok(n),
+    }
+}
+
 pub fn positive(s: &str) -> Result<std::time::Duration, PositiveError> {
     positive_ns(s).map(std::time::Duration::from_nanos)
 }
@@ -76,6 +88,15 @@ mod tests {
         assert_eq!(positive_ns("0ns"), Err(PositiveError::Zero("0ns".into())));
         assert_eq!(positive("0.0s"), Err(PositiveError::Zero("0.0s".into())));
         assert_eq!(positive_ns("1ns"), Ok(1));
+    }
+
+    #[test]
+    fn periods_between_10us_and_10s() {
+        assert_eq!(period_ns("1ms"), Ok(1_000_000));
+        assert_eq!(period_ns("10us"), Ok(10_000));
+        assert!(period_ns("9us").unwrap_err().contains("under 10us"));
+        assert!(period_ns("11s").unwrap_err().contains("over 10s"));
+        assert!(period_ns("0s").unwrap_err().contains("is zero"));
     }
 
     #[test]

@@ -22,10 +22,13 @@ pub enum Source {
     Preempted,
     /// Passive mode: from the watched thread's wake-up to its switch-in.
     Wakeup,
+    /// The wake-up probe: from its deadline to its first clock read after
+    /// the sleep (its latency).
+    WakeupProbe,
 }
 
 impl Source {
-    pub const ALL: [Source; 4] = [Source::Probe, Source::Interrupted, Source::Preempted, Source::Wakeup];
+    pub const ALL: [Source; 5] = [Source::Probe, Source::Interrupted, Source::Preempted, Source::Wakeup, Source::WakeupProbe];
 
     /// As the CSV's `source` column writes it.
     pub fn as_str(self) -> &'static str {
@@ -34,6 +37,7 @@ impl Source {
             Source::Interrupted => "interrupted",
             Source::Preempted => "preempted",
             Source::Wakeup => "wakeup",
+            Source::WakeupProbe => "wakeup-probe",
         }
     }
 }

@@ -70,7 +70,12 @@ pub fn main() -> ExitCode {
             // One line, like every other error, not clap's three.
             let msg = e.to_string();
             let first = msg.lines().next().unwrap_or_default();
-            say!("{} (see --help)", first.trim_start_matches("error: "));
+            // An enum's values are on a line of their own: keep them.
+            let values = msg.lines().find_map(|l| l.trim().strip_prefix("[possible values: ")).map(|v| v.trim_end_matches(']'));
+            match values {
+                Some(v) => say!("{}: give one of {v} (see --help)", first.trim_start_matches("error: ")),
+                None => say!("{} (see --help)", first.trim_start_matches("error: ")),
+            }
             return ExitCode::from(2);
         }
     };

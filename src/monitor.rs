@@ -13,14 +13,20 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::cli::{LoopClockArg, WatchArgs};
+use crate::cli::{LoopClockArg, ProbeArg, WatchArgs};
 use crate::collector::{self, Collector, HiccupSink};
 use crate::export::CsvSink;
-use crate::probe::{Probe, ProbeConfig, Probes, MIN_FLOORS, STOP_BOUND};
+use crate::probe::{Probe, ProbeConfig, ProbeKind, Probes, MIN_FLOORS, STOP_BOUND};
+
+/// The wake-up probe's period unless --period says otherwise (cyclictest's -i 1000).
+const DEFAULT_PERIOD_NS: u64 = 1_000_000;
 use crate::summary::Summary;
 use crate::{cpulist, lifecycle, passive, startup};
 
 pub fn run(args: WatchArgs) -> Result<i32> {
+    if args.probe != ProbeArg::Wakeup && (args.period.is_some() || args.timer_slack.is_some()) {
+        anyhow::bail!("--period and --timer-slack are the wake-up probe's: add --probe wakeup");
+    }
     let root = Path::new("/");
     let filter = args.passive_filter();
     let target = match &filter {
@@ -50,7 +56,9 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let audit = crate::doctor::audit(root, &cpus);
 
     // Passive mode runs no probe, so it has no loop clock to choose.
+    // The wake-up probe reads clock_gettime once per wake-up: no TSC.
     let tsc = target.is_none()
+        && args.probe == ProbeArg::Spin
         && match args.clock {
             LoopClockArg::Vdso => false,
             LoopClockArg::Tsc | LoopClockArg::Auto => match crate::loop_clock::tsc_usable(root) {
@@ -62,7 +70,11 @@ pub fn run(args: WatchArgs) -> Result<i32> {
                 }
             },
         };
-    let cfg = ProbeConfig { threshold_ns: args.threshold, rt_prio: args.rt, tsc };
+    let kind = match args.probe {
+        ProbeArg::Spin => ProbeKind::Spin,
+        ProbeArg::Wakeup => ProbeKind::Wakeup { period_ns: args.period.unwrap_or(DEFAULT_PERIOD_NS) },
+    };
+    let cfg = ProbeConfig { kind, timer_slack_ns: args.timer_slack, threshold_ns: args.threshold, rt_prio: args.rt, tsc };
     let mut probes = match target {
         Some(_) => Probes::new(Vec::new()),
         None => Probes::new(cpus.iter().map(|&c| Probe::spawn(c as u32, cfg)).collect::<Result<Vec<_>>>()?),
@@ -122,6 +134,21 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         for n in &t.notes {
             say!("{n}");
         }
+    } else if let (ProbeKind::Wakeup { period_ns }, false) = (kind, tui) {
+        let how = if args.threshold.is_some() { "as given" } else { "2 × the median latency of the first 100 ms, at least 10 µs" };
+        let thr: Vec<String> = probes
+            .iter()
+            .map(|p| {
+                let slack = p.shared.wake.as_ref().map_or(0, |w| w.slack_ns.load(Relaxed));
+                format!("{}: {} ns (timer slack {} ns)", p.shared.cpu, p.shared.threshold_ns.load(Relaxed), slack)
+            })
+            .collect();
+        say!(
+            "wake-up probe on CPU {} every {}; threshold ({how}) {}",
+            cpulist::Display(&cpus),
+            crate::units::ns(period_ns),
+            thr.join(", ")
+        );
     } else if !tui {
         let thr: Vec<String> = probes
             .iter()

@@ -83,3 +83,22 @@ fn compare_refuses_what_is_not_a_run() {
     let e = one_line_error(&["compare", foreign.to_str().unwrap()]);
     assert!(e.contains("required"), "{e}");
 }
+
+/// The wake-up probe's options: one line each.
+#[test]
+fn wakeup_probe_options_are_checked() {
+    let e = one_line_error(&["--cpus", "0", "--probe", "wakeup", "--period", "0"]);
+    assert!(e.contains("--period") && e.contains("malformed duration \"0\""), "{e}");
+    let e = one_line_error(&["--cpus", "0", "--probe", "wakeup", "--period", "0ms"]);
+    assert!(e.contains("is zero"), "{e}");
+    let e = one_line_error(&["--cpus", "0", "--probe", "wakeup", "--period", "5us"]);
+    assert!(e.contains("under 10us"), "{e}");
+    let e = one_line_error(&["--cpus", "0", "--probe", "wakeup", "--period", "11s"]);
+    assert!(e.contains("over 10s"), "{e}");
+    let e = one_line_error(&["--cpus", "0", "--probe", "banana"]);
+    assert!(e.contains("banana") && e.contains("spin") && e.contains("wakeup"), "{e}");
+    let e = one_line_error(&["--cpus", "0", "--period", "1ms", "--no-tui"]);
+    assert!(e.contains("add --probe wakeup"), "{e}");
+    let e = one_line_error(&["--probe", "wakeup", "--pid", "1"]);
+    assert!(e.contains("cannot be used with"), "{e}");
+}

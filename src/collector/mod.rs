@@ -280,6 +280,7 @@ impl Own {
                         drops: drops.get(p.cpu as usize).copied().unwrap_or(0),
                         tsc_drift_ns: Some(p.tsc_drift_ns.load(Relaxed)).filter(|&d| d != i64::MIN),
                         tsc: p.uses_tsc.load(Relaxed),
+                        wakeup: p.wake.as_ref().and_then(|w| w.latency()),
                     }
                 })
                 .collect(),

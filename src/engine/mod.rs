@@ -171,12 +171,12 @@ impl Engine {
         // The probe ran at both ends of its gap: that places switches into
         // it that no event reported.
         let tl = &mut self.timelines[slot];
-        let probe = g.source == Source::Probe;
-        if probe {
+        // The wake-up probe slept until its deadline: it ran only at the end.
+        if g.source == Source::Probe {
             tl.probe_ran_at(g.t0);
         }
         let mut unexplained = tl.charge(g.t0, g.t1, watermark, &mut self.scratch);
-        if probe {
+        if matches!(g.source, Source::Probe | Source::WakeupProbe) {
             tl.probe_ran_at(g.t1);
         }
         // A victim's own time inside its interval (the kernel's entry and

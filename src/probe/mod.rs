@@ -13,8 +13,9 @@ use crossbeam_queue::ArrayQueue;
 use crate::interval::Interval;
 
 mod spin;
-use spin::run;
+mod wakeup;
 pub use spin::MIN_FLOORS;
+pub use wakeup::{Latency, WakeStats};
 
 pub const HIST_BUCKETS: usize = 64;
 /// Gaps the queue holds before overflowing (counted, never blocking).
@@ -61,13 +62,19 @@ pub struct ProbeShared {
     pub tsc_drift_ns: AtomicI64,
     /// The loop reads the TSC (calibrated), not clock_gettime.
     pub uses_tsc: AtomicBool,
+    /// The wake-up probe's latencies (None for the spin probe).
+    pub wake: Option<WakeStats>,
     /// Set to make the probe leave its loop.
     stop: AtomicBool,
 }
 
 impl ProbeShared {
-    pub fn new(cpu: u32) -> Self {
+    pub fn new(cpu: u32, kind: ProbeKind) -> Self {
         Self {
+            wake: match kind {
+                ProbeKind::Spin => None,
+                ProbeKind::Wakeup { period_ns } => Some(WakeStats::new(period_ns)),
+            },
             cpu,
             queue: ArrayQueue::new(QUEUE_LEN),
             overflow: AtomicU64::new(0),
@@ -105,8 +112,20 @@ impl ProbeShared {
     }
 }
 
+/// What the probe thread does on its CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeKind {
+    /// Reads the clock in a tight loop: every gap is time taken from it.
+    Spin,
+    /// Sleeps to a deadline every period: how late it wakes.
+    Wakeup { period_ns: u64 },
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct ProbeConfig {
+    pub kind: ProbeKind,
+    /// The wake-up probe's timer slack, when set (PR_SET_TIMERSLACK).
+    pub timer_slack_ns: Option<u64>,
     /// None: calibrate as hiccups does (8 × the smallest loop delta).
     pub threshold_ns: Option<u64>,
     /// SCHED_FIFO priority, when asked for.
@@ -126,7 +145,7 @@ impl Probe {
     /// blocks until `start` and runs until stopped (`Probes::stop`); stopped
     /// without `start`, it exits without measuring.
     pub fn spawn(cpu: u32, cfg: ProbeConfig) -> anyhow::Result<Self> {
-        let shared = Arc::new(ProbeShared::new(cpu));
+        let shared = Arc::new(ProbeShared::new(cpu, cfg.kind));
         let (ready_tx, ready_rx) = mpsc::channel();
         let (go_tx, go_rx) = mpsc::channel::<()>();
         let s = shared.clone();
@@ -136,7 +155,10 @@ impl Probe {
             let ok = setup.is_ok();
             let _ = ready_tx.send(setup);
             if ok && go_rx.recv().is_ok() && !s.stop.load(Relaxed) {
-                run(&s, cfg);
+                match &s.wake {
+                    None => spin::run(&s, cfg),
+                    Some(w) => wakeup::run(&s, cfg, w),
+                }
             }
         })?;
         match ready_rx.recv() {

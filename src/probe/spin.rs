@@ -168,7 +168,7 @@ fn report_gap(s: &ProbeShared, t0: u64, t1: u64) -> bool {
 
 /// Checked off the per-iteration path (on a gap, and every publish).
 #[cold]
-fn still_on_cpu(s: &ProbeShared) -> bool {
+pub(super) fn still_on_cpu(s: &ProbeShared) -> bool {
     // SAFETY: sched_getcpu has no preconditions.
     let now = unsafe { libc::sched_getcpu() };
     if now < 0 || now as u32 == s.cpu {

@@ -31,6 +31,9 @@ pub struct CpuCounters {
     /// stopped, ns (None: vDSO clock, or not stopped yet).
     pub tsc_drift_ns: Option<i64>,
     pub tsc: bool,
+    /// The wake-up probe's latencies over the whole run (a reset does not
+    /// clear them).
+    pub wakeup: Option<crate::probe::Latency>,
 }
 
 impl CpuCounters {
@@ -46,6 +49,7 @@ impl CpuCounters {
             drops: 0,
             tsc_drift_ns: None,
             tsc: false,
+            wakeup: None,
         }
     }
 

@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::cause::{Cause, Kind, LOST, UNEXPLAINED};
 use crate::sanitize::visible;
 use crate::stats::Stats;
+use crate::units::ns;
 
 /// Causes listed per CPU.
 const TOP: usize = 10;
@@ -41,6 +42,10 @@ pub struct CpuRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tsc_drift_ns: Option<i64>,
     pub hiccups_per_sec: f64,
+    /// The wake-up probe's latencies, in cyclictest's terms (`hiccups`:
+    /// those over the threshold).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wakeup: Option<crate::probe::Latency>,
     pub queue_overflows: u64,
     pub ringbuf_drops: u64,
     pub top_causes: Vec<CauseRow>,
@@ -108,7 +113,8 @@ pub struct Summary {
     /// The run's CSV, as an absolute path, when it wrote one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub csv: Option<String>,
-    /// `probe` (the spin probe's gaps) or `passive` (the watched threads').
+    /// `probe` (the spin probe's gaps), `wakeup` (the wake-up probe's late
+    /// wake-ups) or `passive` (the watched threads').
     pub mode: &'static str,
     pub duration_ns: u64,
     pub events: u64,
@@ -132,7 +138,7 @@ pub struct Summary {
 
 impl Summary {
     pub fn from_stats(s: &Stats) -> Self {
-        let cpus = s
+        let cpus: Vec<CpuRow> = s
             .cpus
             .iter()
             .map(|c| CpuRow {
@@ -152,6 +158,7 @@ impl Summary {
                 clock: if c.probe.tsc { "tsc" } else { "vdso" },
                 tsc_drift_ns: c.probe.tsc_drift_ns,
                 hiccups_per_sec: s.per_sec(c.hiccups),
+                wakeup: c.probe.wakeup.clone(),
                 queue_overflows: c.probe.overflow,
                 ringbuf_drops: c.probe.drops,
                 top_causes: s
@@ -184,10 +191,11 @@ impl Summary {
         for &(tid, cpu) in &s.threads_elsewhere {
             notes.push(format!("watched thread {tid} also ran on CPU {cpu}, which is not watched: its time there is not counted"));
         }
+        let wakeup = cpus.iter().any(|c| c.wakeup.is_some());
         Summary {
             jitterwatch: env!("CARGO_PKG_VERSION"),
             csv: None,
-            mode: "probe",
+            mode: if wakeup { "wakeup" } else { "probe" },
             duration_ns: s.elapsed_ns(),
             events: n.events,
             events_per_sec: s.per_sec(n.events),
@@ -264,6 +272,8 @@ impl Summary {
                 },
                 if self.mode == "passive" {
                     "passive (no probe)".to_string()
+                } else if let Some(w) = &c.wakeup {
+                    format!("wake-up probe every {} (timer slack {})", ns(w.period_ns), ns(w.slack_ns))
                 } else {
                     format!(
                         "loop floor {} ns (mean period {:.1} ns, {:.1} ns between hiccups{})",
@@ -281,6 +291,20 @@ impl Summary {
                 c.queue_overflows,
                 c.ringbuf_drops
             )?;
+            if let Some(w) = &c.wakeup {
+                writeln!(
+                    out,
+                    "  wake-up latency over {} wake-ups: min {}, avg {}, max {}; p50 {}, p99 {}, p99.9 {} (1 µs buckets); {} over the threshold",
+                    w.wakeups,
+                    ns(w.min_ns),
+                    ns(w.avg_ns.round() as u64),
+                    ns(w.max_ns),
+                    ns(w.p50_ns),
+                    ns(w.p99_ns),
+                    ns(w.p999_ns),
+                    c.hiccups
+                )?;
+            }
             if c.top_causes.is_empty() {
                 continue;
             }
@@ -312,15 +336,15 @@ impl Summary {
             self.events_per_sec,
             o.ringbuf_drops,
             o.queue_overflows,
-            crate::units::ns(o.lag_max_ns)
+            ns(o.lag_max_ns)
         )?;
         writeln!(
             out,
             "  consumer thread: {} of CPU, {:.1}% of one CPU, {:.0} ns per event (after {} of set-up: BPF load and attach)",
-            crate::units::ns(o.consumer_cpu_ns),
+            ns(o.consumer_cpu_ns),
             if self.duration_ns == 0 { 0.0 } else { 100.0 * o.consumer_cpu_ns as f64 / self.duration_ns as f64 },
             o.consumer_ns_per_event,
-            crate::units::ns(o.setup_cpu_ns)
+            ns(o.setup_cpu_ns)
         )?;
         if !self.switch_hook.is_empty() {
             writeln!(out, "  context switches: {}", visible(&self.switch_hook))?;

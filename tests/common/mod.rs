@@ -304,12 +304,24 @@ pub type Burst = (u64, u64, u64);
 /// the burst to the next, its sleep and wake-up included (the kernel's
 /// work for them is the hog's time on the CPU as much as the burst is).
 pub fn fifo_bursts(cpu: usize, name: String, delay: Duration, n: usize, burst_ns: u64) -> thread::JoinHandle<(u32, Vec<Burst>)> {
+    fifo_bursts_at(cpu, name, delay, n, burst_ns, 10)
+}
+
+/// The same at SCHED_FIFO `prio`.
+pub fn fifo_bursts_at(
+    cpu: usize,
+    name: String,
+    delay: Duration,
+    n: usize,
+    burst_ns: u64,
+    prio: i32,
+) -> thread::JoinHandle<(u32, Vec<Burst>)> {
     thread::spawn(move || {
         thread::sleep(delay);
         pin_self(cpu);
         set_thread_name(&name);
         let tid = jitterwatch::sys::gettid();
-        set_fifo(10);
+        set_fifo(prio);
         let mut bursts = Vec::with_capacity(n);
         for _ in 0..n {
             let (t0, c0) = (jitterwatch::clock::now_ns(), thread_cpu_ns());

@@ -1,0 +1,76 @@
+//! Root, end to end: the wake-up probe on the last CPU against a FIFO hog
+//! with a distinctive name, and with a timer slack set.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+const BURSTS: usize = 80;
+const BURST_NS: u64 = 2_000_000;
+
+/// Runs `--probe wakeup --period 1ms` ARGS beside a hog of PRIO; returns
+/// the rows, the hog's name[tid], its bursts and the JSON summary.
+fn beside_a_hog(args: &[&str], prio: i32) -> (Vec<Row>, String, Vec<Burst>, serde_json::Value) {
+    let _g = lock();
+    let cpu = last_cpu().to_string();
+    let name = random_name("jwwake");
+    let mut all = vec!["--cpus", cpu.as_str(), "--no-tui", "--probe", "wakeup", "--period", "1ms", "--duration", "3500ms", "--json"];
+    all.extend_from_slice(args);
+    let (child, _dir, csv) = watch_csv(&all, &[]);
+    // A burst longer than the period: each covers a deadline.
+    let (tid, bursts) = fifo_bursts_at(last_cpu(), name.clone(), Duration::from_millis(1000), BURSTS, BURST_NS, prio).join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    (read_csv(&csv), format!("{name}[{tid}]"), bursts, v)
+}
+
+#[test]
+fn late_wakeups_name_a_fifo_hog() {
+    if !require_root_btf("late_wakeups_name_a_fifo_hog") {
+        return;
+    }
+    let (rows, me, bursts, v) = beside_a_hog(&[], 50);
+    assert_eq!(v["mode"], "wakeup");
+    let w = &v["cpus"][0]["wakeup"];
+    assert!(w["wakeups"].as_u64().unwrap() > 2000, "{w}");
+    let rows: Vec<&Row> = rows.iter().filter(|r| r.source == "wakeup-probe").collect();
+    let (seen, _, _) = bursts_named(&rows, &me, &bursts);
+    assert!(seen * 10 >= bursts.len() * 9, "{me} named in {seen} of {} bursts", bursts.len());
+    // A deadline inside a burst: the probe could not run before the burst
+    // ended, and its latency says so.
+    for r in &rows {
+        if let Some(b) = bursts.iter().find(|b| b.0 <= r.time_ns && r.time_ns < b.1) {
+            assert!(r.gap_ns >= b.1 - r.time_ns, "latency {} ns < the {} ns of burst left after the deadline", r.gap_ns, b.1 - r.time_ns);
+        }
+    }
+}
+
+#[test]
+fn a_probe_at_rt_90_is_not_delayed_by_a_prio_50_hog() {
+    if !require_root_btf("a_probe_at_rt_90_is_not_delayed_by_a_prio_50_hog") {
+        return;
+    }
+    let (rows, me, _, v) = beside_a_hog(&["--rt", "90"], 50);
+    assert_eq!(v["cpus"][0]["wakeup"]["slack_ns"], 0, "SCHED_FIFO threads have no timer slack");
+    let named: Vec<&Row> = rows.iter().filter(|r| r.causes.iter().any(|c| c.0 == "task" && c.1 == me)).collect();
+    assert!(named.is_empty(), "{me} delayed the RT probe {} times", named.len());
+}
+
+#[test]
+fn timer_slack_makes_the_wakeups_late() {
+    if !require_root_btf("timer_slack_makes_the_wakeups_late") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu().to_string();
+    let (status, out, err) = run_bin(
+        &["--cpus", &cpu, "--no-tui", "--probe", "wakeup", "--timer-slack", "200us", "--duration", "2s", "--json"],
+        Duration::from_secs(20),
+    );
+    assert!(status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let w = &v["cpus"][0]["wakeup"];
+    assert_eq!(w["slack_ns"], 200_000, "{w}");
+    assert!(w["p50_ns"].as_u64().unwrap() >= 200_000, "{w}");
+}
