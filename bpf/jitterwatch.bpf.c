@@ -226,6 +226,13 @@ static __always_inline int emit_func(__u16 kind, __u64 func, __u64 obj)
 	return 0;
 }
 
+/* The idle state a watched CPU enters and leaves: waking from it is part of a late wake-up. */
+SEC("?tp_btf/cpu_idle")
+int BPF_PROG(on_cpu_idle, unsigned int state, unsigned int cpu_id)
+{
+	return emit_func(JW_IDLE, 0, state);
+}
+
 SEC("?tp_btf/workqueue_execute_start")
 int BPF_PROG(on_work_start, struct work_struct *work)
 {

@@ -33,6 +33,7 @@ enum jw_kind {
 	JW_CSD_EXIT,
 	JW_NMI, /* emitted once, after the handler, with its duration */
 	JW_WAKEUP, /* passive mode: a task woken onto a watched CPU; cpu is that CPU */
+	JW_IDLE, /* cpu_idle: fn.obj holds the idle state, (__u32)-1 when the CPU leaves it */
 };
 
 enum jw_vector {

@@ -60,6 +60,7 @@ const TRACEPOINTS: &[(&str, &str)] = &[
     ("on_csd_entry", "csd_function_entry"),
     ("on_csd_exit", "csd_function_exit"),
     ("on_nmi", "nmi_handler"),
+    ("on_cpu_idle", "cpu_idle"),
 ];
 
 /// The environment setting that forces tp_btf/sched_switch (name, value).

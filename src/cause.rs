@@ -22,6 +22,10 @@ pub enum Kind {
     Unexplained,
     /// Time while the CPU's events were dropped (ring buffer full).
     Lost,
+    /// The CPU in an idle state (and leaving it).
+    Idle,
+    /// A wake-up's timer slack: how late the kernel may fire the timer.
+    Slack,
 }
 
 impl Kind {
@@ -36,6 +40,8 @@ impl Kind {
             Kind::Nmi => "nmi",
             Kind::Unexplained => "unexplained",
             Kind::Lost => "lost",
+            Kind::Idle => "idle",
+            Kind::Slack => "slack",
         }
     }
 }
@@ -82,6 +88,10 @@ pub enum Cause {
     /// A cross-CPU function call (the csd callback).
     Csd(Symbol),
     Nmi(Symbol),
+    /// An idle state, by its cpuidle name (`C6`, `poll`, `halt`).
+    Idle(Symbol),
+    /// The wake-up probe's timer slack (the kernel may fire its timer that late).
+    Slack,
     /// Causes of this kind folded together past the per-CPU cap.
     Others(Kind),
     /// Time no kernel event covers: the hypervisor, SMIs, hardware.
@@ -103,6 +113,8 @@ impl Cause {
             Cause::Softirq(_) => Kind::Softirq,
             Cause::Timer(_) => Kind::Timer,
             Cause::Nmi(_) => Kind::Nmi,
+            Cause::Idle(_) => Kind::Idle,
+            Cause::Slack => Kind::Slack,
             Cause::Others(k) => *k,
             Cause::Unexplained => Kind::Unexplained,
             Cause::Lost => Kind::Lost,
@@ -119,7 +131,7 @@ impl Cause {
     pub fn folded(&self) -> Option<Cause> {
         match self {
             Cause::Task { comm, pid: Some(_) } => Some(Cause::Task { comm: *comm, pid: None }),
-            Cause::Task { pid: None, .. } | Cause::Others(_) | Cause::Unexplained | Cause::Lost => None,
+            Cause::Task { pid: None, .. } | Cause::Others(_) | Cause::Unexplained | Cause::Lost | Cause::Idle(_) | Cause::Slack => None,
             other => Some(Cause::Others(other.kind())),
         }
     }
@@ -141,7 +153,7 @@ impl Cause {
                     None => out.push_str("[*]"),
                 }
             }
-            Cause::Work(s) | Cause::Timer(s) | Cause::Csd(s) | Cause::Nmi(s) => out.push_str(&visible(s)),
+            Cause::Work(s) | Cause::Timer(s) | Cause::Csd(s) | Cause::Nmi(s) | Cause::Idle(s) => out.push_str(&visible(s)),
             Cause::Irq { irq, name } => {
                 out.push_str(itoa::Buffer::new().format(*irq));
                 if !name.is_empty() {
@@ -152,7 +164,7 @@ impl Cause {
             Cause::Vector(v) => out.push_str(v.name()),
             Cause::Softirq(v) => out.push_str(&crate::names::softirq(*v)),
             Cause::Others(_) => out.push_str(OTHERS),
-            Cause::Unexplained | Cause::Lost => {}
+            Cause::Unexplained | Cause::Lost | Cause::Slack => {}
         }
     }
 

@@ -144,6 +144,8 @@ impl Printer {
                 let f = if func != 0 { func } else { f };
                 ("csd_function_exit", if f != 0 { self.sym(f) } else { format!("csd={csd:#x}") }, d)
             }
+            Payload::Idle { state: crate::record::IDLE_EXIT } => ("cpu_idle", "exit".to_string(), None),
+            Payload::Idle { state } => ("cpu_idle", format!("state={state}"), None),
             Payload::Nmi { handler, delta_ns, handled } => {
                 ("nmi_handler", format!("{}{}", self.sym(handler), if handled { "" } else { " unhandled" }), Some(delta_ns))
             }

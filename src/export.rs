@@ -15,8 +15,10 @@ use crate::interval::Hiccup;
 /// The nine columns of the contract, then those appended since: `source`
 /// (probe, interrupted, preempted, wakeup) and `victim` (passive mode's
 /// watched thread as `comm[tid]`, escaped as names are; empty for a probe).
-pub const HEADER: [&str; 11] =
-    ["time_ns", "cpu", "gap_ns", "explained_ns", "unexplained_ns", "top_kind", "top_name", "top_ns", "causes", "source", "victim"];
+/// Then `parts`: the wake-up probe's latency split as
+/// `timer=NS;sched=NS;user=NS` (adding up to gap_ns; empty for other rows).
+pub const HEADER: [&str; 12] =
+    ["time_ns", "cpu", "gap_ns", "explained_ns", "unexplained_ns", "top_kind", "top_name", "top_ns", "causes", "source", "victim", "parts"];
 
 /// A cause's name as it appears in the CSV: as every view shows it
 /// (`Cause::push_name`: `\` doubled, control and format characters
@@ -39,6 +41,7 @@ pub struct CsvSink<W: Write> {
     causes: String,
     top_name: String,
     victim: String,
+    parts: String,
     scratch: String,
 }
 
@@ -73,7 +76,7 @@ impl<W: Write> CsvSink<W> {
     pub fn new(inner: W) -> io::Result<Self> {
         let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(inner);
         w.write_record(HEADER)?;
-        Ok(Self { w, causes: String::new(), top_name: String::new(), victim: String::new(), scratch: String::new() })
+        Ok(Self { w, causes: String::new(), top_name: String::new(), victim: String::new(), parts: String::new(), scratch: String::new() })
     }
 
     pub fn write(&mut self, h: &Hiccup) -> io::Result<()> {
@@ -100,6 +103,17 @@ impl<W: Write> CsvSink<W> {
         if let Some(v) = &h.victim {
             v.push_name(&mut self.victim);
         }
+        self.parts.clear();
+        if let Some(p) = &h.parts {
+            for (i, (name, ns)) in [("timer", p.timer_ns), ("sched", p.sched_ns), ("user", p.user_ns)].into_iter().enumerate() {
+                if i > 0 {
+                    self.parts.push(';');
+                }
+                self.parts.push_str(name);
+                self.parts.push('=');
+                self.parts.push_str(itoa::Buffer::new().format(ns));
+            }
+        }
         self.w.write_record([
             a.format(h.t0),
             b.format(h.cpu),
@@ -112,6 +126,7 @@ impl<W: Write> CsvSink<W> {
             self.causes.as_str(),
             h.source.as_str(),
             self.victim.as_str(),
+            self.parts.as_str(),
         ])?;
         Ok(())
     }
@@ -239,7 +254,7 @@ mod tests {
         let mut sink = CsvSink::new(Vec::new()).unwrap();
         sink.write(&hiccup(0, 5, vec![], 9)).unwrap();
         let s = String::from_utf8(sink.into_inner()).unwrap();
-        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,0,9,unexplained,,9,unexplained:=9,probe,");
+        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,0,9,unexplained,,9,unexplained:=9,probe,,");
     }
 
     /// Passive mode's rows say what kind of hiccup and whose, the victim's
@@ -253,7 +268,10 @@ mod tests {
         let mut sink = CsvSink::new(Vec::new()).unwrap();
         sink.write(&h).unwrap();
         let s = String::from_utf8(sink.into_inner()).unwrap();
-        assert!(s.starts_with("time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes,source,victim\n"), "{s}");
-        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,9,0,work,vmstat_update,9,work:vmstat_update=9,preempted,\"a,pp\\\\\\u{202e}[42]\"");
+        assert!(
+            s.starts_with("time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes,source,victim,parts\n"),
+            "{s}"
+        );
+        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,9,0,work,vmstat_update,9,work:vmstat_update=9,preempted,\"a,pp\\\\\\u{202e}[42]\",");
     }
 }

@@ -85,6 +85,8 @@ pub struct Hiccup {
     pub victim: Option<Victim>,
     pub causes: Vec<(Cause, u64)>,
     pub unexplained: u64,
+    /// The wake-up probe's split of its latency (None for other sources).
+    pub parts: Option<crate::engine::Parts>,
 }
 
 impl Hiccup {
@@ -111,7 +113,7 @@ impl Hiccup {
 #[cfg(test)]
 pub(crate) fn hiccup(cpu: u32, t0: u64, causes: Vec<(Cause, u64)>, unexplained: u64) -> Hiccup {
     let gap = causes.iter().map(|c| c.1).sum::<u64>() + unexplained;
-    Hiccup { cpu, t0, gap, source: Source::Probe, victim: None, causes, unexplained }
+    Hiccup { cpu, t0, gap, source: Source::Probe, victim: None, causes, unexplained, parts: None }
 }
 
 #[cfg(test)]

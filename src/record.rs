@@ -47,6 +47,9 @@ impl Vector {
 
 pub type Comm = [u8; COMM_LEN];
 
+/// The state cpu_idle reports when the CPU leaves idle (PWR_EVENT_EXIT).
+pub const IDLE_EXIT: u32 = u32::MAX;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Task {
     pub pid: u32,
@@ -110,6 +113,10 @@ pub enum Payload {
         handler: u64,
         delta_ns: u64,
         handled: bool,
+    },
+    /// The CPU entered idle state `state`, or left it (`IDLE_EXIT`).
+    Idle {
+        state: u32,
     },
     /// Passive mode: `task` was woken onto this event's CPU (`target_cpu`,
     /// the same), from `waker_cpu`. Not in its CPU's order: written there.
@@ -178,6 +185,7 @@ impl Event {
                 jw_kind::JW_CSD_ENTRY => Payload::CsdEntry { func: e.u.r#fn.func, csd: e.u.r#fn.obj },
                 jw_kind::JW_CSD_EXIT => Payload::CsdExit { func: e.u.r#fn.func, csd: e.u.r#fn.obj },
                 jw_kind::JW_NMI => Payload::Nmi { handler: e.u.nmi.handler, delta_ns: e.u.nmi.delta_ns, handled: e.sub != 0 },
+                jw_kind::JW_IDLE => Payload::Idle { state: e.u.r#fn.obj as u32 },
                 jw_kind::JW_WAKEUP => {
                     let w = e.u.wk;
                     Payload::Wakeup {

@@ -145,6 +145,9 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], ka
     let mut engine = Engine::new(&cfg.cpus, attach_ns, WINDOW, Namer::new(kallsyms));
     for p in probes {
         engine.set_probe_tids(p.cpu, &[p.tid.load(Relaxed)]);
+        if let Some(w) = &p.wake {
+            engine.set_probe_slack(p.cpu, w.slack_ns.load(Relaxed));
+        }
     }
     let mut ring = ring::Ring::open(tracer)?;
     let passive = cfg.passive.take();

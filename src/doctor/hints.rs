@@ -124,6 +124,17 @@ pub fn hints(report: &Report, cause: &Cause) -> Vec<String> {
         Cause::Lost => h.push(
             "lost: events were dropped because the ring buffer was full (jitterwatch's consumer fell behind, e.g. starved on a busy housekeeping CPU): give it a CPU of its own",
         ),
+        Cause::Idle(state) => {
+            h.push(format!(
+                "idle ({}): the CPU slept and had to wake; idle=poll or processor.max_cstate=0 intel_idle.max_cstate=0 keep it awake (at a power cost)",
+                visible(state)
+            ));
+            h.add("rt_throttling");
+            h.add("fair_server");
+        }
+        Cause::Slack => h.push(
+            "timer slack lets the kernel fire a sleeper's timer late: SCHED_FIFO threads have none; others can set it with prctl(PR_SET_TIMERSLACK, 1)",
+        ),
         Cause::Others(_) => {}
     }
     h.out

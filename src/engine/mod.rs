@@ -7,14 +7,17 @@
 mod namer;
 mod spill;
 mod timeline;
+mod wakeup;
 
 use std::collections::VecDeque;
 
+use crate::cause::Cause;
 use crate::interval::{Hiccup, Interval, Source};
 use crate::record::{Event, Payload};
 
 pub use namer::Namer;
 use timeline::{Context, Timeline};
+pub use wakeup::Parts;
 
 /// A CPU's events come in order but for BPF programs nested in others
 /// (an IRQ entered while a program ran): an event this much past a gap's end
@@ -37,6 +40,8 @@ pub struct Engine {
     /// Per timeline: the CPU's count of dropped events as last seen (in a
     /// record, or in the kernel's totals), wrapping like the record's.
     drops_seen: Vec<u32>,
+    /// Per timeline: the wake-up probe's timer slack, ns.
+    slack: Vec<u64>,
 }
 
 impl Engine {
@@ -58,11 +63,19 @@ impl Engine {
             namer,
             foreign_events: 0,
             drops_seen: vec![0; cpus.len()],
+            slack: vec![0; cpus.len()],
         }
     }
 
     fn slot(&self, cpu: u32) -> Option<usize> {
         self.slots.get(cpu as usize).copied().flatten()
+    }
+
+    /// The wake-up probe's timer slack on `cpu`, ns.
+    pub fn set_probe_slack(&mut self, cpu: u32, slack_ns: u64) {
+        if let Some(i) = self.slot(cpu) {
+            self.slack[i] = slack_ns;
+        }
     }
 
     pub fn set_probe_tids(&mut self, cpu: u32, tids: &[u32]) {
@@ -175,14 +188,25 @@ impl Engine {
         if g.source == Source::Probe {
             tl.probe_ran_at(g.t0);
         }
-        let mut unexplained = tl.charge(g.t0, g.t1, watermark, &mut self.scratch);
-        if matches!(g.source, Source::Probe | Source::WakeupProbe) {
+        if g.source == Source::WakeupProbe {
+            tl.probe_ran_at(g.t1);
+        }
+        // A late wake-up: its parts, and its timer slack charged first (the
+        // kernel may fire the timer that late, whatever ran meanwhile).
+        let namer = &self.namer;
+        let parts = (g.source == Source::WakeupProbe).then(|| wakeup::split(tl, g.t0, g.t1, |f| namer.is_function(f, "hrtimer_wakeup")));
+        let slack = parts.map_or(0, |p| p.timer_ns.min(self.slack[slot]));
+        let mut unexplained = tl.charge(g.t0 + slack, g.t1, watermark, &mut self.scratch);
+        if g.source == Source::Probe {
             tl.probe_ran_at(g.t1);
         }
         // A victim's own time inside its interval (the kernel's entry and
         // exit around an interrupt) is not a cause of its own loss.
         let own = |ctx: &Context| matches!((ctx, g.victim), (Context::Task { pid, .. }, Some(v)) if *pid == v.tid);
-        let mut causes = Vec::with_capacity(self.scratch.len());
+        let mut causes = Vec::with_capacity(self.scratch.len() + 1);
+        if slack > 0 {
+            causes.push((Cause::Slack, slack));
+        }
         for &(ctx, ns) in &self.scratch {
             if ctx.is_unexplained() || own(&ctx) {
                 unexplained += ns;
@@ -192,7 +216,7 @@ impl Engine {
         }
         // Largest first; ties in a stable order.
         causes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        Hiccup { cpu: g.cpu, t0: g.t0, gap: g.t1 - g.t0, source: g.source, victim: g.victim, causes, unexplained }
+        Hiccup { cpu: g.cpu, t0: g.t0, gap: g.t1 - g.t0, source: g.source, victim: g.victim, causes, unexplained, parts }
     }
 
     /// Drops history no future gap can need: before `before[cpu]` (the

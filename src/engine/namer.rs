@@ -41,6 +41,11 @@ impl Namer {
         Cause::Irq { irq, name: self.irq_names.get(&irq).cloned().unwrap_or_else(|| Arc::from(&b""[..])) }
     }
 
+    /// Whether `addr` is the start of the kernel function `name`.
+    pub fn is_function(&self, addr: u64, name: &str) -> bool {
+        self.kallsyms.resolve(addr).is_some_and(|(n, off)| off == 0 && n == name)
+    }
+
     pub fn symbol(&self, addr: u64) -> Symbol {
         Symbol::from(self.kallsyms.name(addr))
     }
@@ -62,6 +67,7 @@ impl Namer {
             Context::Vector(v) => Cause::Vector(v),
             Context::Csd(f) => Cause::Csd(self.symbol(f)),
             Context::Nmi(f) => Cause::Nmi(self.symbol(f)),
+            Context::Idle(state) => Cause::Idle(Symbol::from(idle_state_name(state))),
             Context::Others(k) => Cause::Others(k),
             Context::Lost => Cause::Lost,
             Context::Probe | Context::Unknown => unreachable!("unexplained, handled above"),
@@ -71,6 +77,28 @@ impl Namer {
         }
         self.cache.insert(ctx, cause.clone());
         cause
+    }
+}
+
+/// An idle state's name: the cpuidle driver's (`/sys/devices/system/cpu/
+/// cpu0/cpuidle/stateN/name`: `POLL`, `C1`, `C6`…); without a driver the
+/// kernel reports 0 for polling and 1 for its default idle (HLT on x86).
+fn idle_state_name(state: u32) -> String {
+    if state == crate::record::IDLE_EXIT {
+        return "(state not seen)".to_string();
+    }
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        (0..32)
+            .map_while(|i| std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu0/cpuidle/state{i}/name")).ok())
+            .map(|n| crate::sanitize::visible(n.trim()).into_owned())
+            .collect()
+    });
+    match (names.get(state as usize), state) {
+        (Some(n), _) => n.clone(),
+        (None, 0) => "poll".to_string(),
+        (None, 1) => "halt (default idle)".to_string(),
+        (None, n) => format!("state {n}"),
     }
 }
 

@@ -6,7 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::cause::Kind;
-use crate::record::{Comm, Event, Payload, Vector};
+use crate::record::{Comm, Event, Payload, Vector, IDLE_EXIT};
 
 use super::spill::Spill;
 
@@ -26,6 +26,9 @@ pub enum Context {
     Vector(Vector),
     Csd(u64),
     Nmi(u64),
+    /// The CPU in idle state n (cpu_idle), `IDLE_EXIT` where the state is
+    /// not known (an exit whose entry was not seen).
+    Idle(u32),
     /// Tasks of one program, folded where too many pids came by (the spill).
     Program(Comm),
     /// Contexts of one kind, folded likewise.
@@ -56,7 +59,8 @@ impl Context {
             Context::Softirq(_) => Context::Others(Kind::Softirq),
             Context::Timer(_) => Context::Others(Kind::Timer),
             Context::Nmi(_) => Context::Others(Kind::Nmi),
-            c @ (Context::Others(_) | Context::Probe | Context::Unknown | Context::Lost) => c,
+            // Idle states are few: never folded.
+            c @ (Context::Idle(_) | Context::Others(_) | Context::Probe | Context::Unknown | Context::Lost) => c,
         }
     }
 }
@@ -303,6 +307,10 @@ impl Timeline {
                 self.push_segment(begin, ts, Context::Nmi(handler));
                 self.last = ts;
             }
+            // Idle is a frame above the idle task: interrupts that wake the
+            // CPU nest on it, and its own time is the idle state's.
+            Payload::Idle { state: IDLE_EXIT } => self.exit(ts, Context::Idle(IDLE_EXIT), |f| matches!(f.ctx, Context::Idle(_))),
+            Payload::Idle { state } => self.enter(ts, Context::Idle(state), 0, Level::Task),
             Payload::Wakeup { .. } => {}
         }
     }
@@ -345,6 +353,17 @@ impl Timeline {
             add(self.top(), open_end - self.last.max(t0));
         }
         (t1 - t0) - covered
+    }
+
+    /// The window's segments overlapping [t0, t1), in order.
+    pub fn segments_in(&self, t0: u64, t1: u64) -> impl Iterator<Item = &Segment> {
+        let first = self.segments.partition_point(|s| s.end <= t0);
+        self.segments.range(first..).take_while(move |s| s.start < t1)
+    }
+
+    /// The open segment: since when, and what runs (no event has closed it).
+    pub fn open(&self) -> (u64, Context) {
+        (self.last, self.top())
     }
 
     /// Forgets segments that ended before `t`.

@@ -152,6 +152,9 @@ impl Probe {
         let handle = thread::Builder::new().name(format!("jw-probe-{cpu}")).spawn(move || {
             s.tid.store(crate::sys::gettid(), Relaxed);
             let setup = setup(cpu, cfg);
+            if let (Ok(()), Some(w)) = (&setup, &s.wake) {
+                wakeup::setup(cfg, w);
+            }
             let ok = setup.is_ok();
             let _ = ready_tx.send(setup);
             if ok && go_rx.recv().is_ok() && !s.stop.load(Relaxed) {

@@ -130,7 +130,10 @@ fn sleep_until(deadline: u64) {
     }
 }
 
-pub(super) fn run(s: &ProbeShared, cfg: ProbeConfig, w: &WakeStats) {
+/// On the probe thread, before it starts: sets its timer slack if asked
+/// (after the scheduling policy, which resets it for SCHED_FIFO) and
+/// keeps what the kernel says it is, for the engine's `slack` cause.
+pub(super) fn setup(cfg: ProbeConfig, w: &WakeStats) {
     if let Some(slack) = cfg.timer_slack_ns {
         // SAFETY: PR_SET_TIMERSLACK takes the slack in ns as its argument.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, slack as libc::c_ulong, 0, 0, 0) };
@@ -138,6 +141,9 @@ pub(super) fn run(s: &ProbeShared, cfg: ProbeConfig, w: &WakeStats) {
     // SAFETY: PR_GET_TIMERSLACK has no arguments and returns the slack.
     let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
     w.slack_ns.store(slack.max(0) as u64, Relaxed);
+}
+
+pub(super) fn run(s: &ProbeShared, cfg: ProbeConfig, w: &WakeStats) {
     let period = w.period_ns;
     let start = now();
     s.first_sample_ns.store(start, Relaxed);

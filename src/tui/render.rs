@@ -67,6 +67,8 @@ impl Theme {
             Kind::Nmi => Color::LightMagenta,
             Kind::Unexplained => Color::Gray,
             Kind::Lost => Color::DarkGray,
+            Kind::Idle => Color::Green,
+            Kind::Slack => Color::LightBlue,
         })
     }
 

@@ -138,6 +138,8 @@ pub struct Row {
     pub source: String,
     /// Passive mode's watched thread, `comm[tid]`; empty for a probe.
     pub victim: String,
+    /// The wake-up probe's split: timer latency, scheduling delay, return to user.
+    pub parts: Option<(u64, u64, u64)>,
 }
 
 /// Splits `kind:name=ns;...`, undoing the `\\` `\;` `\=` escapes.
@@ -191,6 +193,16 @@ fn unescape(s: &str) -> String {
     out
 }
 
+/// `timer=NS;sched=NS;user=NS`, or None for an empty field.
+fn parse_parts(field: &str) -> Option<(u64, u64, u64)> {
+    if field.is_empty() {
+        return None;
+    }
+    let v: Vec<u64> = field.split(';').map(|p| p.split_once('=').expect("name=ns").1.parse().expect("ns")).collect();
+    assert_eq!(v.len(), 3, "{field}");
+    Some((v[0], v[1], v[2]))
+}
+
 /// Reads a hiccups CSV and checks the contract on every row.
 pub fn read_csv(path: &std::path::Path) -> Vec<Row> {
     let raw = fs::read(path).expect("read csv");
@@ -198,7 +210,20 @@ pub fn read_csv(path: &std::path::Path) -> Vec<Row> {
     let mut r = csv::Reader::from_reader(&raw[..]);
     assert_eq!(
         r.headers().unwrap().iter().collect::<Vec<_>>(),
-        ["time_ns", "cpu", "gap_ns", "explained_ns", "unexplained_ns", "top_kind", "top_name", "top_ns", "causes", "source", "victim"]
+        [
+            "time_ns",
+            "cpu",
+            "gap_ns",
+            "explained_ns",
+            "unexplained_ns",
+            "top_kind",
+            "top_name",
+            "top_ns",
+            "causes",
+            "source",
+            "victim",
+            "parts"
+        ]
     );
     r.records()
         .map(|rec| {
@@ -214,7 +239,13 @@ pub fn read_csv(path: &std::path::Path) -> Vec<Row> {
                 causes: parse_causes(&rec[8]),
                 source: rec[9].to_string(),
                 victim: rec[10].to_string(),
+                parts: parse_parts(&rec[11]),
             };
+            // The wake-up probe's rows, and only they, are split in parts that add up.
+            assert_eq!(row.parts.is_some(), row.source == "wakeup-probe", "{rec:?}");
+            if let Some((timer, sched, user)) = row.parts {
+                assert_eq!(timer + sched + user, row.gap_ns, "{rec:?}");
+            }
             assert_eq!(row.explained_ns + row.unexplained_ns, row.gap_ns, "{rec:?}");
             let named: u64 = row.causes.iter().filter(|c| c.0 != "unexplained").map(|c| c.2).sum();
             assert_eq!(named, row.explained_ns, "{rec:?}");

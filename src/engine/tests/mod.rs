@@ -224,4 +224,5 @@ fn parked_probe_names_idle_and_the_timer() {
     assert!(c.contains(&"timer:tick_nohz_handler=20".to_string()));
 }
 
+mod wakeup;
 mod window;

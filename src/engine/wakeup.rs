@@ -1,0 +1,55 @@
+//! A late wake-up of the wake-up probe, split as cyclictest users and
+//! timerlat read it: from the deadline to the timer's callback firing
+//! (timer latency; the thread's timer slack is the first part of it), to
+//! the probe's switch-in (scheduling delay), to its clock read (return to
+//! user). The parts are found on the CPU's timeline and add up to the
+//! latency exactly.
+
+use super::timeline::{Context, Timeline};
+
+/// The parts of one late wake-up, ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Parts {
+    pub timer_ns: u64,
+    pub sched_ns: u64,
+    pub user_ns: u64,
+}
+
+/// Where the parts of the wake-up `[deadline, t1)` begin. `is_wakeup_fn`
+/// says whether a timer callback is the sleeper's (`hrtimer_wakeup`). A
+/// callback not seen leaves the whole stretch up to the switch-in to the
+/// timer; a switch-in not seen leaves it all up to `t1`.
+pub fn split(tl: &Timeline, deadline: u64, t1: u64, is_wakeup_fn: impl Fn(u64) -> bool) -> Parts {
+    let mut fire = None;
+    // The probe's last switch-in: preempted after a first one, it waited
+    // again, and that wait is scheduling delay too.
+    let mut switch_in = None;
+    let mut on_cpu = false;
+    let mut seen = |start: u64, ctx: Context, fire: Option<u64>| match ctx {
+        Context::Probe => {
+            if !on_cpu && fire.is_some_and(|f| start >= f) {
+                switch_in = Some(start);
+            }
+            on_cpu = true;
+        }
+        // Interrupts come and go on whatever task runs.
+        Context::Irq(_) | Context::Softirq(_) | Context::Timer(_) | Context::Vector(_) | Context::Csd(_) | Context::Nmi(_) => {}
+        _ => on_cpu = false,
+    };
+    for s in tl.segments_in(deadline, t1) {
+        if let Context::Timer(f) = s.ctx {
+            if fire.is_none() && is_wakeup_fn(f) {
+                fire = Some(s.start.max(deadline));
+            }
+        }
+        seen(s.start.max(deadline), s.ctx, fire);
+    }
+    // The probe may still be running in the open segment (no event since).
+    let (since, ctx) = tl.open();
+    if since < t1 {
+        seen(since.max(deadline), ctx, fire.or(Some(deadline)));
+    }
+    let switch_in = switch_in.unwrap_or(t1).min(t1);
+    let fire = fire.unwrap_or(switch_in).min(switch_in);
+    Parts { timer_ns: fire - deadline, sched_ns: switch_in - fire, user_ns: t1 - switch_in }
+}
