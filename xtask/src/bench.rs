@@ -1,7 +1,7 @@
 //! `cargo xtask bench [--quick]`: measures jitterwatch's own cost and writes
 //! BENCHMARKS.md at the repository root.
 //!
-//! Seven figures, most as ratios within one run with alternation and
+//! Eight figures, most as ratios within one run with alternation and
 //! repetitions (this VM's host pauses vCPUs; medians and ranges matter):
 //! 1. the probe's loop floor against a bare C clock_gettime loop (+ the
 //!    auto-threshold); 6. start-up, from the same runs;
@@ -11,7 +11,8 @@
 //! 4. the event rate drained without ring-buffer drops;
 //! 5. peak RSS over a long run at a high rate;
 //! 7. events/s per consumer core and memory per CPU for 1 to 256 CPUs, by
-//!    replaying synthetic streams (this machine has two CPUs).
+//!    replaying synthetic streams (this machine has two CPUs);
+//! 8. the wake-up probe's latencies beside cyclictest's.
 //!
 //! Needs root (BPF): a non-root user builds, then the bench re-runs itself
 //! through sudo.
@@ -25,6 +26,7 @@ mod replay;
 mod report;
 mod util;
 mod verdicts;
+mod wakeup;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -101,26 +103,29 @@ pub fn run(quick: bool, built: bool) -> Result<()> {
             seen.push(format!("{p} (after {phase})"));
         }
     };
-    println!("bench: 1+6/7 probe floor vs a C clock_gettime loop, and start-up");
+    println!("bench: 1+6/8 probe floor vs a C clock_gettime loop, and start-up");
     let floor = measure::floor(&cx)?;
     check("figure 1");
-    println!("bench: 2/7 perf bench sched pipe on CPU {house}: alone / jitterwatch / bpftrace / spin loop / alone");
+    println!("bench: 2/8 perf bench sched pipe on CPU {house}: alone / jitterwatch / bpftrace / spin loop / alone");
     let machine = machine::machine_cost(&cx)?;
     check("figure 2");
-    println!("bench: 3/7 BPF ns per run under a context-switch load");
+    println!("bench: 3/8 BPF ns per run under a context-switch load");
     let bpf = measure::bpf_cost(&cx)?;
     check("figure 3");
-    println!("bench: 4/7 ring-buffer capacity under context-switch storms on CPU {watched}");
+    println!("bench: 4/8 ring-buffer capacity under context-switch storms on CPU {watched}");
     let cap = capacity::capacity(&cx)?;
     check("figure 4");
-    println!("bench: 5/7 memory over a long run at a high event rate");
+    println!("bench: 5/8 memory over a long run at a high event rate");
     let mem = capacity::memory(&cx)?;
     check("figure 5");
-    println!("bench: 7/7 many CPUs, by replay through the consumer on CPU {house}");
+    println!("bench: 7/8 many CPUs, by replay through the consumer on CPU {house}");
     let replay = replay::replay(&cx)?;
     check("figure 7");
+    println!("bench: 8/8 the wake-up probe beside cyclictest on CPU {watched}");
+    let wakeup = wakeup::wakeup(&cx)?;
+    check("figure 8");
 
-    let results = report::Results { floor, machine, bpf, cap, mem, replay, bt_probes };
+    let results = report::Results { floor, machine, bpf, cap, mem, replay, wakeup, bt_probes };
     let mut mc = machine_info(watched, house, started.elapsed().as_secs_f64(), quick);
     mc.quiet = if seen.is_empty() { quiet } else { format!("{quiet}; **seen during the bench**: {}", seen.join(", ")) };
     let md = report::markdown(&mc, &results);

@@ -21,6 +21,8 @@ const DEPS: &[(&str, Option<&str>)] = &[
     ("linux-perf", Some("perf")),
     ("bpftrace", Some("bpftrace")),
     ("gcc", Some("gcc")),
+    // cyclictest, the anchor beside the wake-up probe in the bench.
+    ("rt-tests", Some("cyclictest")),
 ];
 
 /// Wait for a dpkg lock held by someone else instead of failing at once.

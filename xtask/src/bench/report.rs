@@ -33,6 +33,7 @@ pub struct Results {
     pub cap: Capacity,
     pub mem: Memory,
     pub replay: Vec<super::replay::Row>,
+    pub wakeup: Vec<super::wakeup::Row>,
     /// How many tracepoints the bpftrace script attached.
     pub bt_probes: usize,
 }
@@ -358,6 +359,7 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
     let _ = writeln!(o, "| first probe sample | {} |", s.to_first_sample.show(1));
     let _ = writeln!(o, "| first kernel event | {} |", s.to_first_event.show(1));
     o += &super::replay::markdown(&r.replay, h);
+    o += &super::wakeup::markdown(&r.wakeup, w, mc.quick);
     o
 }
 

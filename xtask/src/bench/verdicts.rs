@@ -196,6 +196,21 @@ pub fn verdicts(r: &Results) -> Vec<(String, String, &'static str, Verdict)> {
             replay(&r.replay, &super::replay::SIZES, 5e6, 1024.0 * 1024.0),
         ),
         (
+            "8. Wake-up probe vs cyclictest".into(),
+            r.wakeup
+                .iter()
+                .map(|w| {
+                    format!(
+                        "{}: p99 {:.0} vs {:.0} µs, max {:.0} vs {:.0} µs",
+                        w.condition, w.jitterwatch[2].median, w.cyclictest[2].median, w.jitterwatch[3].median, w.cyclictest[3].median
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+            "(reported: jitterwatch vs cyclictest)",
+            Verdict::Reported,
+        ),
+        (
             "6. Start-up".into(),
             format!("first sample {:.0} ms, first event {:.0} ms after exec", s.to_first_sample.median, s.to_first_event.median),
             "≤ 1 s",

@@ -1,0 +1,186 @@
+//! Figure 8: the wake-up probe beside its anchor. cyclictest (rt-tests)
+//! and `jitterwatch --probe wakeup` sleep to the same 1 ms period on the
+//! watched CPU, alternating, with the same policy (SCHED_OTHER, and FIFO
+//! 80), on an idle CPU and under `perf bench sched pipe` pinned there. The
+//! two measure the same thing; a large difference is a defect to explain.
+
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use super::measure::Ctx;
+use super::util::{self, Bg, Spread};
+
+/// One condition: its name, SCHED_FIFO priority (None: SCHED_OTHER) and
+/// whether the pipe load runs on the CPU.
+const CONDITIONS: [(&str, Option<u32>, bool); 4] = [
+    ("idle, SCHED_OTHER", None, false),
+    ("idle, FIFO 80", Some(80), false),
+    ("pipe load, SCHED_OTHER", None, true),
+    ("pipe load, FIFO 80", Some(80), true),
+];
+
+/// min, p50, p99, max of one run, µs.
+#[derive(Debug, Clone, Copy)]
+pub struct Lat {
+    pub min: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub condition: &'static str,
+    /// Per tool (cyclictest, jitterwatch), per statistic: the spread over repetitions.
+    pub cyclictest: [Spread; 4],
+    pub jitterwatch: [Spread; 4],
+}
+
+fn spreads(v: &[Lat]) -> [Spread; 4] {
+    let of = |f: fn(&Lat) -> f64| Spread::of(&v.iter().map(f).collect::<Vec<_>>());
+    [of(|l| l.min), of(|l| l.p50), of(|l| l.p99), of(|l| l.max)]
+}
+
+/// cyclictest's histogram (`-h`, 1 µs buckets) and summary, as nearest ranks.
+pub fn parse_cyclictest(out: &str) -> Result<Lat> {
+    let field = |name: &str| -> Result<f64> {
+        out.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .with_context(|| format!("no `{name}` in cyclictest's output"))
+    };
+    let mut buckets: Vec<(f64, u64)> = Vec::new();
+    for l in out.lines().filter(|l| !l.starts_with('#')) {
+        let mut w = l.split_whitespace();
+        if let (Some(us), Some(n)) = (w.next().and_then(|v| v.parse().ok()), w.next().and_then(|v| v.parse::<u64>().ok())) {
+            if n > 0 {
+                buckets.push((us, n));
+            }
+        }
+    }
+    let total: u64 = buckets.iter().map(|b| b.1).sum();
+    if total == 0 {
+        bail!("cyclictest's histogram is empty");
+    }
+    let at = |p: f64| {
+        let rank = (p * total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        buckets.iter().find(|b| {
+            seen += b.1;
+            seen >= rank
+        })
+    };
+    Ok(Lat {
+        min: field("# Min Latencies:")?,
+        p50: at(0.5).map_or(f64::NAN, |b| b.0),
+        p99: at(0.99).map_or(f64::NAN, |b| b.0),
+        max: field("# Max Latencies:")?,
+    })
+}
+
+fn cyclictest(cx: &Ctx, secs: u64, prio: Option<u32>) -> Result<Lat> {
+    let mut cmd = Command::new("cyclictest");
+    cmd.args(["-t1", "-a", &cx.watched.to_string(), "-i", "1000", "-D", &secs.to_string(), "-q", "-m", "-h", "20000"]);
+    if let Some(p) = prio {
+        cmd.args(["-p", &p.to_string()]);
+    }
+    parse_cyclictest(&util::output(cmd.stderr(Stdio::piped()))?)
+}
+
+fn jitterwatch(cx: &Ctx, secs: u64, prio: Option<u32>) -> Result<Lat> {
+    let mut args = vec!["--probe".to_string(), "wakeup".into(), "--period".into(), "1ms".into()];
+    if let Some(p) = prio {
+        args.extend(["--rt".to_string(), p.to_string()]);
+    }
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = util::jw_run(&cx.bin, cx.watched, secs as f64, &a, None)?;
+    let w: &Value = &run.json["cpus"][0]["wakeup"];
+    let us = |k: &str| util::num(w, k) / 1e3;
+    Ok(Lat { min: us("/min_ns"), p50: us("/p50_ns"), p99: us("/p99_ns"), max: us("/max_ns") })
+}
+
+pub fn wakeup(cx: &Ctx) -> Result<Vec<Row>> {
+    if crate::proc::which("cyclictest").is_none() {
+        bail!("cyclictest is missing: cargo xtask deps installs rt-tests");
+    }
+    let secs = if cx.quick { 2 } else { 5 };
+    let reps = cx.reps(3);
+    let mut rows = Vec::new();
+    for (condition, prio, load) in CONDITIONS {
+        let _load = load
+            .then(|| {
+                Bg::spawn(
+                    Command::new("taskset")
+                        .args(["-c", &cx.watched.to_string(), "perf", "bench", "sched", "pipe", "-l", "1000000000"])
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null()),
+                )
+            })
+            .transpose()?;
+        let (mut ct, mut jw) = (vec![], vec![]);
+        for rep in 0..reps {
+            // Alternate which goes first, so a drift favours neither.
+            for step in 0..2 {
+                if (rep + step) % 2 == 0 {
+                    ct.push(cyclictest(cx, secs, prio)?);
+                } else {
+                    jw.push(jitterwatch(cx, secs, prio)?);
+                }
+            }
+        }
+        let row = Row { condition, cyclictest: spreads(&ct), jitterwatch: spreads(&jw) };
+        println!(
+            "bench:   {condition:<24} p50 {:.0} vs {:.0} µs, p99 {:.0} vs {:.0} µs, max {:.0} vs {:.0} µs (cyclictest vs jitterwatch)",
+            row.cyclictest[1].median,
+            row.jitterwatch[1].median,
+            row.cyclictest[2].median,
+            row.jitterwatch[2].median,
+            row.cyclictest[3].median,
+            row.jitterwatch[3].median
+        );
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// The figure's section of BENCHMARKS.md.
+pub fn markdown(rows: &[Row], watched: usize, quick: bool) -> String {
+    let mut o = String::from("\n## 8. The wake-up probe beside cyclictest\n\n");
+    o += &format!(
+        "`cyclictest -t1 -a {watched} -i 1000 -D {s} -q -m -h 20000 [-p 80]` and `jitterwatch --cpus {watched} --probe wakeup \
+         --period 1ms --duration {s}s --json [--rt 80]`, alternating, {} repetitions each per condition; `perf bench sched \
+         pipe` pinned to CPU {watched} for the loaded ones. Latencies in µs: cyclictest's min and max from its summary, p50 \
+         and p99 as nearest ranks of its 1 µs histogram; jitterwatch's from its summary (`cpus[].wakeup`, 1 µs buckets). \
+         Median [min–max] over the repetitions; ratio = jitterwatch / cyclictest of the medians. cyclictest also holds \
+         /dev/cpu_dma_latency at 0 while it runs (jitterwatch does not: it measures the machine as configured); this VM has \
+         no cpuidle driver, so no idle state is deeper for it.\n\n",
+        rows.first().map_or(0, |r| r.cyclictest[0].n),
+        s = if quick { 2 } else { 5 },
+    );
+    o += "| condition | tool | min | p50 | p99 | max |\n|---|---|---|---|---|---|\n";
+    for r in rows {
+        let show = |v: &[Spread; 4]| v.iter().map(|s| s.show(0)).collect::<Vec<_>>().join(" | ");
+        let ratio = |i: usize| r.jitterwatch[i].median / r.cyclictest[i].median;
+        o += &format!("| {} | cyclictest | {} |\n", r.condition, show(&r.cyclictest));
+        o += &format!("| | jitterwatch | {} |\n", show(&r.jitterwatch));
+        o += &format!("| | ratio | {:.2} | {:.2} | {:.2} | {:.2} |\n", ratio(0), ratio(1), ratio(2), ratio(3));
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_cyclictests_histogram() {
+        let out = "# /dev/cpu_dma_latency set to 0us\n000030 000000\n000031 000002\n000050 000097\n000900 000001\n# Total: 000000100\n\
+                   # Min Latencies: 00031\n# Avg Latencies: 00052\n# Max Latencies: 00900\n";
+        let l = parse_cyclictest(out).unwrap();
+        assert_eq!((l.min, l.p50, l.p99, l.max), (31.0, 50.0, 50.0, 900.0));
+        assert!(parse_cyclictest("# Min Latencies: 00031\n").is_err(), "an empty histogram is not a measurement");
+    }
+}
