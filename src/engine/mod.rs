@@ -194,8 +194,27 @@ impl Engine {
         // A late wake-up: its parts, and its timer slack charged first (the
         // kernel may fire the timer that late, whatever ran meanwhile).
         let namer = &self.namer;
-        let parts = (g.source == Source::WakeupProbe).then(|| wakeup::split(tl, g.t0, g.t1, |f| namer.is_function(f, "hrtimer_wakeup")));
-        let slack = parts.map_or(0, |p| p.timer_ns.min(self.slack[slot]));
+        let mut parts =
+            (g.source == Source::WakeupProbe).then(|| wakeup::split(tl, g.t0, g.t1, |f| namer.is_function(f, "hrtimer_wakeup")));
+        let slack = parts.as_ref().map_or(0, |p| p.timer_ns.min(self.slack[slot]));
+        if let Some(p) = parts.as_mut() {
+            // Each part's largest cause (the slack first in the timer's part).
+            let mut at = g.t0;
+            for (i, len) in p.ns().into_iter().enumerate() {
+                let from = if i == 0 { at + slack } else { at };
+                self.scratch.clear();
+                tl.charge(from, at + len, watermark, &mut self.scratch);
+                let top = self.scratch.iter().filter(|(c, _)| !c.is_unexplained()).max_by_key(|(_, ns)| *ns).copied();
+                p.top[i] = match top {
+                    Some((_, ns)) if i == 0 && slack >= ns => Some((Cause::Slack, slack)),
+                    Some((ctx, ns)) => Some((self.namer.cause(ctx), ns)),
+                    None if i == 0 && slack > 0 => Some((Cause::Slack, slack)),
+                    None => None,
+                };
+                at += len;
+            }
+            self.scratch.clear();
+        }
         let mut unexplained = tl.charge(g.t0 + slack, g.t1, watermark, &mut self.scratch);
         if g.source == Source::Probe {
             tl.probe_ran_at(g.t1);

@@ -7,12 +7,20 @@
 
 use super::timeline::{Context, Timeline};
 
-/// The parts of one late wake-up, ns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The parts of one late wake-up, ns, and the largest cause of each
+/// (timer latency, scheduling delay, return to user; None: no named cause).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Parts {
     pub timer_ns: u64,
     pub sched_ns: u64,
     pub user_ns: u64,
+    pub top: [Option<(crate::cause::Cause, u64)>; 3],
+}
+
+impl Parts {
+    pub fn ns(&self) -> [u64; 3] {
+        [self.timer_ns, self.sched_ns, self.user_ns]
+    }
 }
 
 /// Where the parts of the wake-up `[deadline, t1)` begin. `is_wakeup_fn`
@@ -51,5 +59,5 @@ pub fn split(tl: &Timeline, deadline: u64, t1: u64, is_wakeup_fn: impl Fn(u64) -
     }
     let switch_in = switch_in.unwrap_or(t1).min(t1);
     let fire = fire.unwrap_or(switch_in).min(switch_in);
-    Parts { timer_ns: fire - deadline, sched_ns: switch_in - fire, user_ns: t1 - switch_in }
+    Parts { timer_ns: fire - deadline, sched_ns: switch_in - fire, user_ns: t1 - switch_in, top: Default::default() }
 }

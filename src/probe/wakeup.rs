@@ -160,6 +160,10 @@ pub(super) fn run(s: &ProbeShared, cfg: ProbeConfig, w: &WakeStats) {
         let t = now();
         let lat = t.saturating_sub(next);
         w.record(lat);
+        // The screen's log2 histogram shows latencies where the spin probe's
+        // loop gaps go (one writer: a plain load and store).
+        let b = &s.hist[super::bucket(lat)];
+        b.store(b.load(Relaxed) + 1, Relaxed);
         loops += 1;
         if lat >= threshold {
             if !super::spin::still_on_cpu(s) {

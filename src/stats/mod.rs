@@ -13,6 +13,7 @@ use crate::interval::Hiccup;
 mod causes;
 mod counters;
 mod threads;
+pub mod wake;
 pub use causes::{CauseStats, MAX_CAUSES};
 pub use counters::{Counters, CpuCounters, ProgStat};
 pub use threads::{ThreadStats, Threads};
@@ -53,6 +54,8 @@ pub struct CpuStats {
     pub worst_per_sec: VecDeque<(u64, u64)>,
     /// What the probe and the kernel count for this CPU (since the reset).
     pub probe: CpuCounters,
+    /// The wake-up probe's late wake-ups, by part.
+    pub wake: wake::WakeParts,
 }
 
 impl CpuStats {
@@ -70,6 +73,7 @@ impl CpuStats {
             gaps: histogram(2),
             worst_per_sec: VecDeque::with_capacity(SPARK_SECS),
             probe: CpuCounters::new(cpu),
+            wake: wake::WakeParts::default(),
         }
     }
 
@@ -209,6 +213,9 @@ impl Stats {
                 }
                 c.worst_per_sec.push_back((sec, h.gap));
             }
+        }
+        if let Some(p) = &h.parts {
+            c.wake.record(p);
         }
         for (cause, ns) in h.all_causes() {
             self.add_cause(h.cpu, cause, ns, h.t0);

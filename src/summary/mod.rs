@@ -46,9 +46,38 @@ pub struct CpuRow {
     /// those over the threshold).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wakeup: Option<crate::probe::Latency>,
+    /// The late wake-ups (over the threshold) by part, with each part's
+    /// largest causes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub late_wakeup_parts: Vec<PartRow>,
     pub queue_overflows: u64,
     pub ringbuf_drops: u64,
     pub top_causes: Vec<CauseRow>,
+}
+
+#[derive(Serialize)]
+pub struct PartRow {
+    pub part: &'static str,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    /// `kind:name` and ns, escaped as every name is.
+    pub top_causes: Vec<(String, u64)>,
+}
+
+fn part_rows(w: &crate::stats::wake::WakeParts) -> Vec<PartRow> {
+    if w.late == 0 {
+        return Vec::new();
+    }
+    crate::stats::wake::PART_NAMES
+        .iter()
+        .enumerate()
+        .map(|(i, &part)| PartRow {
+            part,
+            total_ns: w.total_ns[i],
+            max_ns: w.max_ns[i],
+            top_causes: w.top(i, 3).into_iter().map(|(c, ns)| (c.label(), ns)).collect(),
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -159,6 +188,7 @@ impl Summary {
                 tsc_drift_ns: c.probe.tsc_drift_ns,
                 hiccups_per_sec: s.per_sec(c.hiccups),
                 wakeup: c.probe.wakeup.clone(),
+                late_wakeup_parts: part_rows(&c.wake),
                 queue_overflows: c.probe.overflow,
                 ringbuf_drops: c.probe.drops,
                 top_causes: s
@@ -304,6 +334,17 @@ impl Summary {
                     ns(w.p999_ns),
                     c.hiccups
                 )?;
+                for p in &c.late_wakeup_parts {
+                    let top: Vec<String> = p.top_causes.iter().map(|(c, t)| format!("{} {}", c.trim_end_matches(':'), ns(*t))).collect();
+                    writeln!(
+                        out,
+                        "    {:<17} {:>10} in all, max {:>9}{}",
+                        p.part,
+                        ns(p.total_ns),
+                        ns(p.max_ns),
+                        if top.is_empty() { String::new() } else { format!("; largest: {}", top.join(", ")) }
+                    )?;
+                }
             }
             if c.top_causes.is_empty() {
                 continue;

@@ -1,5 +1,5 @@
-//! The four panes: CPU rows, culprits, recent worst stalls, loop-gap
-//! histogram. Figures are right-aligned; names are escaped.
+//! The four panes: CPU rows, culprits, recent worst stalls, loop-gap (or
+//! wake-up latency) histogram. Figures are right-aligned; names are escaped.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
@@ -56,7 +56,24 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     }
     let fixed: u16 = cols.iter().sum::<u16>() + cols.len() as u16;
     let spark_w = inner.width.saturating_sub(fixed) as usize;
-    let heads = ["CPU", "hiccups", "/s", "p99", "p99.9", "max", "stolen", if passive { "thread" } else { "floor" }];
+    // The wake-up probe's smallest latency stands where the spin probe's floor goes.
+    let wake = app.view().cpus.iter().any(|c| c.probe.wakeup.is_some());
+    let heads = [
+        "CPU",
+        "hiccups",
+        "/s",
+        "p99",
+        "p99.9",
+        "max",
+        "stolen",
+        if passive {
+            "thread"
+        } else if wake {
+            "min"
+        } else {
+            "floor"
+        },
+    ];
     let mut header: Vec<Cell> = heads.iter().map(|h| right(h.to_string())).collect();
     let spark_head = if spark_w >= 36 { "worst gap of each second (log scale)" } else { "worst gap/s (log)" };
     header.push(Cell::from(spark_head.chars().take(spark_w).collect::<String>()));
@@ -241,7 +258,9 @@ fn bucket_lo(k: usize) -> u64 {
 }
 
 pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
-    let block = th.block(" Loop gaps, log2 buckets (▓ ≥ threshold) ".into(), app.focus == Pane::Histogram);
+    let wake = app.view().cpus.iter().any(|c| c.probe.wakeup.is_some());
+    let title = if wake { " Wake-up latency, log2 buckets (▓ ≥ threshold) " } else { " Loop gaps, log2 buckets (▓ ≥ threshold) " };
+    let block = th.block(title.into(), app.focus == Pane::Histogram);
     let inner = block.inner(area);
     block.render(area, buf);
     const LABEL: u16 = 9;
@@ -260,7 +279,7 @@ pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let top = cpus.iter().flat_map(|c| c.probe.loop_hist[lo..=hi].iter()).copied().max().unwrap_or(1).max(1);
     let col_w = ((inner.width - LABEL) as usize / cpus.len()).max(14);
     let bar_w = col_w - 8;
-    let mut header = vec![Span::styled(format!("{:>8} ", "gap ≥"), th.head())];
+    let mut header = vec![Span::styled(format!("{:>8} ", if wake { "lat ≥" } else { "gap ≥" }), th.head())];
     for c in cpus {
         header.push(Span::styled(format!("{:>6}  {:<w$}", format!("cpu {}", c.cpu), "", w = bar_w), th.head()));
     }

@@ -302,3 +302,33 @@ fn passive_mode_shows_its_threads_and_victims() {
     let cells: Vec<&str> = row.split('│').nth(1).unwrap().split_whitespace().collect();
     assert_eq!(cells, ["matcher[500]", "2", "1/1/0", "2.0ms", "2.0ms", "0.050%", "2"], "{row}");
 }
+
+/// The wake-up probe: its latencies where the loop gaps go, its smallest
+/// latency where the floor goes.
+#[test]
+fn the_wakeup_probe_shows_latencies() {
+    let mut s = Stats::new(&[6, 7], START);
+    let mut raw = Counters::new(&[6, 7]);
+    for c in &mut raw.cpus {
+        c.threshold_ns = 100_000;
+        c.floor_ns = 61_000;
+        c.loop_hist[16] = 2_900;
+        c.loop_hist[18] = 4;
+        c.wakeup = Some(crate::probe::Latency {
+            period_ns: 1_000_000,
+            slack_ns: 50_000,
+            wakeups: 2_904,
+            min_ns: 61_000,
+            avg_ns: 75_000.0,
+            max_ns: 210_000,
+            p50_ns: 72_000,
+            p99_ns: 106_000,
+            p999_ns: 200_000,
+        });
+    }
+    s.update_counters(raw, START + 3 * S);
+    let a = App::new(info(), Snapshot::of(&s), true);
+    let t = text(&draw(&a, 160, 48));
+    assert!(t.contains("Wake-up latency, log2 buckets") && t.contains("lat ≥") && !t.contains("Loop gaps"), "{t}");
+    assert!(line_with(&t, "hiccups").contains(" min ") && line_with(&t, "   6       0").contains("61.0µs"), "{t}");
+}

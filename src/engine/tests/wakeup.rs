@@ -51,10 +51,13 @@ fn a_running_fifo_task_delays_the_switch_in() {
     evs.extend(timer_irq(d));
     evs.push(switch(d + 300 * US, task(77, "fifohog"), probe()));
     let h = late(&mut e, &evs, d, d + 302 * US);
-    let p = h.parts.expect("parts");
+    let p = h.parts.clone().expect("parts");
     assert_eq!((p.timer_ns, p.sched_ns, p.user_ns), (US, 299 * US, 2 * US));
     assert_eq!(p.timer_ns + p.sched_ns + p.user_ns, h.gap);
     assert_eq!(labels(&h)[0], format!("task:fifohog[77]={}", 295 * US));
+    // Each part's largest cause: the timer interrupt, then the hog.
+    let top = p.top.clone().map(|t| t.map(|(c, ns)| format!("{}={ns}", c.label())));
+    assert_eq!(top[1], Some(format!("task:fifohog[77]={}", 295 * US)), "{top:?}");
     assert_eq!(h.causes.iter().map(|c| c.1).sum::<u64>() + h.unexplained, h.gap);
 }
 
@@ -71,7 +74,7 @@ fn an_irq_before_the_timer_is_timer_latency() {
     evs.extend(timer_irq(d + 40 * US));
     evs.push(switch(d + 46 * US, idle(), probe()));
     let h = late(&mut e, &evs, d, d + 47 * US);
-    let p = h.parts.unwrap();
+    let p = h.parts.clone().unwrap();
     assert_eq!((p.timer_ns, p.sched_ns, p.user_ns), (41 * US, 5 * US, US));
     assert!(labels(&h).contains(&format!("irq:24={}", 40 * US)), "{:?}", labels(&h));
 }
@@ -104,6 +107,7 @@ fn slack_is_charged_first_and_never_past_the_timer() {
     };
     let h = late(&mut wakeup_engine(50 * US), &evs(d + 52 * US), d, d + 60 * US);
     assert_eq!(labels(&h)[0], format!("slack:={}", 50 * US));
+    assert_eq!(h.parts.clone().unwrap().top[0], Some((crate::cause::Cause::Slack, 50 * US)), "the timer part's largest cause");
     assert!(labels(&h).contains(&format!("idle:halt (default idle)={}", 2 * US)), "{:?}", labels(&h));
     // A timer that fired before the slack ran out: only that much is slack.
     let h = late(&mut wakeup_engine(50 * US), &evs(d + 20 * US), d, d + 28 * US);
@@ -126,7 +130,7 @@ fn a_wakeup_whose_events_arrive_late() {
     evs.push(switch(d + 100 * US, task(77, "fifohog"), probe()));
     evs.push(ev(d + 2000 * US, Payload::SoftirqEntry { vec: 1 }));
     let h = late(&mut e, &evs, d, d + 102 * US);
-    assert_eq!(h.parts.unwrap().sched_ns, 99 * US);
+    assert_eq!(h.parts.clone().unwrap().sched_ns, 99 * US);
     assert!(labels(&h)[0].starts_with("task:fifohog[77]="));
 }
 
@@ -142,6 +146,6 @@ fn a_probe_preempted_after_its_switch_in_waited_again() {
     evs.push(switch(d + 8 * US, probe(), task(77, "fifohog")));
     evs.push(switch(d + 508 * US, task(77, "fifohog"), probe()));
     let h = late(&mut e, &evs, d, d + 510 * US);
-    let p = h.parts.unwrap();
+    let p = h.parts.clone().unwrap();
     assert_eq!((p.timer_ns, p.sched_ns, p.user_ns), (US, 507 * US, 2 * US));
 }
