@@ -233,6 +233,34 @@ int BPF_PROG(on_cpu_idle, unsigned int state, unsigned int cpu_id)
 	return emit_func(JW_IDLE, 0, state);
 }
 
+/*
+ * A watched CPU's new frequency, written by whichever CPU changed it (the
+ * governor's), so out of the watched CPU's order, like a wake-up.
+ */
+SEC("?tp_btf/cpu_frequency")
+int BPF_PROG(on_cpu_frequency, unsigned int frequency, unsigned int cpu_id)
+{
+	struct jw_event *e;
+	__u64 cpu = cpu_id;
+
+	/*
+	 * Widened and pinned in one register before the bound check: checked
+	 * on a 32-bit argument, the compiler tests a copy and zero-extends the
+	 * original after, and the verifier loses the bound.
+	 */
+	barrier_var(cpu);
+	if (cpu >= JW_MAX_CPUS)
+		return 0;
+	e = reserve_on(cpu, JW_FREQ, 0);
+
+	if (!e)
+		return 0;
+	e->u.fn.func = 0;
+	e->u.fn.obj = frequency;
+	submit(e);
+	return 0;
+}
+
 SEC("?tp_btf/workqueue_execute_start")
 int BPF_PROG(on_work_start, struct work_struct *work)
 {

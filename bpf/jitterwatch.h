@@ -34,6 +34,7 @@ enum jw_kind {
 	JW_NMI, /* emitted once, after the handler, with its duration */
 	JW_WAKEUP, /* passive mode: a task woken onto a watched CPU; cpu is that CPU */
 	JW_IDLE, /* cpu_idle: fn.obj holds the idle state, (__u32)-1 when the CPU leaves it */
+	JW_FREQ, /* cpu_frequency: fn.obj holds the new frequency (kHz); cpu is the CPU it is for */
 };
 
 enum jw_vector {

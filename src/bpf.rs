@@ -61,6 +61,7 @@ const TRACEPOINTS: &[(&str, &str)] = &[
     ("on_csd_exit", "csd_function_exit"),
     ("on_nmi", "nmi_handler"),
     ("on_cpu_idle", "cpu_idle"),
+    ("on_cpu_frequency", "cpu_frequency"),
 ];
 
 /// The environment setting that forces tp_btf/sched_switch (name, value).

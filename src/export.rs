@@ -16,9 +16,24 @@ use crate::interval::Hiccup;
 /// (probe, interrupted, preempted, wakeup) and `victim` (passive mode's
 /// watched thread as `comm[tid]`, escaped as names are; empty for a probe).
 /// Then `parts`: the wake-up probe's latency split as
-/// `timer=NS;sched=NS;user=NS` (adding up to gap_ns; empty for other rows).
-pub const HEADER: [&str; 12] =
-    ["time_ns", "cpu", "gap_ns", "explained_ns", "unexplained_ns", "top_kind", "top_name", "top_ns", "causes", "source", "victim", "parts"];
+/// `timer=NS;sched=NS;user=NS` (adding up to gap_ns; empty for other rows);
+/// and `freq_khz`: the CPU's frequency changed inside the row, `FROM>TO`
+/// (`?>TO` when it was not known before), empty without a change.
+pub const HEADER: [&str; 13] = [
+    "time_ns",
+    "cpu",
+    "gap_ns",
+    "explained_ns",
+    "unexplained_ns",
+    "top_kind",
+    "top_name",
+    "top_ns",
+    "causes",
+    "source",
+    "victim",
+    "parts",
+    "freq_khz",
+];
 
 /// A cause's name as it appears in the CSV: as every view shows it
 /// (`Cause::push_name`: `\` doubled, control and format characters
@@ -42,6 +57,7 @@ pub struct CsvSink<W: Write> {
     top_name: String,
     victim: String,
     parts: String,
+    freq: String,
     scratch: String,
 }
 
@@ -76,7 +92,15 @@ impl<W: Write> CsvSink<W> {
     pub fn new(inner: W) -> io::Result<Self> {
         let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(inner);
         w.write_record(HEADER)?;
-        Ok(Self { w, causes: String::new(), top_name: String::new(), victim: String::new(), parts: String::new(), scratch: String::new() })
+        Ok(Self {
+            w,
+            causes: String::new(),
+            top_name: String::new(),
+            victim: String::new(),
+            parts: String::new(),
+            freq: String::new(),
+            scratch: String::new(),
+        })
     }
 
     pub fn write(&mut self, h: &Hiccup) -> io::Result<()> {
@@ -114,6 +138,15 @@ impl<W: Write> CsvSink<W> {
                 self.parts.push_str(itoa::Buffer::new().format(ns));
             }
         }
+        self.freq.clear();
+        if let Some((from, to)) = h.freq {
+            match from {
+                Some(f) => self.freq.push_str(itoa::Buffer::new().format(f)),
+                None => self.freq.push('?'),
+            }
+            self.freq.push('>');
+            self.freq.push_str(itoa::Buffer::new().format(to));
+        }
         self.w.write_record([
             a.format(h.t0),
             b.format(h.cpu),
@@ -127,6 +160,7 @@ impl<W: Write> CsvSink<W> {
             h.source.as_str(),
             self.victim.as_str(),
             self.parts.as_str(),
+            self.freq.as_str(),
         ])?;
         Ok(())
     }
@@ -254,7 +288,7 @@ mod tests {
         let mut sink = CsvSink::new(Vec::new()).unwrap();
         sink.write(&hiccup(0, 5, vec![], 9)).unwrap();
         let s = String::from_utf8(sink.into_inner()).unwrap();
-        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,0,9,unexplained,,9,unexplained:=9,probe,,");
+        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,0,9,unexplained,,9,unexplained:=9,probe,,,");
     }
 
     /// Passive mode's rows say what kind of hiccup and whose, the victim's
@@ -269,9 +303,9 @@ mod tests {
         sink.write(&h).unwrap();
         let s = String::from_utf8(sink.into_inner()).unwrap();
         assert!(
-            s.starts_with("time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes,source,victim,parts\n"),
+            s.starts_with("time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes,source,victim,parts,freq_khz\n"),
             "{s}"
         );
-        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,9,0,work,vmstat_update,9,work:vmstat_update=9,preempted,\"a,pp\\\\\\u{202e}[42]\",");
+        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,9,0,work,vmstat_update,9,work:vmstat_update=9,preempted,\"a,pp\\\\\\u{202e}[42]\",,");
     }
 }

@@ -87,6 +87,8 @@ pub struct Hiccup {
     pub unexplained: u64,
     /// The wake-up probe's split of its latency (None for other sources).
     pub parts: Option<crate::engine::Parts>,
+    /// The CPU's frequency changed inside it: from (None: not known) → to, kHz.
+    pub freq: Option<(Option<u32>, u32)>,
 }
 
 impl Hiccup {
@@ -113,7 +115,7 @@ impl Hiccup {
 #[cfg(test)]
 pub(crate) fn hiccup(cpu: u32, t0: u64, causes: Vec<(Cause, u64)>, unexplained: u64) -> Hiccup {
     let gap = causes.iter().map(|c| c.1).sum::<u64>() + unexplained;
-    Hiccup { cpu, t0, gap, source: Source::Probe, victim: None, causes, unexplained, parts: None }
+    Hiccup { cpu, t0, gap, source: Source::Probe, victim: None, causes, unexplained, parts: None, freq: None }
 }
 
 #[cfg(test)]

@@ -118,6 +118,11 @@ pub enum Payload {
     Idle {
         state: u32,
     },
+    /// The CPU's frequency became `khz` (written by the CPU that changed
+    /// it: not in this CPU's order).
+    Freq {
+        khz: u32,
+    },
     /// Passive mode: `task` was woken onto this event's CPU (`target_cpu`,
     /// the same), from `waker_cpu`. Not in its CPU's order: written there.
     Wakeup {
@@ -186,6 +191,7 @@ impl Event {
                 jw_kind::JW_CSD_EXIT => Payload::CsdExit { func: e.u.r#fn.func, csd: e.u.r#fn.obj },
                 jw_kind::JW_NMI => Payload::Nmi { handler: e.u.nmi.handler, delta_ns: e.u.nmi.delta_ns, handled: e.sub != 0 },
                 jw_kind::JW_IDLE => Payload::Idle { state: e.u.r#fn.obj as u32 },
+                jw_kind::JW_FREQ => Payload::Freq { khz: e.u.r#fn.obj as u32 },
                 jw_kind::JW_WAKEUP => {
                     let w = e.u.wk;
                     Payload::Wakeup {

@@ -4,6 +4,7 @@
 //! its CPU's own events passing it), and charged to causes by exclusive
 //! time. Pure logic: no BPF, no threads.
 
+mod freq;
 mod namer;
 mod spill;
 mod timeline;
@@ -42,6 +43,8 @@ pub struct Engine {
     drops_seen: Vec<u32>,
     /// Per timeline: the wake-up probe's timer slack, ns.
     slack: Vec<u64>,
+    /// Per timeline: its frequency changes.
+    freqs: Vec<freq::FreqLog>,
 }
 
 impl Engine {
@@ -64,6 +67,7 @@ impl Engine {
             foreign_events: 0,
             drops_seen: vec![0; cpus.len()],
             slack: vec![0; cpus.len()],
+            freqs: cpus.iter().map(|_| freq::FreqLog::default()).collect(),
         }
     }
 
@@ -91,6 +95,11 @@ impl Engine {
         };
         if let Payload::IrqEntry { irq, name } = &ev.payload {
             self.namer.note_irq(*irq, name);
+        }
+        // Written by the CPU that changed it: not this CPU's order or counts.
+        if let Payload::Freq { khz } = ev.payload {
+            self.freqs[i].on_change(ev.ts, khz);
+            return;
         }
         // Wake-ups are written on other CPUs: their counts are not this CPU's.
         if matches!(ev.payload, Payload::Wakeup { .. }) {
@@ -235,7 +244,17 @@ impl Engine {
         }
         // Largest first; ties in a stable order.
         causes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        Hiccup { cpu: g.cpu, t0: g.t0, gap: g.t1 - g.t0, source: g.source, victim: g.victim, causes, unexplained, parts }
+        Hiccup {
+            cpu: g.cpu,
+            t0: g.t0,
+            gap: g.t1 - g.t0,
+            source: g.source,
+            victim: g.victim,
+            causes,
+            unexplained,
+            parts,
+            freq: self.freqs[slot].within(g.t0, g.t1),
+        }
     }
 
     /// Drops history no future gap can need: before `before[cpu]` (the
@@ -245,6 +264,7 @@ impl Engine {
         let oldest_pending = self.pending.iter().filter(|g| g.cpu == cpu).map(|g| g.t0).min();
         let t = oldest_pending.map_or(before, |p| p.min(before));
         self.timelines[i].prune(t);
+        self.freqs[i].prune(t);
     }
 
     /// How the timelines' windows have fared, over all watched CPUs.

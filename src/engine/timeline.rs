@@ -311,7 +311,8 @@ impl Timeline {
             // CPU nest on it, and its own time is the idle state's.
             Payload::Idle { state: IDLE_EXIT } => self.exit(ts, Context::Idle(IDLE_EXIT), |f| matches!(f.ctx, Context::Idle(_))),
             Payload::Idle { state } => self.enter(ts, Context::Idle(state), 0, Level::Task),
-            Payload::Wakeup { .. } => {}
+            // Handled by the engine (engine/freq.rs): no context changes.
+            Payload::Wakeup { .. } | Payload::Freq { .. } => {}
         }
     }
 

@@ -200,6 +200,48 @@ pub(super) fn run(s: &ProbeShared, cfg: ProbeConfig, w: &WakeStats) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::probe::{ProbeKind, ProbeShared};
+
+    /// The loop for real, unpinned, for `ms`: what it counted and queued.
+    fn run_for(threshold_ns: u64, ms: u64) -> ProbeShared {
+        let s = ProbeShared::new(0, ProbeKind::Wakeup { period_ns: 1_000_000 });
+        let cfg = ProbeConfig {
+            kind: ProbeKind::Wakeup { period_ns: 1_000_000 },
+            timer_slack_ns: Some(1),
+            threshold_ns: Some(threshold_ns),
+            rt_prio: None,
+            tsc: false,
+        };
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                // On its CPU, as a probe is (it stops when moved off it).
+                crate::sys::pin_to(&[0]).unwrap();
+                let w = s.wake.as_ref().unwrap();
+                setup(cfg, w);
+                run(&s, cfg, w)
+            });
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            s.stop.store(true, Relaxed);
+        });
+        s
+    }
+
+    /// Woken on time (within a threshold no wake-up reaches): counted, never
+    /// reported; with a threshold every wake-up passes, each is reported
+    /// from its deadline.
+    #[test]
+    fn on_time_wakeups_are_counted_not_reported() {
+        let s = run_for(1_000_000_000, 60);
+        let w = s.wake.as_ref().unwrap().latency().unwrap();
+        assert!(w.wakeups >= 20, "{w:?}");
+        assert_eq!((s.queue.len(), w.slack_ns), (0, 1));
+        let s = run_for(1, 30);
+        let n = s.wake.as_ref().unwrap().wakeups.load(Relaxed);
+        let gaps: Vec<Interval> = std::iter::from_fn(|| s.queue.pop()).collect();
+        assert_eq!(gaps.len() as u64, n);
+        assert!(gaps.iter().all(|g| g.source == Source::WakeupProbe && g.t1 > g.t0), "{gaps:?}");
+        assert!(gaps.windows(2).all(|p| p[1].t0 - p[0].t0 >= 1_000_000), "one deadline a period");
+    }
 
     #[test]
     fn latency_in_cyclictest_terms() {

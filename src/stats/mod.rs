@@ -56,6 +56,10 @@ pub struct CpuStats {
     pub probe: CpuCounters,
     /// The wake-up probe's late wake-ups, by part.
     pub wake: wake::WakeParts,
+    /// Hiccups inside which the CPU's frequency changed, and the last such
+    /// change (from, to kHz).
+    pub freq_changed: u64,
+    pub last_freq_change: Option<(Option<u32>, u32)>,
 }
 
 impl CpuStats {
@@ -74,6 +78,8 @@ impl CpuStats {
             worst_per_sec: VecDeque::with_capacity(SPARK_SECS),
             probe: CpuCounters::new(cpu),
             wake: wake::WakeParts::default(),
+            freq_changed: 0,
+            last_freq_change: None,
         }
     }
 
@@ -216,6 +222,10 @@ impl Stats {
         }
         if let Some(p) = &h.parts {
             c.wake.record(p);
+        }
+        if h.freq.is_some() {
+            c.freq_changed += 1;
+            c.last_freq_change = h.freq;
         }
         for (cause, ns) in h.all_causes() {
             self.add_cause(h.cpu, cause, ns, h.t0);

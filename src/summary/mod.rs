@@ -50,6 +50,8 @@ pub struct CpuRow {
     /// largest causes.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub late_wakeup_parts: Vec<PartRow>,
+    /// Hiccups inside which the CPU's frequency changed (cpu_frequency).
+    pub hiccups_with_freq_change: u64,
     pub queue_overflows: u64,
     pub ringbuf_drops: u64,
     pub top_causes: Vec<CauseRow>,
@@ -189,6 +191,7 @@ impl Summary {
                 hiccups_per_sec: s.per_sec(c.hiccups),
                 wakeup: c.probe.wakeup.clone(),
                 late_wakeup_parts: part_rows(&c.wake),
+                hiccups_with_freq_change: c.freq_changed,
                 queue_overflows: c.probe.overflow,
                 ringbuf_drops: c.probe.drops,
                 top_causes: s
@@ -321,6 +324,13 @@ impl Summary {
                 c.queue_overflows,
                 c.ringbuf_drops
             )?;
+            if c.hiccups_with_freq_change > 0 {
+                writeln!(
+                    out,
+                    "  {} hiccups saw the CPU's frequency change (a governor at work: performance, or a fixed frequency, removes it)",
+                    c.hiccups_with_freq_change
+                )?;
+            }
             if let Some(w) = &c.wakeup {
                 writeln!(
                     out,

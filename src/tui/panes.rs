@@ -238,7 +238,18 @@ pub fn stalls(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
             if let Some(v) = &h.victim {
                 spans.push(Span::styled(format!("{} {}: ", h.source.as_str(), v.name()), th.head()));
             }
+            // The wake-up probe: how the latency splits, then its causes.
+            if let Some(p) = &h.parts {
+                spans.push(Span::styled(
+                    format!("timer {} · sched {} · user {}: ", fmt::dur(p.timer_ns), fmt::dur(p.sched_ns), fmt::dur(p.user_ns)),
+                    th.head(),
+                ));
+            }
             spans.extend(breakdown(h, th));
+            if let Some((from, to)) = h.freq {
+                let mhz = |k: u32| format!("{} MHz", k / 1000);
+                spans.push(Span::styled(format!("  freq {} → {}", from.map_or("?".into(), mhz), mhz(to)), th.fg(Color::Yellow)));
+            }
             Line::from(spans)
         })
         .collect();

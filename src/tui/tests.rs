@@ -327,8 +327,15 @@ fn the_wakeup_probe_shows_latencies() {
         });
     }
     s.update_counters(raw, START + 3 * S);
+    let mut late = hiccup(6, START + 2 * S, vec![(Cause::Slack, 50_000), (task(b"kdamond.0", 71), 1_200_000)], 8_000);
+    late.source = crate::interval::Source::WakeupProbe;
+    late.parts = Some(crate::engine::Parts { timer_ns: 52_000, sched_ns: 1_198_000, user_ns: 8_000, top: Default::default() });
+    late.freq = Some((Some(2_400_000), 800_000));
+    s.record(&late);
     let a = App::new(info(), Snapshot::of(&s), true);
     let t = text(&draw(&a, 160, 48));
+    let stall = line_with(&t, "timer 52.0µs · sched 1.2ms · user 8.0µs: ");
+    assert!(stall.contains("kdamond.0[71]") && stall.contains("freq 2400 MHz → 800 MHz"), "{t}");
     assert!(t.contains("Wake-up latency, log2 buckets") && t.contains("lat ≥") && !t.contains("Loop gaps"), "{t}");
-    assert!(line_with(&t, "hiccups").contains(" min ") && line_with(&t, "   6       0").contains("61.0µs"), "{t}");
+    assert!(line_with(&t, "hiccups").contains(" min ") && line_with(&t, "   6       1").contains("61.0µs"), "{t}");
 }

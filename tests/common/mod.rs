@@ -222,7 +222,8 @@ pub fn read_csv(path: &std::path::Path) -> Vec<Row> {
             "causes",
             "source",
             "victim",
-            "parts"
+            "parts",
+            "freq_khz"
         ]
     );
     r.records()
@@ -241,6 +242,12 @@ pub fn read_csv(path: &std::path::Path) -> Vec<Row> {
                 victim: rec[10].to_string(),
                 parts: parse_parts(&rec[11]),
             };
+            // FROM>TO kHz (FROM `?` when not known), or empty.
+            if let Some((from, to)) = rec[12].split_once('>') {
+                assert!((from == "?" || from.parse::<u32>().is_ok()) && to.parse::<u32>().is_ok(), "{rec:?}");
+            } else {
+                assert!(rec[12].is_empty(), "{rec:?}");
+            }
             // The wake-up probe's rows, and only they, are split in parts that add up.
             assert_eq!(row.parts.is_some(), row.source == "wakeup-probe", "{rec:?}");
             if let Some((timer, sched, user)) = row.parts {

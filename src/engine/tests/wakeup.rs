@@ -115,6 +115,27 @@ fn slack_is_charged_first_and_never_past_the_timer() {
     assert_eq!(h.causes.iter().map(|c| c.1).sum::<u64>() + h.unexplained, h.gap);
 }
 
+/// The CPU's frequency changed inside a stall: the stall says from → to.
+#[test]
+fn a_frequency_change_inside_a_stall_is_shown_with_it() {
+    let mut e = wakeup_engine(0);
+    let d = 1000 * US;
+    let mut evs = vec![ev(500 * US, Payload::Freq { khz: 2_400_000 }), switch(900 * US, probe(), task(77, "fifohog"))];
+    evs.extend(timer_irq(d));
+    evs.push(ev(d + 50 * US, Payload::Freq { khz: 800_000 }));
+    evs.push(switch(d + 300 * US, task(77, "fifohog"), probe()));
+    let h = late(&mut e, &evs, d, d + 302 * US);
+    assert_eq!(h.freq, Some((Some(2_400_000), 800_000)));
+    // Nothing changed inside the next one.
+    let next = late(
+        &mut e,
+        &[switch(d + 1900 * US, probe(), task(77, "fifohog")), switch(d + 2100 * US, task(77, "fifohog"), probe())],
+        d + 2000 * US,
+        d + 2101 * US,
+    );
+    assert_eq!(next.freq, None);
+}
+
 /// Events that arrive after the interval is reported are still used: the
 /// attribution waits for the CPU's events to pass the interval.
 #[test]
