@@ -120,10 +120,11 @@ fn open_switch_event(cpu: usize) -> std::io::Result<OwnedFd> {
 
 impl<'obj> Tracer<'obj> {
     /// Opens, loads and attaches the programs, watching `cpus`.
-    /// `passive`: also trace wake-ups onto the watched CPUs, and see every
-    /// switch (the per-CPU perf event misses switches out of the idle task,
-    /// which passive mode needs to know a watched thread runs).
-    pub fn attach(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &[usize], passive: bool) -> Result<Self, TracerError> {
+    /// `passive`: see every switch (the per-CPU perf event misses switches
+    /// out of the idle task, which passive mode needs to know a watched
+    /// thread runs). `wakeups`: also trace wake-ups onto the watched CPUs
+    /// (passive mode's, and the wake-up probe's own).
+    pub fn attach(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &[usize], passive: bool, wakeups: bool) -> Result<Self, TracerError> {
         // libbpf's log (verifier output...) is many lines: only on request.
         if std::env::var_os("JITTERWATCH_DEBUG").is_none() {
             libbpf_rs::set_print(None);
@@ -154,8 +155,8 @@ impl<'obj> Tracer<'obj> {
             if name == "on_switch_out" {
                 prog.set_autoload(perf_ok);
             } else if name == "on_wakeup" {
-                prog.set_autoload(passive && has("sched_wakeup"));
-                if passive && !has("sched_wakeup") {
+                prog.set_autoload(wakeups && has("sched_wakeup"));
+                if wakeups && !has("sched_wakeup") {
                     missing.push("sched_wakeup");
                 }
             } else if name == "on_sched_switch" {

@@ -73,12 +73,14 @@ impl Collector {
     /// gone), and returns the final aggregates.
     pub fn spawn(cfg: Config, probes: Vec<Arc<ProbeShared>>, kallsyms: Kallsyms, ready: mpsc::Sender<Ready>) -> Result<Self> {
         let (commands, rx) = mpsc::channel();
+        // The wake-up probe's own wake-ups say when its timer woke it.
+        let wakeups = cfg.passive.is_some() || probes.iter().any(|p| p.wake.is_some());
         let thread = thread::Builder::new()
             .name("jw-collector".into())
             .spawn(move || {
                 crate::sys::pin_to(&cfg.housekeeping).context("cannot pin the collector to the unwatched CPUs")?;
                 let mut storage = MaybeUninit::uninit();
-                let tracer = match Tracer::attach(&mut storage, &cfg.cpus, cfg.passive.is_some()) {
+                let tracer = match Tracer::attach(&mut storage, &cfg.cpus, cfg.passive.is_some(), wakeups) {
                     Ok(t) => t,
                     Err(e) => {
                         let msg = e.to_string();

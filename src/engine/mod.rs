@@ -25,6 +25,10 @@ pub use wakeup::Parts;
 /// means every event inside the gap has been seen.
 pub const REORDER_NS: u64 = 1_000_000;
 
+/// The wake-up probe's wake-ups kept per CPU (one a period; the stalls
+/// still waiting to be explained span a few ms).
+const PROBE_WAKES: usize = 256;
+
 pub struct Engine {
     /// CPU number → index into `timelines` (None: not watched).
     slots: Vec<Option<usize>>,
@@ -45,6 +49,9 @@ pub struct Engine {
     slack: Vec<u64>,
     /// Per timeline: its frequency changes.
     freqs: Vec<freq::FreqLog>,
+    /// Per timeline: when the wake-up probe was last woken (its own
+    /// sched_wakeup events), oldest first.
+    probe_wakes: Vec<VecDeque<u64>>,
 }
 
 impl Engine {
@@ -68,6 +75,7 @@ impl Engine {
             drops_seen: vec![0; cpus.len()],
             slack: vec![0; cpus.len()],
             freqs: cpus.iter().map(|_| freq::FreqLog::default()).collect(),
+            probe_wakes: cpus.iter().map(|_| VecDeque::with_capacity(PROBE_WAKES)).collect(),
         }
     }
 
@@ -100,6 +108,17 @@ impl Engine {
         if let Payload::Freq { khz } = ev.payload {
             self.freqs[i].on_change(ev.ts, khz);
             return;
+        }
+        // The wake-up probe woken (in its timer's callback): the end of its
+        // timer latency.
+        if let Payload::Wakeup { task, .. } = &ev.payload {
+            if self.timelines[i].is_probe(task.pid) {
+                let w = &mut self.probe_wakes[i];
+                if w.len() == PROBE_WAKES {
+                    w.pop_front();
+                }
+                w.push_back(ev.ts);
+            }
         }
         // Wake-ups are written on other CPUs: their counts are not this CPU's.
         if matches!(ev.payload, Payload::Wakeup { .. }) {
@@ -203,8 +222,9 @@ impl Engine {
         // A late wake-up: its parts, and its timer slack charged first (the
         // kernel may fire the timer that late, whatever ran meanwhile).
         let namer = &self.namer;
+        let woken = self.probe_wakes[slot].iter().copied().find(|&w| w >= g.t0 && w < g.t1);
         let mut parts =
-            (g.source == Source::WakeupProbe).then(|| wakeup::split(tl, g.t0, g.t1, |f| namer.is_function(f, "hrtimer_wakeup")));
+            (g.source == Source::WakeupProbe).then(|| wakeup::split(tl, g.t0, g.t1, woken, |f| namer.is_function(f, "hrtimer_wakeup")));
         let slack = parts.as_ref().map_or(0, |p| p.timer_ns.min(self.slack[slot]));
         if let Some(p) = parts.as_mut() {
             // Each part's largest cause (the slack first in the timer's part).

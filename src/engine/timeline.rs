@@ -234,6 +234,10 @@ impl Timeline {
         }
     }
 
+    pub fn is_probe(&self, pid: u32) -> bool {
+        self.probe_tids.contains(&pid)
+    }
+
     /// Whether the timeline has `pid` running now.
     fn runs(&self, pid: u32) -> bool {
         match self.base {

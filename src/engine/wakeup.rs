@@ -23,12 +23,15 @@ impl Parts {
     }
 }
 
-/// Where the parts of the wake-up `[deadline, t1)` begin. `is_wakeup_fn`
-/// says whether a timer callback is the sleeper's (`hrtimer_wakeup`). A
-/// callback not seen leaves the whole stretch up to the switch-in to the
-/// timer; a switch-in not seen leaves it all up to `t1`.
-pub fn split(tl: &Timeline, deadline: u64, t1: u64, is_wakeup_fn: impl Fn(u64) -> bool) -> Parts {
-    let mut fire = None;
+/// Where the parts of the wake-up `[deadline, t1)` begin. `woken`: when
+/// the probe was woken (its sched_wakeup, inside its timer's callback),
+/// if seen; else the timer's fire is taken as the first sleeper's callback
+/// (`is_wakeup_fn`: `hrtimer_wakeup`) that began after the deadline (another
+/// task's sleeper firing first would be taken for the probe's). A fire not
+/// seen leaves the whole stretch up to the switch-in to the timer; a
+/// switch-in not seen leaves it all up to `t1`.
+pub fn split(tl: &Timeline, deadline: u64, t1: u64, woken: Option<u64>, is_wakeup_fn: impl Fn(u64) -> bool) -> Parts {
+    let mut fire = woken;
     // The probe's last switch-in: preempted after a first one, it waited
     // again, and that wait is scheduling delay too.
     let mut switch_in = None;
@@ -46,8 +49,8 @@ pub fn split(tl: &Timeline, deadline: u64, t1: u64, is_wakeup_fn: impl Fn(u64) -
     };
     for s in tl.segments_in(deadline, t1) {
         if let Context::Timer(f) = s.ctx {
-            if fire.is_none() && is_wakeup_fn(f) {
-                fire = Some(s.start.max(deadline));
+            if fire.is_none() && s.start >= deadline && is_wakeup_fn(f) {
+                fire = Some(s.start);
             }
         }
         seen(s.start.max(deadline), s.ctx, fire);

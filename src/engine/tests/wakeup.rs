@@ -170,3 +170,33 @@ fn a_probe_preempted_after_its_switch_in_waited_again() {
     let p = h.parts.clone().unwrap();
     assert_eq!((p.timer_ns, p.sched_ns, p.user_ns), (US, 507 * US, 2 * US));
 }
+
+/// Another sleeper's timer on the CPU, in progress at the deadline and
+/// another just after: the probe's own wake-up says which was its timer.
+#[test]
+fn another_sleepers_timer_is_not_the_probes() {
+    let d = 1000 * US;
+    let other = 0xffff_8880_0000_2000;
+    let evs = |probe_woken: bool| {
+        let mut v = vec![
+            switch_ran(990 * US, probe(), idle(), 0),
+            ev(d - US, Payload::HrtimerEntry { func: WAKE_FN, timer: other }),
+            ev(d + US, Payload::HrtimerExit { timer: other }),
+            ev(d + 2 * US, Payload::HrtimerEntry { func: WAKE_FN, timer: other }),
+            ev(d + 3 * US, Payload::HrtimerExit { timer: other }),
+        ];
+        v.extend(timer_irq(d + 30 * US));
+        if probe_woken {
+            v.push(ev(d + 32 * US, Payload::Wakeup { task: probe(), target_cpu: CPU, waker_cpu: CPU }));
+        }
+        v.push(switch(d + 36 * US, idle(), probe()));
+        v
+    };
+    let h = late(&mut wakeup_engine(0), &evs(true), d, d + 37 * US);
+    let p = h.parts.clone().unwrap();
+    assert_eq!((p.timer_ns, p.sched_ns, p.user_ns), (32 * US, 4 * US, US));
+    // Without its wake-up event: the first sleeper that fired after the
+    // deadline (the other one's, here) is taken.
+    let h = late(&mut wakeup_engine(0), &evs(false), d, d + 37 * US);
+    assert_eq!(h.parts.clone().unwrap().timer_ns, 2 * US);
+}
