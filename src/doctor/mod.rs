@@ -13,6 +13,7 @@ mod power;
 mod render;
 mod tasks;
 mod timers;
+mod topology;
 mod virt;
 mod workqueues;
 
@@ -133,7 +134,8 @@ pub fn audit(root: &Path, cpus: &[usize]) -> Report {
     boot::check(&mut cx);
     irqs::check(&mut cx);
     workqueues::check(&mut cx);
-    tasks::check(&mut cx);
+    let threads = tasks::check(&mut cx);
+    topology::check(&mut cx, &threads);
     timers::check(&mut cx);
     power::check(&mut cx);
     virt::check(&mut cx);

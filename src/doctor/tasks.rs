@@ -72,10 +72,11 @@ pub(crate) fn scan(cx: &mut Ctx) -> Vec<Thread> {
     out
 }
 
-pub(crate) fn check(cx: &mut Ctx) {
+/// Returns the threads it scanned, for the checks that need them too.
+pub(crate) fn check(cx: &mut Ctx) -> Vec<Thread> {
     let threads = scan(cx);
     if threads.is_empty() {
-        return;
+        return threads;
     }
     let hk = cx.hk_list();
     let w = cx.watched();
@@ -193,6 +194,7 @@ pub(crate) fn check(cx: &mut Ctx) {
             .fix_opt(move_cmds(&ran_here))
     };
     cx.push(f.why("the processor field of /proc/PID/task/TID/stat is the CPU each thread last ran on: these actually used a watched CPU"));
+    threads
 }
 
 #[cfg(test)]
