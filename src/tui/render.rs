@@ -178,7 +178,14 @@ fn header_lines(app: &App, th: Theme, width: u16) -> Vec<Line<'static>> {
         sep(th),
         Span::raw(format!("kernel {}", app.info.kernel)),
     ];
-    let what = vec![Span::raw(format!("CPU {}", app.info.cpus_summary())), sep(th), Span::raw(format!("threshold {}", thresholds(app)))];
+    let what = vec![
+        Span::raw(format!("CPU {}", app.info.cpus_summary())),
+        sep(th),
+        // A sibling open to other work slows the watched CPU: flagged.
+        Span::styled(app.info.topology.clone(), if app.info.sibling_open { th.warn() } else { Style::new() }),
+        sep(th),
+        Span::raw(format!("threshold {}", thresholds(app))),
+    ];
     let (drops, overflow, bpf) = cost(app);
     let flag = |n: u64| if n > 0 { th.warn() } else { Style::new() };
     let mut how = vec![

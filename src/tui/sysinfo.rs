@@ -30,6 +30,11 @@ pub struct SysInfo {
     pub kernel: String,
     /// (cpu, isolation), in the order the CPUs are watched.
     pub cpus: Vec<(usize, Isolation)>,
+    /// Where they sit: NUMA node(s) and SMT siblings (`node 0 · SMT 6+14`),
+    /// and whether a sibling is neither watched nor isolated (it can run
+    /// work that slows the watched CPU).
+    pub topology: String,
+    pub sibling_open: bool,
 }
 
 impl SysInfo {
@@ -41,7 +46,10 @@ impl SysInfo {
         let list = |p: &str| text(p).ok().and_then(|s| cpulist::parse(&s).ok()).unwrap_or_default();
         let isolated = list("sys/devices/system/cpu/isolated");
         let nohz = list("sys/devices/system/cpu/nohz_full");
+        let (topology, sibling_open) = topology(root, cpus, &isolated);
         Self {
+            topology,
+            sibling_open,
             host: sanitize::visible(&text("proc/sys/kernel/hostname").unwrap_or_else(|_| "?".into())).into_owned(),
             kernel: sanitize::visible(&text("proc/sys/kernel/osrelease").unwrap_or_else(|_| "?".into())).into_owned(),
             cpus: cpus.iter().map(|&c| (c, Isolation { isolcpus: isolated.contains(&c), nohz_full: nohz.contains(&c) })).collect(),
@@ -59,6 +67,36 @@ impl SysInfo {
         }
         groups.iter().map(|(iso, cs)| format!("{} {}", cpulist::Display(cs), iso.label())).collect::<Vec<_>>().join(", ")
     }
+}
+
+/// `node 0 · no SMT`, `nodes 0,1 · SMT 6+14 7+15`; true when a sibling is
+/// neither watched nor isolated.
+fn topology(root: &Path, cpus: &[usize], isolated: &[usize]) -> (String, bool) {
+    let mut nodes: Vec<usize> = Vec::new();
+    let mut pairs: Vec<String> = Vec::new();
+    let mut open = false;
+    for &c in cpus {
+        let base = root.join(format!("sys/devices/system/cpu/cpu{c}"));
+        if let Ok(rd) = std::fs::read_dir(&base) {
+            let node = rd.filter_map(|e| e.ok()?.file_name().to_str()?.strip_prefix("node")?.parse::<usize>().ok()).next();
+            nodes.extend(node);
+        }
+        let sib = std::fs::read_to_string(base.join("topology/thread_siblings_list")).ok().and_then(|s| cpulist::parse(s.trim()).ok());
+        let others: Vec<usize> = sib.unwrap_or_default().into_iter().filter(|&s| s != c).collect();
+        if !others.is_empty() {
+            open |= others.iter().any(|s| !cpus.contains(s) && !isolated.contains(s));
+            pairs.push(format!("{c}+{}", cpulist::Display(&others)));
+        }
+    }
+    nodes.sort_unstable();
+    nodes.dedup();
+    let node = match nodes.len() {
+        0 => "node ?".to_string(),
+        1 => format!("node {}", nodes[0]),
+        _ => format!("nodes {}", cpulist::Display(&nodes)),
+    };
+    let smt = if pairs.is_empty() { "no SMT".to_string() } else { format!("SMT {}", pairs.join(" ")) };
+    (format!("{node} · {smt}"), open)
 }
 
 #[cfg(test)]
@@ -81,5 +119,26 @@ mod tests {
         assert_eq!((i.host.as_str(), i.kernel.as_str()), ("box\\x1b]0;x", "?"));
         w("sys/devices/system/cpu/nohz_full", "(null)\n");
         assert_eq!(SysInfo::read(d.path(), &[8, 9]).cpus_summary(), "8-9 neither");
+    }
+
+    /// Siblings named, and flagged when one is open to other work.
+    #[test]
+    fn reads_smt_siblings_and_nodes() {
+        let d = tempfile::tempdir().unwrap();
+        let w = |p: &str, s: &str| {
+            let p = d.path().join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, s).unwrap();
+        };
+        assert_eq!(SysInfo::read(d.path(), &[6]).topology, "node ? · no SMT");
+        w("sys/devices/system/cpu/isolated", "6-7,15\n");
+        for (c, sib) in [(6, "6,14"), (7, "7,15")] {
+            w(&format!("sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list"), &format!("{sib}\n"));
+            w(&format!("sys/devices/system/cpu/cpu{c}/node0/cpulist"), "0-15\n");
+        }
+        let i = SysInfo::read(d.path(), &[6, 7]);
+        assert_eq!((i.topology.as_str(), i.sibling_open), ("node 0 · SMT 6+14 7+15", true), "14 is neither watched nor isolated");
+        let i = SysInfo::read(d.path(), &[7]);
+        assert_eq!((i.topology.as_str(), i.sibling_open), ("node 0 · SMT 7+15", false));
     }
 }

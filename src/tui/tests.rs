@@ -62,7 +62,13 @@ fn stats() -> Stats {
 
 fn info() -> SysInfo {
     let iso = Isolation { isolcpus: true, nohz_full: true };
-    SysInfo { host: "testhost".into(), kernel: "6.18.0-test".into(), cpus: vec![(6, iso), (7, iso)] }
+    SysInfo {
+        host: "testhost".into(),
+        kernel: "6.18.0-test".into(),
+        cpus: vec![(6, iso), (7, iso)],
+        topology: "node 0 · SMT 6+14 7+15".into(),
+        sibling_open: true,
+    }
 }
 
 fn app() -> App {
@@ -108,8 +114,16 @@ fn small_terminal_shows_every_essential() {
 
 #[test]
 fn large_terminal_shows_all_panes() {
-    let s = text(&draw(&app(), 160, 48));
-    assert!(s.lines().next().unwrap().contains("kernel 6.18.0-test · CPU 6-7 isolcpus+nohz_full · threshold 1.0µs"), "{s}");
+    let b = draw(&app(), 160, 48);
+    let s = text(&b);
+    // A sibling open to other work is flagged (white on red).
+    let first = s.lines().next().unwrap();
+    let at = first[..first.find("SMT").unwrap()].chars().count();
+    assert_eq!((b.content[at].fg, b.content[at].bg), (Color::White, Color::Red), "{first}");
+    assert!(
+        s.lines().next().unwrap().contains("kernel 6.18.0-test · CPU 6-7 isolcpus+nohz_full · node 0 · SMT 6+14 7+15 · threshold 1.0µs"),
+        "{s}"
+    );
     assert!(s.contains("Culprits") && s.contains("Loop gaps") && s.contains("Recent worst stalls"), "{s}");
     assert!(s.contains("vmstat_update 42.0µs + irq:local_timer 3.0µs + kworker/6:1[412] 2.0µs + unexplained 1.0µs"), "{s}");
     assert!(s.contains("worst gap of each second (log scale)"), "{s}");
