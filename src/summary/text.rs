@@ -1,0 +1,156 @@
+//! The exit summary as text: per CPU in hiccups' columns, each CPU's
+//! line of figures and top causes (the wake-up probe's latencies and their
+//! parts), jitterwatch's own cost, hints and notes.
+
+use std::io::{self, Write};
+
+use super::{threads, Summary};
+use crate::cause::{Kind, LOST, UNEXPLAINED};
+use crate::sanitize::visible;
+use crate::units::ns;
+
+impl Summary {
+    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        threads::write_text(&self.threads, out)?;
+        writeln!(
+            out,
+            "{:>4} {:>12} {:>9} {:>10} {:>10} {:>12} {:>10}",
+            "cpu", "threshold_ns", "hiccups", "pct99_ns", "pct999_ns", "max_ns", "stolen_pct"
+        )?;
+        for c in &self.cpus {
+            writeln!(
+                out,
+                "{:>4} {:>12} {:>9} {:>10} {:>10} {:>12} {:>10.4}",
+                c.cpu, c.threshold_ns, c.hiccups, c.pct99_ns, c.pct999_ns, c.max_ns, c.stolen_pct
+            )?;
+        }
+        for c in &self.cpus {
+            writeln!(
+                out,
+                "\ncpu {}: {:.1}% of stolen time explained{}, {}, {:.1} hiccups/s, {} queue overflows, {} ring-buffer drops",
+                c.cpu,
+                c.explained_pct,
+                if c.lost_pct > 0.0 {
+                    format!(
+                        " ({:.1} points of it from hiccups with dropped events; {:.1}% lost while events were dropped)",
+                        c.explained_in_lossy_rows_pct, c.lost_pct
+                    )
+                } else {
+                    String::new()
+                },
+                if self.mode == "passive" {
+                    "passive (no probe)".to_string()
+                } else if let Some(w) = &c.wakeup {
+                    format!("wake-up probe every {} (timer slack {})", ns(w.period_ns), ns(w.slack_ns))
+                } else {
+                    format!(
+                        "loop floor {} ns (mean period {:.1} ns, {:.1} ns between hiccups{})",
+                        c.loop_floor_ns,
+                        c.loop_mean_ns,
+                        c.loop_quiet_mean_ns,
+                        match (c.clock, c.tsc_drift_ns) {
+                            ("tsc", Some(d)) => format!("; TSC clock, {d:+} ns from CLOCK_MONOTONIC at the end"),
+                            ("tsc", None) => "; TSC clock".to_string(),
+                            _ => String::new(),
+                        }
+                    )
+                },
+                c.hiccups_per_sec,
+                c.queue_overflows,
+                c.ringbuf_drops
+            )?;
+            if c.hiccups_with_freq_change > 0 {
+                writeln!(
+                    out,
+                    "  {} hiccups saw the CPU's frequency change (a governor at work: performance, or a fixed frequency, removes it)",
+                    c.hiccups_with_freq_change
+                )?;
+            }
+            if let Some(w) = &c.wakeup {
+                writeln!(
+                    out,
+                    "  wake-up latency over {} wake-ups: min {}, avg {}, max {}; p50 {}, p99 {}, p99.9 {} (1 µs buckets); {} over the threshold",
+                    w.wakeups,
+                    ns(w.min_ns),
+                    ns(w.avg_ns.round() as u64),
+                    ns(w.max_ns),
+                    ns(w.p50_ns),
+                    ns(w.p99_ns),
+                    ns(w.p999_ns),
+                    c.hiccups
+                )?;
+                for p in &c.late_wakeup_parts {
+                    let top: Vec<String> = p.top_causes.iter().map(|(c, t)| format!("{} {}", c.trim_end_matches(':'), ns(*t))).collect();
+                    writeln!(
+                        out,
+                        "    {:<17} {:>10} in all, max {:>9}{}",
+                        p.part,
+                        ns(p.total_ns),
+                        ns(p.max_ns),
+                        if top.is_empty() { String::new() } else { format!("; largest: {}", top.join(", ")) }
+                    )?;
+                }
+            }
+            if c.top_causes.is_empty() {
+                continue;
+            }
+            writeln!(out, "  {:<11} {:<40} {:>8} {:>14} {:>12} {:>12}", "kind", "name", "count", "total_ns", "max_ns", "p99_ns")?;
+            for k in &c.top_causes {
+                // Names are escaped already (Cause::push_name).
+                let name = match k.kind {
+                    Kind::Unexplained => UNEXPLAINED,
+                    Kind::Lost => LOST,
+                    _ => &k.name,
+                };
+                writeln!(
+                    out,
+                    "  {:<11} {:<40} {:>8} {:>14} {:>12} {:>12}",
+                    k.kind.as_str(),
+                    name,
+                    k.count,
+                    k.total_ns,
+                    k.max_ns,
+                    k.p99_ns
+                )?;
+            }
+        }
+        let o = &self.overhead;
+        writeln!(
+            out,
+            "\njitterwatch's own cost: {} events ({:.0}/s), {} ring-buffer drops, {} probe-queue overflows, consumer lag up to {}",
+            self.events,
+            self.events_per_sec,
+            o.ringbuf_drops,
+            o.queue_overflows,
+            ns(o.lag_max_ns)
+        )?;
+        writeln!(
+            out,
+            "  consumer thread: {} of CPU, {:.1}% of one CPU, {:.0} ns per event (after {} of set-up: BPF load and attach)",
+            ns(o.consumer_cpu_ns),
+            if self.duration_ns == 0 { 0.0 } else { 100.0 * o.consumer_cpu_ns as f64 / self.duration_ns as f64 },
+            o.consumer_ns_per_event,
+            ns(o.setup_cpu_ns)
+        )?;
+        if !self.switch_hook.is_empty() {
+            writeln!(out, "  context switches: {}", visible(&self.switch_hook))?;
+        }
+        if o.evicted_segments > 0 {
+            // Stalls longer than the window keep their totals per cause, not their order.
+            writeln!(out, "  {} timeline segments folded into per-cause totals (window full)", o.evicted_segments)?;
+        }
+        for p in &o.bpf_programs {
+            writeln!(out, "  bpf {:<32} {:>10} runs {:>8.0} ns/run", p.name, p.run_cnt, p.ns_per_run)?;
+        }
+        if !self.missing_tracepoints.is_empty() {
+            writeln!(out, "\nnot traced (this kernel lacks them): {}", self.missing_tracepoints.join(", "))?;
+        }
+        for h in &self.hints {
+            writeln!(out, "hint: {}", visible(h))?;
+        }
+        for n in &self.notes {
+            writeln!(out, "note: {}", visible(n))?;
+        }
+        Ok(())
+    }
+}
