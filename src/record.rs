@@ -47,6 +47,14 @@ impl Vector {
 
 pub type Comm = [u8; COMM_LEN];
 
+/// A name as the BPF side writes it into a record (`char[COMM_LEN]`),
+/// for records made in userspace (the replay, tests).
+pub fn c_comm(s: &str) -> [i8; COMM_LEN] {
+    let mut c = [0i8; COMM_LEN];
+    c.iter_mut().zip(s.bytes()).for_each(|(d, b)| *d = b as i8);
+    c
+}
+
 /// The state cpu_idle reports when the CPU leaves idle (PWR_EVENT_EXIT).
 pub const IDLE_EXIT: u32 = u32::MAX;
 
@@ -217,13 +225,7 @@ pub(crate) mod tests {
         unsafe { std::slice::from_raw_parts((e as *const jw_event).cast::<u8>(), std::mem::size_of::<jw_event>()) }.to_vec()
     }
 
-    fn comm(s: &str) -> [i8; COMM_LEN] {
-        let mut c = [0i8; COMM_LEN];
-        for (d, b) in c.iter_mut().zip(s.bytes()) {
-            *d = b as i8;
-        }
-        c
-    }
+    use super::c_comm as comm;
 
     #[test]
     fn decodes_a_switch() {

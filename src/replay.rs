@@ -18,7 +18,7 @@ use crate::collector::{Drain, EventSource, IntervalSource};
 use crate::engine::{Engine, Namer};
 use crate::interval::{Interval, Source};
 use crate::kallsyms::Kallsyms;
-use crate::record::Event;
+use crate::record::{c_comm as comm, Event};
 use crate::stats::Stats;
 
 /// Simulated time per drain: each drain reads one cycle of every CPU.
@@ -43,11 +43,6 @@ fn func(func: u64, obj: u64) -> jw_payload {
     jw_payload { r#fn: jw_func { func, obj } }
 }
 
-fn comm(s: &str) -> [i8; crate::record::COMM_LEN] {
-    let mut c = [0i8; crate::record::COMM_LEN];
-    c.iter_mut().zip(s.bytes()).for_each(|(d, b)| *d = b as i8);
-    c
-}
 
 fn switch(cpu: u16, ts: u64, prev: (u32, &str), next: (u32, &str)) -> jw_event {
     let sw = jw_switch {

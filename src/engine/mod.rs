@@ -222,9 +222,11 @@ impl Engine {
         // A late wake-up: its parts, and its timer slack charged first (the
         // kernel may fire the timer that late, whatever ran meanwhile).
         let namer = &self.namer;
-        let woken = self.probe_wakes[slot].iter().copied().find(|&w| w >= g.t0 && w < g.t1);
-        let mut parts =
-            (g.source == Source::WakeupProbe).then(|| wakeup::split(tl, g.t0, g.t1, woken, |f| namer.is_function(f, "hrtimer_wakeup")));
+        let wakes = &self.probe_wakes[slot];
+        let mut parts = (g.source == Source::WakeupProbe).then(|| {
+            let woken = wakes.iter().copied().find(|&w| w >= g.t0 && w < g.t1);
+            wakeup::split(tl, g.t0, g.t1, woken, |f| namer.is_function(f, "hrtimer_wakeup"))
+        });
         let slack = parts.as_ref().map_or(0, |p| p.timer_ns.min(self.slack[slot]));
         if let Some(p) = parts.as_mut() {
             // Each part's largest cause (the slack first in the timer's part).

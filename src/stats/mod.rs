@@ -56,10 +56,8 @@ pub struct CpuStats {
     pub probe: CpuCounters,
     /// The wake-up probe's late wake-ups, by part.
     pub wake: wake::WakeParts,
-    /// Hiccups inside which the CPU's frequency changed, and the last such
-    /// change (from, to kHz).
+    /// Hiccups inside which the CPU's frequency changed.
     pub freq_changed: u64,
-    pub last_freq_change: Option<(Option<u32>, u32)>,
 }
 
 impl CpuStats {
@@ -79,7 +77,6 @@ impl CpuStats {
             probe: CpuCounters::new(cpu),
             wake: wake::WakeParts::default(),
             freq_changed: 0,
-            last_freq_change: None,
         }
     }
 
@@ -225,7 +222,6 @@ impl Stats {
         }
         if h.freq.is_some() {
             c.freq_changed += 1;
-            c.last_freq_change = h.freq;
         }
         for (cause, ns) in h.all_causes() {
             self.add_cause(h.cpu, cause, ns, h.t0);
