@@ -43,7 +43,6 @@ fn func(func: u64, obj: u64) -> jw_payload {
     jw_payload { r#fn: jw_func { func, obj } }
 }
 
-
 fn switch(cpu: u16, ts: u64, prev: (u32, &str), next: (u32, &str)) -> jw_event {
     let sw = jw_switch {
         prev_pid: prev.0,
