@@ -35,6 +35,7 @@ enum jw_kind {
 	JW_WAKEUP, /* passive mode: a task woken onto a watched CPU; cpu is that CPU */
 	JW_IDLE, /* cpu_idle: fn.obj holds the idle state, (__u32)-1 when the CPU leaves it */
 	JW_FREQ, /* cpu_frequency: fn.obj holds the new frequency (kHz); cpu is the CPU it is for */
+	JW_STEAL, /* the CPU's steal clock changed: fn.obj holds its new value (ns), read with the record before it */
 };
 
 enum jw_vector {

@@ -26,6 +26,9 @@ pub enum Kind {
     Idle,
     /// A wake-up's timer slack: how late the kernel may fire the timer.
     Slack,
+    /// The hypervisor ran something else while this vCPU was runnable
+    /// (its steal clock).
+    Host,
 }
 
 impl Kind {
@@ -42,6 +45,7 @@ impl Kind {
             Kind::Lost => "lost",
             Kind::Idle => "idle",
             Kind::Slack => "slack",
+            Kind::Host => "host",
         }
     }
 }
@@ -56,6 +60,8 @@ impl std::fmt::Display for Kind {
 /// where space is short).
 pub const UNEXPLAINED: &str = "(no kernel event: hypervisor, SMI, hardware)";
 pub const UNEXPLAINED_SHORT: &str = "(no kernel event)";
+/// What host time is (its name, as every view shows it).
+pub const HOST: &str = "vCPU preempted by the host";
 /// What lost time is: the ring buffer was full, the CPU's events dropped.
 pub const LOST: &str = "(events dropped: ring buffer full)";
 
@@ -92,6 +98,8 @@ pub enum Cause {
     Idle(Symbol),
     /// The wake-up probe's timer slack (the kernel may fire its timer that late).
     Slack,
+    /// Unexplained time the hypervisor's steal clock accounts for.
+    Host,
     /// Causes of this kind folded together past the per-CPU cap.
     Others(Kind),
     /// Time no kernel event covers: the hypervisor, SMIs, hardware.
@@ -115,6 +123,7 @@ impl Cause {
             Cause::Nmi(_) => Kind::Nmi,
             Cause::Idle(_) => Kind::Idle,
             Cause::Slack => Kind::Slack,
+            Cause::Host => Kind::Host,
             Cause::Others(k) => *k,
             Cause::Unexplained => Kind::Unexplained,
             Cause::Lost => Kind::Lost,
@@ -131,7 +140,13 @@ impl Cause {
     pub fn folded(&self) -> Option<Cause> {
         match self {
             Cause::Task { comm, pid: Some(_) } => Some(Cause::Task { comm: *comm, pid: None }),
-            Cause::Task { pid: None, .. } | Cause::Others(_) | Cause::Unexplained | Cause::Lost | Cause::Idle(_) | Cause::Slack => None,
+            Cause::Task { pid: None, .. }
+            | Cause::Others(_)
+            | Cause::Unexplained
+            | Cause::Lost
+            | Cause::Idle(_)
+            | Cause::Slack
+            | Cause::Host => None,
             other => Some(Cause::Others(other.kind())),
         }
     }
@@ -164,6 +179,7 @@ impl Cause {
             Cause::Vector(v) => out.push_str(v.name()),
             Cause::Softirq(v) => out.push_str(&crate::names::softirq(*v)),
             Cause::Others(_) => out.push_str(OTHERS),
+            Cause::Host => out.push_str(HOST),
             Cause::Unexplained | Cause::Lost | Cause::Slack => {}
         }
     }
@@ -210,6 +226,7 @@ mod tests {
             (Cause::Nmi(sym("0x10")), "nmi:0x10"),
             (Cause::Others(Kind::Irq), "irq:(others)"),
             (Cause::Unexplained, "unexplained:"),
+            (Cause::Host, "host:vCPU preempted by the host"),
         ];
         for (c, want) in cases {
             assert_eq!(c.label(), want);

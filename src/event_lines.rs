@@ -147,6 +147,7 @@ impl Printer {
             Payload::Idle { state: crate::record::IDLE_EXIT } => ("cpu_idle", "exit".to_string(), None),
             Payload::Idle { state } => ("cpu_idle", format!("state={state}"), None),
             Payload::Freq { khz } => ("cpu_frequency", format!("{khz} kHz"), None),
+            Payload::Steal { ns } => ("steal_clock", format!("{ns} ns"), None),
             Payload::Nmi { handler, delta_ns, handled } => {
                 ("nmi_handler", format!("{}{}", self.sym(handler), if handled { "" } else { " unhandled" }), Some(delta_ns))
             }

@@ -131,6 +131,12 @@ pub enum Payload {
     Freq {
         khz: u32,
     },
+    /// The CPU's steal clock (ns the hypervisor ran something else while
+    /// this vCPU was runnable, since boot) moved to `ns`, as the kernel read
+    /// it at its last rq clock update; stamped with the record before it.
+    Steal {
+        ns: u64,
+    },
     /// Passive mode: `task` was woken onto this event's CPU (`target_cpu`,
     /// the same), from `waker_cpu`. Not in its CPU's order: written there.
     Wakeup {
@@ -200,6 +206,7 @@ impl Event {
                 jw_kind::JW_NMI => Payload::Nmi { handler: e.u.nmi.handler, delta_ns: e.u.nmi.delta_ns, handled: e.sub != 0 },
                 jw_kind::JW_IDLE => Payload::Idle { state: e.u.r#fn.obj as u32 },
                 jw_kind::JW_FREQ => Payload::Freq { khz: e.u.r#fn.obj as u32 },
+                jw_kind::JW_STEAL => Payload::Steal { ns: e.u.r#fn.obj },
                 jw_kind::JW_WAKEUP => {
                     let w = e.u.wk;
                     Payload::Wakeup {

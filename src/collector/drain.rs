@@ -152,6 +152,9 @@ impl Drain {
             let engine = &mut self.engine;
             t.flush(self.watermark, &mut |iv| engine.on_interval(iv));
         }
+        if last {
+            self.engine.finish();
+        }
         let (stats, sinks) = (&mut self.stats, &mut self.sinks);
         let mut failed: Option<(&'static str, io::Error)> = None;
         self.engine.attribute_ready(self.watermark, |h| {

@@ -286,6 +286,7 @@ impl Own {
                         tsc_drift_ns: Some(p.tsc_drift_ns.load(Relaxed)).filter(|&d| d != i64::MIN),
                         tsc: p.uses_tsc.load(Relaxed),
                         wakeup: p.wake.as_ref().and_then(|w| w.latency()),
+                        steal: drain.engine.steal_totals(p.cpu),
                     }
                 })
                 .collect(),
@@ -299,6 +300,7 @@ impl Own {
                 .map(|s| CpuCounters {
                     threshold_ns: thr,
                     drops: drops.get(s.cpu as usize).copied().unwrap_or(0),
+                    steal: drain.engine.steal_totals(s.cpu),
                     ..CpuCounters::new(s.cpu)
                 })
                 .collect();

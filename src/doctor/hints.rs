@@ -135,6 +135,10 @@ pub fn hints(report: &Report, cause: &Cause) -> Vec<String> {
         Cause::Slack => h.push(
             "timer slack lets the kernel fire a sleeper's timer late: SCHED_FIFO threads have none; others can set it with prctl(PR_SET_TIMERSLACK, 1)",
         ),
+        Cause::Host => {
+            h.push("host: the hypervisor ran something else while this vCPU was runnable (its steal clock says so): dedicated host cores with the vCPUs pinned 1:1, or a less loaded host");
+            h.add("steal");
+        }
         Cause::Others(_) => {}
     }
     h.out

@@ -7,6 +7,7 @@
 mod freq;
 mod namer;
 mod spill;
+mod steal;
 mod timeline;
 mod wakeup;
 
@@ -17,6 +18,7 @@ use crate::interval::{Hiccup, Interval, Source};
 use crate::record::{Event, Payload};
 
 pub use namer::Namer;
+pub use steal::StealTotals;
 use timeline::{Context, Timeline};
 pub use wakeup::Parts;
 
@@ -52,6 +54,10 @@ pub struct Engine {
     /// Per timeline: when the wake-up probe was last woken (its own
     /// sched_wakeup events), oldest first.
     probe_wakes: Vec<VecDeque<u64>>,
+    /// Per timeline: its steal clock, and the stalls waiting for it.
+    steals: Vec<steal::Steal>,
+    /// The sources have stopped: nothing waits for a later steal reading.
+    finishing: bool,
 }
 
 impl Engine {
@@ -76,6 +82,8 @@ impl Engine {
             slack: vec![0; cpus.len()],
             freqs: cpus.iter().map(|_| freq::FreqLog::default()).collect(),
             probe_wakes: cpus.iter().map(|_| VecDeque::with_capacity(PROBE_WAKES)).collect(),
+            steals: cpus.iter().map(|_| steal::Steal::default()).collect(),
+            finishing: false,
         }
     }
 
@@ -109,6 +117,10 @@ impl Engine {
             self.freqs[i].on_change(ev.ts, khz);
             return;
         }
+        if let Payload::Steal { ns } = ev.payload {
+            self.steals[i].on_reading(ev.ts, ns);
+            return;
+        }
         // The wake-up probe woken (in its timer's callback): the end of its
         // timer latency.
         if let Payload::Wakeup { task, .. } = &ev.payload {
@@ -125,6 +137,7 @@ impl Engine {
             self.timelines[i].on_event(ev);
             return;
         }
+        self.steals[i].saw(ev.ts);
         // Compared as a signed step, so a record older than totals already
         // read (its count behind) marks nothing.
         let newly_dropped = ev.dropped.wrapping_sub(self.drops_seen[i]) as i32;
@@ -199,11 +212,30 @@ impl Engine {
 
     /// Attributes every pending gap that ended at or before `watermark` (all
     /// events up to it have been consumed), handing each to `out`.
+    /// Stalls on a CPU with a moving steal clock wait up to
+    /// [`steal::HOLD_NS`] for the increment that may follow them.
     pub fn attribute_ready(&mut self, watermark: u64, mut out: impl FnMut(Hiccup)) {
-        while let Some(h) = self.done.pop_front() {
-            out(h);
+        let mut done = std::mem::take(&mut self.done);
+        self.take_pending(None, watermark, |h| done.push_back(h));
+        for h in done.drain(..) {
+            let i = self.slot(h.cpu).expect("hiccups are on watched CPUs");
+            self.steals[i].hold(h, &mut out);
         }
-        self.take_pending(None, watermark, out);
+        self.done = done;
+        for s in &mut self.steals {
+            s.release(watermark, self.finishing, &mut out);
+        }
+    }
+
+    /// The sources have stopped: the next `attribute_ready` hands out
+    /// every stall without waiting for steal readings.
+    pub fn finish(&mut self) {
+        self.finishing = true;
+    }
+
+    /// What `cpu`'s steal clock said (None: no reading came).
+    pub fn steal_totals(&self, cpu: u32) -> Option<StealTotals> {
+        self.slot(cpu).map(|i| &self.steals[i]).filter(|s| s.read()).map(|s| s.totals)
     }
 
     fn attribute(&mut self, g: Interval, watermark: u64) -> Hiccup {

@@ -316,7 +316,7 @@ impl Timeline {
             Payload::Idle { state: IDLE_EXIT } => self.exit(ts, Context::Idle(IDLE_EXIT), |f| matches!(f.ctx, Context::Idle(_))),
             Payload::Idle { state } => self.enter(ts, Context::Idle(state), 0, Level::Task),
             // Handled by the engine (engine/freq.rs): no context changes.
-            Payload::Wakeup { .. } | Payload::Freq { .. } => {}
+            Payload::Wakeup { .. } | Payload::Freq { .. } | Payload::Steal { .. } => {}
         }
     }
 

@@ -154,7 +154,7 @@ impl Tracker {
                     self.exit(cpu, ts);
                 }
             }
-            Payload::WorkStart { .. } | Payload::WorkEnd { .. } | Payload::Idle { .. } | Payload::Freq { .. } => {}
+            Payload::WorkStart { .. } | Payload::WorkEnd { .. } | Payload::Idle { .. } | Payload::Freq { .. } | Payload::Steal { .. } => {}
         }
     }
 

@@ -34,6 +34,8 @@ pub struct CpuCounters {
     /// The wake-up probe's latencies over the whole run (a reset does not
     /// clear them).
     pub wakeup: Option<crate::probe::Latency>,
+    /// The steal clock over the whole run (None: no reading came).
+    pub steal: Option<crate::engine::StealTotals>,
 }
 
 impl CpuCounters {
@@ -50,6 +52,7 @@ impl CpuCounters {
             tsc_drift_ns: None,
             tsc: false,
             wakeup: None,
+            steal: None,
         }
     }
 

@@ -51,6 +51,9 @@ pub struct CpuRow {
     pub late_wakeup_parts: Vec<PartRow>,
     /// Hiccups inside which the CPU's frequency changed (cpu_frequency).
     pub hiccups_with_freq_change: u64,
+    /// The hypervisor's steal clock over the run, and where it went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steal: Option<crate::engine::StealTotals>,
     pub queue_overflows: u64,
     pub ringbuf_drops: u64,
     pub top_causes: Vec<CauseRow>,
@@ -166,6 +169,10 @@ pub struct Summary {
     pub notes: Vec<String>,
 }
 
+/// Said once where the kernel reports no steal clock.
+pub const NO_STEAL_CLOCK: &str =
+    "no steal clock was read (bare metal, a hypervisor without a paravirt steal clock, or a kernel without CONFIG_PARAVIRT_TIME_ACCOUNTING): host preemption, if any, stays unexplained";
+
 impl Summary {
     pub fn from_stats(s: &Stats) -> Self {
         let cpus: Vec<CpuRow> = s
@@ -191,6 +198,7 @@ impl Summary {
                 wakeup: c.probe.wakeup.clone(),
                 late_wakeup_parts: part_rows(&c.wake),
                 hiccups_with_freq_change: c.freq_changed,
+                steal: c.probe.steal,
                 queue_overflows: c.probe.overflow,
                 ringbuf_drops: c.probe.drops,
                 top_causes: s
@@ -222,6 +230,9 @@ impl Summary {
         }
         for &(tid, cpu) in &s.threads_elsewhere {
             notes.push(format!("watched thread {tid} also ran on CPU {cpu}, which is not watched: its time there is not counted"));
+        }
+        if n.events > 0 && cpus.iter().all(|c| c.steal.is_none()) {
+            notes.push(NO_STEAL_CLOCK.to_string());
         }
         let wakeup = cpus.iter().any(|c| c.wakeup.is_some());
         Summary {

@@ -66,6 +66,17 @@ impl Summary {
                     c.hiccups_with_freq_change
                 )?;
             }
+            if let Some(st) = &c.steal {
+                writeln!(
+                    out,
+                    "  host steal clock: {} over the run, {} of it charged to stalls as host ({}), {} outside stalls' unexplained time; {} increments split over several stalls (largest unexplained first)",
+                    ns(st.seen_ns()),
+                    ns(st.host_ns),
+                    crate::cause::HOST,
+                    ns(st.outside_ns),
+                    st.shared
+                )?;
+            }
             if let Some(w) = &c.wakeup {
                 writeln!(
                     out,

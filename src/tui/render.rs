@@ -69,6 +69,7 @@ impl Theme {
             Kind::Lost => Color::DarkGray,
             Kind::Idle => Color::Green,
             Kind::Slack => Color::LightBlue,
+            Kind::Host => Color::White,
         })
     }
 

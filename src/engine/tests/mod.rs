@@ -224,5 +224,6 @@ fn parked_probe_names_idle_and_the_timer() {
     assert!(c.contains(&"timer:tick_nohz_handler=20".to_string()));
 }
 
+mod steal;
 mod wakeup;
 mod window;
