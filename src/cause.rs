@@ -29,6 +29,8 @@ pub enum Kind {
     /// The hypervisor ran something else while this vCPU was runnable
     /// (its steal clock).
     Host,
+    /// The firmware (a system management interrupt, counted by the CPU).
+    Smi,
 }
 
 impl Kind {
@@ -46,6 +48,7 @@ impl Kind {
             Kind::Idle => "idle",
             Kind::Slack => "slack",
             Kind::Host => "host",
+            Kind::Smi => "smi",
         }
     }
 }
@@ -62,6 +65,8 @@ pub const UNEXPLAINED: &str = "(no kernel event: hypervisor, SMI, hardware)";
 pub const UNEXPLAINED_SHORT: &str = "(no kernel event)";
 /// What host time is (its name, as every view shows it).
 pub const HOST: &str = "vCPU preempted by the host";
+/// What SMI time is (its name).
+pub const SMI: &str = "system management interrupt (firmware)";
 /// What lost time is: the ring buffer was full, the CPU's events dropped.
 pub const LOST: &str = "(events dropped: ring buffer full)";
 
@@ -100,6 +105,8 @@ pub enum Cause {
     Slack,
     /// Unexplained time the hypervisor's steal clock accounts for.
     Host,
+    /// Unexplained time in a gap during which the CPU counted an SMI.
+    Smi,
     /// Causes of this kind folded together past the per-CPU cap.
     Others(Kind),
     /// Time no kernel event covers: the hypervisor, SMIs, hardware.
@@ -124,6 +131,7 @@ impl Cause {
             Cause::Idle(_) => Kind::Idle,
             Cause::Slack => Kind::Slack,
             Cause::Host => Kind::Host,
+            Cause::Smi => Kind::Smi,
             Cause::Others(k) => *k,
             Cause::Unexplained => Kind::Unexplained,
             Cause::Lost => Kind::Lost,
@@ -146,7 +154,8 @@ impl Cause {
             | Cause::Lost
             | Cause::Idle(_)
             | Cause::Slack
-            | Cause::Host => None,
+            | Cause::Host
+            | Cause::Smi => None,
             other => Some(Cause::Others(other.kind())),
         }
     }
@@ -180,6 +189,7 @@ impl Cause {
             Cause::Softirq(v) => out.push_str(&crate::names::softirq(*v)),
             Cause::Others(_) => out.push_str(OTHERS),
             Cause::Host => out.push_str(HOST),
+            Cause::Smi => out.push_str(SMI),
             Cause::Unexplained | Cause::Lost | Cause::Slack => {}
         }
     }
@@ -227,6 +237,7 @@ mod tests {
             (Cause::Others(Kind::Irq), "irq:(others)"),
             (Cause::Unexplained, "unexplained:"),
             (Cause::Host, "host:vCPU preempted by the host"),
+            (Cause::Smi, "smi:system management interrupt (firmware)"),
         ];
         for (c, want) in cases {
             assert_eq!(c.label(), want);

@@ -71,6 +71,9 @@ pub struct Interval {
     pub source: Source,
     /// Passive mode: whose time it was (None for a probe's gap).
     pub victim: Option<Victim>,
+    /// System management interrupts the CPU counted during it (the spin
+    /// probe reads MSR_SMI_COUNT after a gap, where it can).
+    pub smis: u32,
 }
 
 /// An interval explained: its causes, largest first, and the time no

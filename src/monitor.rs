@@ -79,6 +79,10 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         Some(_) => Probes::new(Vec::new()),
         None => Probes::new(cpus.iter().map(|&c| Probe::spawn(c as u32, cfg)).collect::<Result<Vec<_>>>()?),
     };
+    // Once for the run: the first CPU's reason stands for the others'.
+    if let Some(why) = probes.iter().find_map(|p| p.smi_unread.as_ref()) {
+        say!("SMI count not read: {why}; SMIs stay unexplained");
+    }
     let threshold = args.threshold.unwrap_or(passive::DEFAULT_THRESHOLD_NS);
     let tracker = target.as_ref().map(|t| passive::Tracker::new(t.filter.clone(), &cpus, threshold));
     let (snapshots, screen) = if tui {

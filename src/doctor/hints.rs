@@ -139,6 +139,9 @@ pub fn hints(report: &Report, cause: &Cause) -> Vec<String> {
             h.push("host: the hypervisor ran something else while this vCPU was runnable (its steal clock says so): dedicated host cores with the vCPUs pinned 1:1, or a less loaded host");
             h.add("steal");
         }
+        Cause::Smi => h.push(
+            "smi: the firmware took the CPU (System Management Mode): in the BIOS, turn off what uses SMIs (legacy USB emulation, OS-visible power management left to the firmware, error reporting by SMI, iLO/iDRAC polling); `turbostat --show SMI` counts them",
+        ),
         Cause::Others(_) => {}
     }
     h.out

@@ -296,6 +296,12 @@ impl Engine {
                 causes.push((self.namer.cause(ctx), ns));
             }
         }
+        // An SMI during the gap: the firmware had the CPU, no kernel event
+        // can show it, so it takes the time nothing else explains.
+        if g.smis > 0 && unexplained > 0 {
+            causes.push((Cause::Smi, unexplained));
+            unexplained = 0;
+        }
         // Largest first; ties in a stable order.
         causes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         Hiccup {

@@ -100,7 +100,7 @@ impl Tracker {
             return;
         }
         let comm = self.threads.get(&tid).map_or([0; crate::record::COMM_LEN], |t| t.info.comm);
-        out(Interval { cpu, t0, t1, source, victim: Some(Victim { tid, comm }) });
+        out(Interval { cpu, t0, t1, source, victim: Some(Victim { tid, comm }), smis: 0 });
     }
 
     /// The thread, seen now as `task` on `cpu`; None if it is not watched.

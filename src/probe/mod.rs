@@ -12,8 +12,10 @@ use crossbeam_queue::ArrayQueue;
 
 use crate::interval::Interval;
 
+mod smi;
 mod spin;
 mod wakeup;
+pub use smi::SmiCounter;
 pub use spin::MIN_FLOORS;
 pub use wakeup::{Latency, WakeStats};
 
@@ -64,6 +66,8 @@ pub struct ProbeShared {
     pub uses_tsc: AtomicBool,
     /// The wake-up probe's latencies (None for the spin probe).
     pub wake: Option<WakeStats>,
+    /// The CPU's SMI counter, where it can be read (the spin probe only).
+    pub smi: Option<SmiCounter>,
     /// Set to make the probe leave its loop.
     stop: AtomicBool,
 }
@@ -75,6 +79,7 @@ impl ProbeShared {
                 ProbeKind::Spin => None,
                 ProbeKind::Wakeup { period_ns } => Some(WakeStats::new(period_ns)),
             },
+            smi: None,
             cpu,
             queue: ArrayQueue::new(QUEUE_LEN),
             overflow: AtomicU64::new(0),
@@ -136,6 +141,9 @@ pub struct ProbeConfig {
 
 pub struct Probe {
     pub shared: Arc<ProbeShared>,
+    /// Why the spin probe cannot read its CPU's SMI counter (None: it can,
+    /// or it is the wake-up probe).
+    pub smi_unread: Option<String>,
     handle: thread::JoinHandle<()>,
     go: Option<mpsc::Sender<()>>,
 }
@@ -145,7 +153,15 @@ impl Probe {
     /// blocks until `start` and runs until stopped (`Probes::stop`); stopped
     /// without `start`, it exits without measuring.
     pub fn spawn(cpu: u32, cfg: ProbeConfig) -> anyhow::Result<Self> {
-        let shared = Arc::new(ProbeShared::new(cpu, cfg.kind));
+        let mut shared = ProbeShared::new(cpu, cfg.kind);
+        let mut smi_unread = None;
+        if cfg.kind == ProbeKind::Spin {
+            match SmiCounter::for_cpu(cpu) {
+                Ok(c) => shared.smi = Some(c),
+                Err(why) => smi_unread = Some(why),
+            }
+        }
+        let shared = Arc::new(shared);
         let (ready_tx, ready_rx) = mpsc::channel();
         let (go_tx, go_rx) = mpsc::channel::<()>();
         let s = shared.clone();
@@ -165,7 +181,7 @@ impl Probe {
             }
         })?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Self { shared, handle, go: Some(go_tx) }),
+            Ok(Ok(())) => Ok(Self { shared, smi_unread, handle, go: Some(go_tx) }),
             Ok(Err(e)) => {
                 let _ = handle.join();
                 Err(e)

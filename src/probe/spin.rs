@@ -3,6 +3,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
+use super::smi::SMI_MIN_GAP_NS;
 use super::{bucket, ProbeConfig, ProbeShared, CALIBRATE_NS, HIST_BUCKETS, PUBLISH_EVERY};
 use crate::interval::{Interval, Source};
 use crate::loop_clock::{LoopClock, Tsc, Vdso};
@@ -118,13 +119,20 @@ fn hot<C: LoopClock>(s: &ProbeShared, mut clock: C, c: Calibrated) -> C {
     loop {
         let t = clock.read();
         let d = t - prev;
+        // Where the next delta starts: after a slow report, its end (the
+        // report's own time is not a gap of the CPU's).
+        let mut resume = t;
         if d < fast_limit {
             fast += 1;
             floor = floor.min(d);
         } else {
             hist[bucket(clock.delta_ns(d))] += 1;
-            if d >= threshold && !report_gap(s, clock.to_ns(prev), clock.to_ns(t)) {
-                break;
+            if d >= threshold {
+                match report_gap(s, clock.to_ns(prev), clock.to_ns(t)) {
+                    Reported::Stop => break,
+                    Reported::Slow => resume = clock.read(),
+                    Reported::Quick => {}
+                }
             }
         }
         n += 1;
@@ -144,26 +152,43 @@ fn hot<C: LoopClock>(s: &ProbeShared, mut clock: C, c: Calibrated) -> C {
                 clock = clock.refine();
             }
         }
-        prev = t;
+        prev = resume;
     }
     clock
+}
+
+/// How reporting a gap went.
+#[derive(Debug, PartialEq, Eq)]
+enum Reported {
+    /// Queued, quickly.
+    Quick,
+    /// Queued after reading the SMI counter (a syscall): the loop resumes
+    /// its measurement after it.
+    Slow,
+    /// The probe is no longer on its CPU: stop measuring.
+    Stop,
 }
 
 /// The rare path, kept out of the loop's body. A gap is reported only if
 /// the probe is still on its CPU: a CPU going offline moves the probe, and
 /// the gap that spans the move (or any after it) measured another CPU.
-/// False: moved off, stop measuring.
+/// Where the SMI counter can be read, a gap long enough to hold an SMI
+/// carries the SMIs counted since the last read.
 #[cold]
 #[inline(never)]
-fn report_gap(s: &ProbeShared, t0: u64, t1: u64) -> bool {
+fn report_gap(s: &ProbeShared, t0: u64, t1: u64) -> Reported {
     if !still_on_cpu(s) {
-        return false;
+        return Reported::Stop;
     }
-    let gap = Interval { cpu: s.cpu, t0, t1, source: Source::Probe, victim: None };
+    let (smis, how) = match &s.smi {
+        Some(c) if t1 - t0 >= SMI_MIN_GAP_NS => (c.since_last(), Reported::Slow),
+        _ => (0, Reported::Quick),
+    };
+    let gap = Interval { cpu: s.cpu, t0, t1, source: Source::Probe, victim: None, smis };
     if s.queue.push(gap).is_err() {
         s.overflow.fetch_add(1, Relaxed);
     }
-    true
+    how
 }
 
 /// Checked off the per-iteration path (on a gap, and every publish).
@@ -178,4 +203,42 @@ pub(super) fn still_on_cpu(s: &ProbeShared) -> bool {
     // The run ends rather than report another CPU under this one's number.
     crate::lifecycle::request_stop();
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::smi::tests::{fixture, set};
+    use crate::probe::{ProbeKind, SmiCounter};
+
+    /// A probe's shared state on the CPU this test runs on, pinned there.
+    fn shared_here() -> ProbeShared {
+        // SAFETY: sched_getcpu has no preconditions.
+        let cpu = unsafe { libc::sched_getcpu() } as u32;
+        crate::sys::pin_to(&[cpu as usize]).unwrap();
+        ProbeShared::new(cpu, ProbeKind::Spin)
+    }
+
+    #[test]
+    fn a_gap_long_enough_carries_the_smis_counted_since_the_last_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = fixture(dir.path(), 7);
+        let mut s = shared_here();
+        s.smi = Some(SmiCounter::open(&p).unwrap());
+        set(&p, 9);
+        // Too short to hold an SMI: not read, nothing counted, loop goes on.
+        assert_eq!(report_gap(&s, 0, SMI_MIN_GAP_NS - 1), Reported::Quick);
+        assert_eq!(s.queue.pop().unwrap().smis, 0);
+        assert_eq!(report_gap(&s, 0, 50_000), Reported::Slow);
+        assert_eq!(s.queue.pop().unwrap().smis, 2);
+        assert_eq!(report_gap(&s, 100_000, 150_000), Reported::Slow);
+        assert_eq!(s.queue.pop().unwrap().smis, 0);
+    }
+
+    #[test]
+    fn without_a_counter_gaps_carry_none() {
+        let s = shared_here();
+        assert_eq!(report_gap(&s, 0, 50_000), Reported::Quick);
+        assert_eq!(s.queue.pop().unwrap().smis, 0);
+    }
 }

@@ -70,6 +70,7 @@ impl Theme {
             Kind::Idle => Color::Green,
             Kind::Slack => Color::LightBlue,
             Kind::Host => Color::White,
+            Kind::Smi => Color::LightYellow,
         })
     }
 

@@ -64,7 +64,7 @@ fn drain() -> Drain {
 }
 
 fn gap(t0: u64, t1: u64) -> Gaps {
-    Gaps(RefCell::new(vec![Interval { cpu: CPU, t0, t1, source: Source::Probe, victim: None }]))
+    Gaps(RefCell::new(vec![Interval { cpu: CPU, t0, t1, source: Source::Probe, victim: None, smis: 0 }]))
 }
 
 fn none() -> Gaps {
@@ -212,7 +212,7 @@ impl IntervalSource for Racy {
             // The gap is reported just after this take, progress after it.
             0 => self.0.set(1),
             1 => {
-                out(Interval { cpu: CPU, t0: 100 * US, t1: 300 * US, source: Source::Probe, victim: None });
+                out(Interval { cpu: CPU, t0: 100 * US, t1: 300 * US, source: Source::Probe, victim: None, smis: 0 });
                 self.0.set(2);
             }
             _ => {}

@@ -17,7 +17,7 @@ fn comm(s: &str) -> Comm {
 }
 
 fn gap(t0: u64, t1: u64) -> Interval {
-    Interval { cpu: CPU, t0, t1, source: Source::Probe, victim: None }
+    Interval { cpu: CPU, t0, t1, source: Source::Probe, victim: None, smis: 0 }
 }
 
 /// A hiccup's causes as `kind:name=ns`.
@@ -224,6 +224,7 @@ fn parked_probe_names_idle_and_the_timer() {
     assert!(c.contains(&"timer:tick_nohz_handler=20".to_string()));
 }
 
+mod smi;
 mod steal;
 mod wakeup;
 mod window;
