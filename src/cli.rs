@@ -81,6 +81,16 @@ pub struct WatchArgs {
     /// Passive mode, no probe: watch threads with this name (its first 15 bytes, as the kernel keeps it)
     #[arg(long, value_name = "NAME", conflicts_with = "rt")]
     pub comm: Option<std::ffi::OsString>,
+    /// Serve Prometheus metrics (OpenMetrics text) at http://ADDR/metrics, e.g. 127.0.0.1:9464
+    #[arg(long, value_name = "ADDR")]
+    pub prometheus: Option<String>,
+    /// Causes per CPU (and watched threads) with a series of their own on /metrics; the rest are (others) of their kind
+    #[arg(long, value_name = "K", default_value_t = crate::metrics::DEFAULT_TOP, requires = "prometheus",
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub prometheus_top: u16,
+    /// After the run, keep serving its final figures this long, so that a --duration run's end is scraped
+    #[arg(long, value_name = "DUR", requires = "prometheus", value_parser = crate::duration::positive)]
+    pub prometheus_linger: Option<Duration>,
 }
 
 impl WatchArgs {
@@ -133,6 +143,11 @@ pub enum Command {
         /// Events to replay, about
         #[arg(long, default_value_t = 10_000_000)]
         events: u64,
+    },
+    /// Run as a service: headless, until stopped (SIGTERM, SIGINT), logging a line per CPU every minute; with --prometheus for a fleet
+    Serve {
+        #[command(flatten)]
+        watch: Box<WatchArgs>,
     },
     /// Audit the isolation of the watched CPUs and print the fixes
     Doctor {

@@ -23,6 +23,7 @@ mod interval;
 mod kallsyms;
 mod lifecycle;
 mod loop_clock;
+mod metrics;
 mod monitor;
 mod names;
 mod output;
@@ -33,6 +34,7 @@ mod record;
 mod replay;
 mod sanitize;
 mod say;
+mod serve;
 mod snapshot;
 mod startup;
 mod stats;
@@ -69,7 +71,13 @@ pub fn main() -> ExitCode {
         Err(e) => {
             // One line, like every other error, not clap's three.
             let msg = e.to_string();
-            let first = msg.lines().next().unwrap_or_default();
+            // The arguments a message lists on lines of their own (what was
+            // required, and not given) join it.
+            let listed: Vec<&str> = msg.lines().skip(1).take_while(|l| !l.is_empty()).map(str::trim).collect();
+            let first = match msg.lines().next().unwrap_or_default() {
+                f if f.ends_with(':') && !listed.is_empty() => format!("{f} {}", listed.join(", ")),
+                f => f.to_string(),
+            };
             // An enum's values are on a line of their own: keep them.
             let values = msg.lines().find_map(|l| l.trim().strip_prefix("[possible values: ")).map(|v| v.trim_end_matches(']'));
             match values {
@@ -85,7 +93,8 @@ pub fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let result = match cli.command {
-        None => monitor::run(cli.watch),
+        None => monitor::run(cli.watch, false),
+        Some(Command::Serve { watch }) => monitor::run(*watch, true),
         Some(Command::Events { cpus, duration }) => events_cmd::run(cpus.as_deref(), duration),
         Some(Command::Compare { runs, out }) => compare::run(out.options(runs), &mut std::io::stdout().lock()),
         Some(Command::Report { run, out }) => compare::run(out.options(vec![run]), &mut std::io::stdout().lock()),

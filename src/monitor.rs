@@ -23,10 +23,13 @@ const DEFAULT_PERIOD_NS: u64 = 1_000_000;
 use crate::summary::Summary;
 use crate::{cpulist, lifecycle, passive, startup};
 
-pub fn run(args: WatchArgs) -> Result<i32> {
+/// `serve`: headless whatever stdout is, logging a line per CPU a minute.
+pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
     if args.probe != ProbeArg::Wakeup && (args.period.is_some() || args.timer_slack.is_some()) {
         anyhow::bail!("--period and --timer-slack are the wake-up probe's: add --probe wakeup");
     }
+    // Bound first: a bad address or a port in use fails before anything spins.
+    let endpoint = args.prometheus.as_deref().map(crate::metrics::Endpoint::bind).transpose()?;
     let root = Path::new("/");
     let filter = args.passive_filter();
     let target = match &filter {
@@ -42,7 +45,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     let cpus = prep.cpus;
     // Held until the process ends: after the probes have stopped.
     let _locks = prep.locks;
-    let tui = !args.no_tui && std::io::stdout().is_terminal();
+    let tui = !serve && !args.no_tui && std::io::stdout().is_terminal();
     let mut sinks: Vec<Box<dyn HiccupSink>> = Vec::new();
     if let Some(path) = args.csv.as_deref() {
         sinks.push(Box::new(CsvSink::create(path)?));
@@ -85,7 +88,16 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     }
     let threshold = args.threshold.unwrap_or(passive::DEFAULT_THRESHOLD_NS);
     let tracker = target.as_ref().map(|t| passive::Tracker::new(t.filter.clone(), &cpus, threshold));
-    let (snapshots, screen) = if tui {
+    let metrics_slot = endpoint.as_ref().map(|_| crate::metrics::Slot::default());
+    let mode = if target.is_some() {
+        "passive"
+    } else if matches!(kind, ProbeKind::Wakeup { .. }) {
+        "wakeup"
+    } else {
+        "probe"
+    };
+    let housekeeping = prep.housekeeping.clone();
+    let (snapshots, screen) = if tui || serve {
         // Room for one frame in flight: the collector never waits on the screen.
         let (tx, rx) = mpsc::sync_channel(1);
         (Some(tx), Some(rx))
@@ -101,6 +113,7 @@ pub fn run(args: WatchArgs) -> Result<i32> {
             bpf_stats: args.bpf_stats,
             snapshots,
             passive: tracker,
+            metrics: metrics_slot.clone().map(|slot| (slot, args.prometheus_top.into(), mode)),
         },
         probes.shared(),
         prep.kallsyms,
@@ -111,6 +124,11 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         // Failed to attach: its thread has ended with the error.
         Ok(Err(e)) => return Err(e),
         Err(_) => return Err(collector.finish().err().unwrap_or_else(|| anyhow::anyhow!("the collector stopped early"))),
+    }
+    if let (Some(ep), Some(slot)) = (endpoint, metrics_slot) {
+        let addr = ep.addr;
+        ep.serve(slot, housekeeping)?;
+        say!("Prometheus metrics at http://{addr}/metrics");
     }
     probes.start();
     let started = Instant::now();
@@ -164,6 +182,10 @@ pub fn run(args: WatchArgs) -> Result<i32> {
     }
 
     let ui = match screen {
+        Some(rx) if serve => {
+            crate::serve::wait(&rx, started, args.duration);
+            Ok(())
+        }
         Some(rx) => crate::tui::run(rx, collector.commands.clone(), &cpus, args.duration, &audit),
         None => {
             wait_headless(started, args.duration);
@@ -217,6 +239,13 @@ pub fn run(args: WatchArgs) -> Result<i32> {
         summary.write_text(&mut out)?;
     }
     out.flush()?;
+    if let Some(d) = args.prometheus_linger {
+        // The final figures were published as the collector finished.
+        let until = Instant::now() + d;
+        while Instant::now() < until && !lifecycle::stop_requested() {
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
     match offline {
         // The summary above covers the run up to then; the exit says it was cut short.
         Some(note) => Err(anyhow::anyhow!(note)),

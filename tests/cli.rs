@@ -102,3 +102,21 @@ fn wakeup_probe_options_are_checked() {
     let e = one_line_error(&["--probe", "wakeup", "--pid", "1"]);
     assert!(e.contains("cannot be used with"), "{e}");
 }
+
+/// `--prometheus` on a malformed address, or on a port already in use:
+/// one line, at once, before anything is set up or spins.
+#[test]
+fn prometheus_address_is_checked_first() {
+    let start = std::time::Instant::now();
+    let e = one_line_error(&["--cpus", &last_cpu().to_string(), "--no-tui", "--prometheus", "localhost:http"]);
+    assert!(e.contains("not an address") && e.contains("127.0.0.1:9464"), "{e}");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let e = one_line_error(&["--cpus", &last_cpu().to_string(), "--no-tui", "--prometheus", &addr]);
+    assert!(e.contains("in use") && e.contains(&addr), "{e}");
+    let e = one_line_error(&["serve", "--cpus", &last_cpu().to_string(), "--prometheus", &addr]);
+    assert!(e.contains("in use"), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());
+    let e = one_line_error(&["--cpus", "0", "--prometheus-top", "5"]);
+    assert!(e.contains("--prometheus"), "{e}");
+}

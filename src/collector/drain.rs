@@ -73,6 +73,8 @@ pub struct Drain {
     pub events: u64,
     /// Passive mode: intervals derived from the events themselves.
     tracker: Option<Tracker>,
+    /// The Prometheus endpoint's counters, fed every explained stall.
+    pub metrics: Option<crate::metrics::Exporter>,
 }
 
 impl Drain {
@@ -87,6 +89,7 @@ impl Drain {
             watermark: start,
             events: 0,
             tracker,
+            metrics: None,
         }
     }
 
@@ -155,10 +158,13 @@ impl Drain {
         if last {
             self.engine.finish();
         }
-        let (stats, sinks) = (&mut self.stats, &mut self.sinks);
+        let (stats, sinks, metrics) = (&mut self.stats, &mut self.sinks, &mut self.metrics);
         let mut failed: Option<(&'static str, io::Error)> = None;
         self.engine.attribute_ready(self.watermark, |h| {
             stats.record(&h);
+            if let Some(m) = metrics.as_mut() {
+                m.record(&h);
+            }
             for s in sinks.iter_mut() {
                 if failed.is_none() {
                     if let Err(e) = s.write(&h) {

@@ -36,6 +36,8 @@ const POLL_QUIET: Duration = Duration::from_millis(20);
 const QUIET_RECORDS: usize = 256;
 /// How often a snapshot goes to the screen (its frame rate).
 const SNAPSHOT_NS: u64 = 100_000_000;
+/// How often the Prometheus endpoint's figures are published.
+const PUBLISH_NS: u64 = 1_000_000_000;
 /// Segments each CPU's timeline keeps at most.
 pub const WINDOW: usize = 1 << 16;
 
@@ -57,6 +59,8 @@ pub struct Config {
     pub snapshots: Option<SyncSender<Snapshot>>,
     /// Passive mode: the watched threads' intervals, from the events.
     pub passive: Option<Tracker>,
+    /// The Prometheus endpoint's slot, its causes per CPU, and the mode.
+    pub metrics: Option<(crate::metrics::Slot, usize, &'static str)>,
 }
 
 /// What the collector says once attached: tracepoints this kernel lacks.
@@ -157,6 +161,8 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], ka
     // Without probes the run starts when tracing does.
     let mut started = passive.is_some();
     let mut drain = Drain::new(engine, Stats::new(&cfg.cpus, attach_ns), std::mem::take(&mut cfg.sinks), attach_ns, passive);
+    drain.metrics = cfg.metrics.take().map(|(slot, top, mode)| crate::metrics::Exporter::new(&cfg.cpus, top, mode, slot, attach_ns));
+    let mut next_publish = attach_ns;
     let mut own = Own {
         // What came before (loading and attaching, the ring buffer's
         // set-up) is set-up; the consumer's own cost counts from here.
@@ -203,9 +209,14 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], ka
             }
         }
         let snapshot_due = cfg.snapshots.is_some() && drained >= next_snapshot;
-        if snapshot_due || last {
+        let publish_due = drain.metrics.is_some() && drained >= next_publish;
+        if snapshot_due || publish_due || last {
             next_snapshot = drained + SNAPSHOT_NS;
             let raw = own.counters(&drain, tracer, probes, cfg.bpf_stats);
+            if let Some(m) = drain.metrics.as_mut().filter(|_| publish_due || last) {
+                next_publish = drained + PUBLISH_NS;
+                m.publish(&raw, drained);
+            }
             drain.stats.update_counters(raw, drained);
             drain.update_threads(drained);
             if let Some(tx) = cfg.snapshots.as_ref() {

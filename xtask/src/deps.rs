@@ -21,8 +21,12 @@ const DEPS: &[(&str, Option<&str>)] = &[
     ("linux-perf", Some("perf")),
     ("bpftrace", Some("bpftrace")),
     ("gcc", Some("gcc")),
+    // libbpf-sys's vendored libbpf, libelf and zlib build with make.
+    ("make", Some("make")),
     // cyclictest, the anchor beside the wake-up probe in the bench.
     ("rt-tests", Some("cyclictest")),
+    // The Prometheus server and promtool the metrics test scrapes with.
+    ("prometheus", Some("promtool")),
 ];
 
 /// Wait for a dpkg lock held by someone else instead of failing at once.

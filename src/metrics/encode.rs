@@ -1,0 +1,235 @@
+//! A view in the OpenMetrics text format, through prometheus-client's
+//! encoder. Names are untrusted: already escaped for a terminal (control
+//! and format characters shown visibly), they are escaped again for the
+//! format's quoted label values (`\`, `"`, newline), which the crate's
+//! encoder writes as given.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelValue, EncodeMetric, LabelValueEncoder, NoLabelSet};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+use super::{CauseSeries, View, BUCKETS};
+
+/// A label value escaped for the exposition format.
+struct Escaped<'a>(&'a str);
+
+impl EncodeLabelValue for Escaped<'_> {
+    fn encode(&self, e: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        for c in self.0.chars() {
+            match c {
+                '\\' => e.write_str("\\\\")?,
+                '"' => e.write_str("\\\"")?,
+                '\n' => e.write_str("\\n")?,
+                c => e.write_char(c)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+type Labels<'a> = Vec<(&'static str, Escaped<'a>)>;
+
+#[derive(Debug)]
+struct ViewCollector(Arc<View>);
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// One family: `name`, with each of `series` as (labels, value).
+fn family<'v, M: EncodeMetric>(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    ty: MetricType,
+    series: impl IntoIterator<Item = (Labels<'v>, M)>,
+) -> std::fmt::Result {
+    let mut m = enc.encode_descriptor(name, help, unit, ty)?;
+    for (labels, v) in series {
+        v.encode(m.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+fn cause_labels<'v>(cpu: &'v str, c: &'v CauseSeries) -> Labels<'v> {
+    vec![("cpu", Escaped(cpu)), ("kind", Escaped(c.kind)), ("name", Escaped(&c.name))]
+}
+
+fn counters(xs: Vec<(Labels<'_>, u64)>) -> impl Iterator<Item = (Labels<'_>, ConstCounter<u64>)> {
+    xs.into_iter().map(|(l, x)| (l, ConstCounter::new(x)))
+}
+
+fn seconds(xs: Vec<(Labels<'_>, u64)>) -> impl Iterator<Item = (Labels<'_>, ConstCounter<f64>)> {
+    xs.into_iter().map(|(l, x)| (l, ConstCounter::new(secs(x))))
+}
+
+fn gauge_secs(xs: Vec<(Labels<'_>, u64)>) -> impl Iterator<Item = (Labels<'_>, ConstGauge<f64>)> {
+    xs.into_iter().map(|(l, x)| (l, ConstGauge::new(secs(x))))
+}
+
+impl Collector for ViewCollector {
+    fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
+        let v = &*self.0;
+        let cpus: Vec<String> = v.cpus.iter().map(|c| c.cpu.to_string()).collect();
+        let per_cpu = |f: &dyn Fn(&super::CpuView) -> u64| -> Vec<(Labels<'_>, u64)> {
+            v.cpus.iter().zip(&cpus).map(|(c, n)| (vec![("cpu", Escaped(n))], f(c))).collect()
+        };
+        let info = [(vec![("version", Escaped(env!("CARGO_PKG_VERSION"))), ("mode", Escaped(v.mode))], ConstGauge::new(1i64))];
+        family(
+            &mut enc,
+            "jitterwatch_build_info",
+            "jitterwatch's version and mode (probe, wakeup, passive)",
+            None,
+            MetricType::Gauge,
+            info,
+        )?;
+        family(&mut enc, "jitterwatch_hiccups", "Stalls over the threshold", None, MetricType::Counter, counters(per_cpu(&|c| c.hiccups)))?;
+        family(
+            &mut enc,
+            "jitterwatch_stolen",
+            "Time taken from the probe (or watched threads)",
+            Some(&Unit::Seconds),
+            MetricType::Counter,
+            seconds(per_cpu(&|c| c.stolen_ns)),
+        )?;
+        {
+            let mut m = enc.encode_descriptor("jitterwatch_gap", "Stall lengths", Some(&Unit::Seconds), MetricType::Histogram)?;
+            for (c, n) in v.cpus.iter().zip(&cpus) {
+                let labels: Labels = vec![("cpu", Escaped(n))];
+                let mut buckets: Vec<(f64, u64)> = BUCKETS.iter().copied().zip(c.counts).collect();
+                // The encoder writes `+Inf` for f64::MAX (its own histograms end so).
+                buckets.push((f64::MAX, c.counts[BUCKETS.len()]));
+                m.encode_family(&labels)?.encode_histogram::<NoLabelSet>(secs(c.stolen_ns), c.hiccups, &buckets, None)?;
+            }
+        }
+        let causes = v.cpus.iter().zip(&cpus).flat_map(|(c, n)| c.causes.iter().map(move |s| (n, s)));
+        family(
+            &mut enc,
+            "jitterwatch_cause_stolen",
+            "Time charged to a cause (top causes per CPU by recent time; the rest as (others) of their kind)",
+            Some(&Unit::Seconds),
+            MetricType::Counter,
+            causes.clone().map(|(n, s)| (cause_labels(n, s), ConstCounter::new(secs(s.ns)))),
+        )?;
+        family(
+            &mut enc,
+            "jitterwatch_cause_hiccups",
+            "Stalls a cause took part in",
+            None,
+            MetricType::Counter,
+            causes.map(|(n, s)| (cause_labels(n, s), ConstCounter::new(s.hiccups))),
+        )?;
+        family(
+            &mut enc,
+            "jitterwatch_probe_floor",
+            "The probe loop's smallest period",
+            Some(&Unit::Seconds),
+            MetricType::Gauge,
+            gauge_secs(per_cpu(&|c| c.floor_ns)),
+        )?;
+        family(
+            &mut enc,
+            "jitterwatch_threshold",
+            "The stall threshold",
+            Some(&Unit::Seconds),
+            MetricType::Gauge,
+            gauge_secs(per_cpu(&|c| c.threshold_ns)),
+        )?;
+        family(
+            &mut enc,
+            "jitterwatch_ringbuf_drops",
+            "Kernel events dropped, ring buffer full",
+            None,
+            MetricType::Counter,
+            counters(per_cpu(&|c| c.ringbuf_drops)),
+        )?;
+        family(
+            &mut enc,
+            "jitterwatch_probe_queue_overflows",
+            "Stalls lost, probe queue full",
+            None,
+            MetricType::Counter,
+            counters(per_cpu(&|c| c.queue_overflows)),
+        )?;
+        if !v.threads.is_empty() {
+            let threads = || v.threads.iter().map(|s| (vec![("thread", Escaped(&s.name))], s));
+            family(
+                &mut enc,
+                "jitterwatch_thread_stolen",
+                "Time taken from a watched thread",
+                Some(&Unit::Seconds),
+                MetricType::Counter,
+                threads().map(|(l, s)| (l, ConstCounter::new(secs(s.ns)))),
+            )?;
+            family(
+                &mut enc,
+                "jitterwatch_thread_hiccups",
+                "Stalls of a watched thread",
+                None,
+                MetricType::Counter,
+                threads().map(|(l, s)| (l, ConstCounter::new(s.hiccups))),
+            )?;
+        }
+        // Without labels: no family, or the encoder writes an empty `{}`.
+        ConstCounter::new(v.events).encode(enc.encode_descriptor(
+            "jitterwatch_events",
+            "Kernel events read",
+            None,
+            MetricType::Counter,
+        )?)?;
+        ConstCounter::new(secs(v.consumer_cpu_ns)).encode(enc.encode_descriptor(
+            "jitterwatch_consumer_cpu",
+            "CPU time of jitterwatch's event consumer",
+            Some(&Unit::Seconds),
+            MetricType::Counter,
+        )?)?;
+        Ok(())
+    }
+}
+
+/// The same exposition in Prometheus's classic text format (0.0.4), for
+/// clients that do not ask for OpenMetrics (curl, promtool, older
+/// scrapers): a counter family is named with its `_total` suffix there,
+/// and there are no `# UNIT` lines and no `# EOF`.
+pub fn classic_text(openmetrics: &str) -> String {
+    let mut out = String::with_capacity(openmetrics.len());
+    let mut help: Option<&str> = None;
+    for line in openmetrics.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            help = Some(rest);
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, ty) = rest.split_once(' ').unwrap_or((rest, "untyped"));
+            let name = if ty == "counter" { format!("{name}_total") } else { name.to_string() };
+            if let Some(h) = help.take() {
+                let text = h.split_once(' ').map_or("", |(_, t)| t);
+                out.push_str(&format!("# HELP {name} {text}\n"));
+            }
+            out.push_str(&format!("# TYPE {name} {ty}\n"));
+            continue;
+        }
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// `view` as an OpenMetrics text exposition (ends with `# EOF`).
+pub fn encode(view: Arc<View>) -> String {
+    let mut reg = Registry::default();
+    reg.register_collector(Box::new(ViewCollector(view)));
+    let mut out = String::with_capacity(16 * 1024);
+    prometheus_client::encoding::text::encode(&mut out, &reg).expect("writing to a String cannot fail");
+    out
+}

@@ -1,0 +1,226 @@
+//! The Prometheus endpoint's figures. The collector folds each explained
+//! stall into monotonic counters (per CPU, per CPU × cause with a bounded
+//! label set, per watched thread) and, once a second, publishes an owned
+//! `View` of them; the endpoint's thread encodes the latest view when
+//! scraped. The collector never waits on the endpoint: it swaps the view
+//! in with `try_lock`, skipping a second if a scrape holds the slot.
+//! Counters here never go back: a reset of the screen's aggregates does
+//! not reach them.
+
+mod encode;
+mod http;
+mod ranked;
+
+use std::sync::{Arc, Mutex};
+
+use crate::cause::{Cause, Kind};
+use crate::interval::{Hiccup, Victim};
+use crate::sanitize::visible_bytes;
+use crate::stats::Counters;
+
+pub use encode::{classic_text, encode};
+pub use http::Endpoint;
+use ranked::Ranked;
+
+/// Series of their own per CPU by default (`--prometheus-top`).
+pub const DEFAULT_TOP: u16 = 10;
+
+/// Upper bounds of the gap histogram's buckets, in seconds: 1 µs to 1 s,
+/// three a decade.
+pub const BUCKETS: [f64; 19] =
+    [1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2e-2, 5e-2, 0.1, 0.2, 0.5, 1.0];
+
+/// Kinds of cause, for the `(others)` series of each.
+const KINDS: [Kind; 13] = [
+    Kind::Task,
+    Kind::Work,
+    Kind::Irq,
+    Kind::Softirq,
+    Kind::Timer,
+    Kind::Ipi,
+    Kind::Nmi,
+    Kind::Unexplained,
+    Kind::Lost,
+    Kind::Idle,
+    Kind::Slack,
+    Kind::Host,
+    Kind::Smi,
+];
+
+fn kind_index(k: Kind) -> usize {
+    KINDS.iter().position(|&x| x == k).expect("every kind is listed")
+}
+
+/// Where the collector leaves the latest view for the endpoint.
+pub type Slot = Arc<Mutex<Option<Arc<View>>>>;
+
+/// One series of a cause (or of a kind's folded rest).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CauseSeries {
+    pub kind: &'static str,
+    /// Escaped as every view escapes names; `(others)` for the folded rest.
+    pub name: String,
+    pub ns: u64,
+    pub hiccups: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuView {
+    pub cpu: u32,
+    pub hiccups: u64,
+    pub stolen_ns: u64,
+    /// Stalls per bucket of [`BUCKETS`] (not cumulative), and over 1 s last.
+    pub counts: [u64; BUCKETS.len() + 1],
+    pub causes: Vec<CauseSeries>,
+    pub floor_ns: u64,
+    pub threshold_ns: u64,
+    pub ringbuf_drops: u64,
+    pub queue_overflows: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct View {
+    pub mode: &'static str,
+    pub cpus: Vec<CpuView>,
+    /// Passive mode: per watched thread (`comm[tid]`, bounded as causes are).
+    pub threads: Vec<CauseSeries>,
+    pub events: u64,
+    pub consumer_cpu_ns: u64,
+}
+
+struct CpuTally {
+    cpu: u32,
+    hiccups: u64,
+    stolen_ns: u64,
+    /// Per bucket (not cumulative); the last one is over 1 s.
+    counts: [u64; BUCKETS.len() + 1],
+    causes: Ranked<Cause>,
+}
+
+/// The collector's side: folds stalls in, publishes views.
+pub struct Exporter {
+    mode: &'static str,
+    cpus: Vec<CpuTally>,
+    threads: Ranked<Victim>,
+    slot: Slot,
+    last_publish_ns: u64,
+}
+
+/// A cause as its series knows it: a task by its program (pids churn).
+fn series_key(c: &Cause) -> Cause {
+    match c {
+        Cause::Task { comm, pid: Some(_) } => Cause::Task { comm: *comm, pid: None },
+        other => other.clone(),
+    }
+}
+
+/// A series' `name` label: the name every view shows, a task by its comm.
+/// A real cause named like the folded rest is told apart from it by a
+/// leading backslash (an escaped name never has a lone one).
+fn series_name(c: &Cause) -> String {
+    let name = match c {
+        Cause::Task { comm, .. } => visible_bytes(comm),
+        other => other.name(),
+    };
+    if name == crate::cause::OTHERS {
+        format!("\\{name}")
+    } else {
+        name
+    }
+}
+
+impl Exporter {
+    pub fn new(cpus: &[usize], top: usize, mode: &'static str, slot: Slot, now: u64) -> Self {
+        Self {
+            mode,
+            cpus: cpus
+                .iter()
+                .map(|&c| CpuTally {
+                    cpu: c as u32,
+                    hiccups: 0,
+                    stolen_ns: 0,
+                    counts: [0; BUCKETS.len() + 1],
+                    causes: Ranked::new(top, KINDS.len()),
+                })
+                .collect(),
+            threads: Ranked::new(top, 1),
+            slot,
+            last_publish_ns: now,
+        }
+    }
+
+    /// One explained stall. Allocates only for a cause never seen before.
+    pub fn record(&mut self, h: &Hiccup) {
+        if let Some(v) = h.victim {
+            self.threads.add(&v, 0, h.gap);
+        }
+        let Some(c) = self.cpus.iter_mut().find(|c| c.cpu == h.cpu) else { return };
+        c.hiccups += 1;
+        c.stolen_ns += h.gap;
+        let secs = h.gap as f64 / 1e9;
+        c.counts[BUCKETS.partition_point(|&b| b < secs)] += 1;
+        for (cause, ns) in h.all_causes() {
+            c.causes.add(&series_key(cause), kind_index(cause.kind()), ns);
+        }
+    }
+
+    /// Publishes a view at `now`, with what the probes and the kernel
+    /// count (`raw`: since the start). Never blocks.
+    pub fn publish(&mut self, raw: &Counters, now: u64) {
+        let dt = now.saturating_sub(self.last_publish_ns) as f64 * 1e-9;
+        self.last_publish_ns = now;
+        for c in &mut self.cpus {
+            c.causes.evaluate(dt);
+        }
+        self.threads.evaluate(dt);
+        let view = Arc::new(self.view(raw));
+        if let Ok(mut slot) = self.slot.try_lock() {
+            *slot = Some(view);
+        }
+    }
+
+    fn view(&self, raw: &Counters) -> View {
+        let cpus = self
+            .cpus
+            .iter()
+            .map(|c| {
+                let counters = raw.cpus.iter().find(|p| p.cpu == c.cpu);
+                let (own, others) = c.causes.series();
+                let mut causes: Vec<CauseSeries> = own
+                    .into_iter()
+                    .map(|(cause, (ns, n))| CauseSeries { kind: cause.kind().as_str(), name: series_name(cause), ns, hiccups: n })
+                    .collect();
+                causes.extend(others.into_iter().map(|(k, (ns, n))| CauseSeries {
+                    kind: KINDS[k].as_str(),
+                    name: crate::cause::OTHERS.to_string(),
+                    ns,
+                    hiccups: n,
+                }));
+                CpuView {
+                    cpu: c.cpu,
+                    hiccups: c.hiccups,
+                    stolen_ns: c.stolen_ns,
+                    counts: c.counts,
+                    causes,
+                    floor_ns: counters.map_or(0, |p| p.floor_ns),
+                    threshold_ns: counters.map_or(0, |p| p.threshold_ns),
+                    ringbuf_drops: counters.map_or(0, |p| p.drops),
+                    queue_overflows: counters.map_or(0, |p| p.overflow),
+                }
+            })
+            .collect();
+        let (own, others) = self.threads.series();
+        let mut threads: Vec<CauseSeries> =
+            own.into_iter().map(|(v, (ns, n))| CauseSeries { kind: "thread", name: v.name(), ns, hiccups: n }).collect();
+        threads.extend(others.into_iter().map(|(_, (ns, n))| CauseSeries {
+            kind: "thread",
+            name: crate::cause::OTHERS.to_string(),
+            ns,
+            hiccups: n,
+        }));
+        View { mode: self.mode, cpus, threads, events: raw.events, consumer_cpu_ns: raw.consumer_cpu_ns }
+    }
+}
+
+#[cfg(test)]
+mod tests;
