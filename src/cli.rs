@@ -149,6 +149,14 @@ pub enum Command {
         #[command(flatten)]
         watch: Box<WatchArgs>,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), generated from these definitions
+    #[command(hide = true)]
+    Manpage,
     /// Audit the isolation of the watched CPUs and print the fixes
     Doctor {
         /// CPUs to audit, as a kernel cpulist

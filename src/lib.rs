@@ -95,6 +95,14 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         None => monitor::run(cli.watch, false),
         Some(Command::Serve { watch }) => monitor::run(*watch, true),
+        Some(Command::Completions { shell }) => {
+            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "jitterwatch", &mut std::io::stdout().lock());
+            Ok(0)
+        }
+        Some(Command::Manpage) => clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+            .render(&mut std::io::stdout().lock())
+            .map(|()| 0)
+            .map_err(Into::into),
         Some(Command::Events { cpus, duration }) => events_cmd::run(cpus.as_deref(), duration),
         Some(Command::Compare { runs, out }) => compare::run(out.options(runs), &mut std::io::stdout().lock()),
         Some(Command::Report { run, out }) => compare::run(out.options(vec![run]), &mut std::io::stdout().lock()),

@@ -120,3 +120,22 @@ fn prometheus_address_is_checked_first() {
     let e = one_line_error(&["--cpus", "0", "--prometheus-top", "5"]);
     assert!(e.contains("--prometheus"), "{e}");
 }
+
+/// The man page and the completions come from the same clap definitions
+/// as the parser: every option is in them.
+#[test]
+fn man_page_and_completions_know_every_option() {
+    let (st, man, _) = run_bin(&["manpage"], Duration::from_secs(10));
+    assert!(st.success());
+    assert!(man.contains(".TH jitterwatch 1"), "{man}");
+    for opt in ["prometheus", "cpus", "threshold", "timer\\-slack"] {
+        assert!(man.contains(&format!("\\-\\-{opt}")), "{opt} not in the man page");
+    }
+    for shell in ["bash", "zsh", "fish"] {
+        let (st, script, _) = run_bin(&["completions", shell], Duration::from_secs(10));
+        assert!(st.success(), "{shell}");
+        assert!(script.contains("prometheus-linger") && script.contains("serve"), "{shell}: {script}");
+    }
+    let e = one_line_error(&["completions", "cmd.exe"]);
+    assert!(e.contains("bash"), "{e}");
+}

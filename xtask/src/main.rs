@@ -4,6 +4,7 @@
 mod bench;
 mod build;
 mod deps;
+mod dist;
 mod lint;
 mod proc;
 mod run;
@@ -52,6 +53,12 @@ enum Command {
     Lint,
     /// Regenerate bpf/vmlinux.h from /sys/kernel/btf/vmlinux.
     Vmlinux,
+    /// A binary for production machines (libbpf, libelf, zlib linked in) and a .deb, in target/dist.
+    Dist {
+        /// Then run it from outside the tree, install the .deb, verify its unit, remove it (as root).
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -64,6 +71,7 @@ fn main() -> ExitCode {
         Command::Test { args } => test_cmd::run(&args),
         Command::Lint => lint::run(),
         Command::Vmlinux => vmlinux::run(),
+        Command::Dist { check } => dist::run(check),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

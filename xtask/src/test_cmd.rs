@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 
-use crate::{deps, lint, proc};
+use crate::{deps, dist, lint, proc};
 
 const CARGO_TEST: &[&str] = &["test", "--workspace", "--all-targets"];
 
@@ -20,7 +20,8 @@ const CARGO_TEST: &[&str] = &["test", "--workspace", "--all-targets"];
 const SKIP_LOG_VAR: &str = "JITTERWATCH_SKIP_LOG";
 
 /// `args` go to the test binaries untouched (`--test-threads=1`,
-/// `--nocapture`, a name filter, ...).
+/// `--nocapture`, a name filter, ...). Without them, `cargo xtask dist
+/// --check` follows the tests.
 pub fn run(test_args: &[String]) -> Result<()> {
     let root = proc::is_root();
     if !root && std::env::var("CI").is_ok_and(|v| v == "true") {
@@ -61,6 +62,12 @@ pub fn run(test_args: &[String]) -> Result<()> {
     if !st.success() {
         bail!("tests failed ({}) after {secs:.1}s; {} skipped", proc::describe(st), skipped.len());
     }
+    // The package for production machines, built and checked as a user
+    // would install it (only with the whole suite: a filter skips it).
+    if test_args.is_empty() {
+        dist::run(true)?;
+    }
+    let secs = start.elapsed().as_secs_f64();
     match skipped.len() {
         0 => println!("test: all passed in {secs:.1}s, none skipped"),
         n => println!("test: passed in {secs:.1}s, but {n} skipped (listed above): they need root and BTF"),
