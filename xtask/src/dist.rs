@@ -39,10 +39,16 @@ pub fn run(check: bool) -> Result<()> {
             "static",
         ]),
     )?;
-    // The copy to hand out: without its debug information (40 MB of it).
+    // The copy to hand out (and to package): without its debug
+    // information (40 MB of it).
     let built = target.join("release/jitterwatch");
-    let bin = target.join("jitterwatch");
-    proc::check(Command::new("strip").arg("--strip-debug").arg(&built).arg("-o").arg(&bin))?;
+    let assets_dir = target.join("release/assets");
+    std::fs::create_dir_all(&assets_dir)?;
+    std::fs::create_dir_all(target.join("out"))?;
+    let stripped = assets_dir.join("jitterwatch");
+    proc::check(Command::new("strip").arg("--strip-debug").arg(&built).arg("-o").arg(&stripped))?;
+    let bin = target.join("out/jitterwatch");
+    std::fs::copy(&stripped, &bin)?;
     let ldd = output(Command::new("ldd").arg(&bin))?;
     for lib in LINKED_IN {
         if ldd.lines().any(|l| l.trim_start().starts_with(lib)) {
@@ -56,7 +62,7 @@ pub fn run(check: bool) -> Result<()> {
             bail!("the binary needs glibc {v}, newer than the {DECLARED_GLIBC} the .deb declares: raise it in Cargo.toml and here");
         }
     }
-    assets(&built, &target.join("release/assets"))?;
+    assets(&built, &assets_dir)?;
     let deb = package(&target)?;
     println!("dist: {}\n{}", bin.display(), ldd.trim_end());
     if let Some(v) = &glibc {
