@@ -195,3 +195,36 @@ fn a_bad_address_or_a_taken_port_is_one_line() {
     assert!(e.contains("in use"), "{e}");
     assert!(!e.contains('\n'));
 }
+
+/// Two CPUs with 50 causes each (`--prometheus-top 50`): the exposition
+/// stays small, and what encoding one costs is printed (the closing
+/// figure; timing is the bench's business, the size bound is this test's).
+#[test]
+fn two_cpus_of_fifty_causes_encode_small() {
+    let slot = Slot::default();
+    let mut e = Exporter::new(&[2, 3], 50, "probe", slot.clone(), 0);
+    for cpu in [2u32, 3] {
+        for i in 0..50u32 {
+            let mut h = hiccup(10_000 + i as u64, vec![(Cause::Work(format!("some_kernel_function_{i}").into()), 9_000)], None);
+            h.cpu = cpu;
+            e.record(&h);
+        }
+    }
+    e.publish(&raw(), 1_000_000_000);
+    let v = published(&slot);
+    assert_eq!(v.cpus.iter().map(|c| c.causes.len()).sum::<usize>(), 2 * 50 + 2, "50 of their own and one (others) per CPU");
+    let n = 200;
+    let t = std::time::Instant::now();
+    let mut len = 0;
+    for _ in 0..n {
+        len = encode(v.clone()).len();
+    }
+    let om = t.elapsed() / n;
+    let t = std::time::Instant::now();
+    let mut classic = 0;
+    for _ in 0..n {
+        classic = classic_text(&encode(v.clone())).len();
+    }
+    eprintln!("2 CPUs × 50 causes: OpenMetrics {len} bytes in {om:?}; classic text {classic} bytes in {:?}", t.elapsed() / n);
+    assert!(len < 64 * 1024 && classic < 64 * 1024, "{len} / {classic} bytes");
+}
