@@ -13,6 +13,7 @@
  */
 enum jw_limits {
 	JW_MAX_CPUS = 1024,
+	JW_MAX_LISTED = 64, /* watched CPUs a mask-wide IPI send is checked against */
 	JW_COMM_LEN = 16,
 	JW_IRQ_NAME_LEN = 24,
 };
@@ -36,6 +37,13 @@ enum jw_kind {
 	JW_IDLE, /* cpu_idle: fn.obj holds the idle state, (__u32)-1 when the CPU leaves it */
 	JW_FREQ, /* cpu_frequency: fn.obj holds the new frequency (kHz); cpu is the CPU it is for */
 	JW_STEAL, /* the CPU's steal clock changed: fn.obj holds its new value (ns), read with the record before it */
+	JW_ORIGIN, /* current, on any CPU, sent an IPI to, queued work on, or woke a task on cpu: sub holds enum jw_origin_kind */
+};
+
+enum jw_origin_kind {
+	JW_ORIGIN_IPI = 1,
+	JW_ORIGIN_WORK,
+	JW_ORIGIN_WAKE,
 };
 
 enum jw_vector {
@@ -89,12 +97,24 @@ struct jw_wakeup {
 	__u32 waker_cpu;
 	char comm[JW_COMM_LEN];
 };
+/* Written on the sender's CPU; the record's cpu is the target. */
+struct jw_origin {
+	__u32 pid;
+	__u32 tgid;
+	__u32 from_cpu;
+	__u32 woken;    /* JW_ORIGIN_WAKE: the woken task's pid */
+	__u64 callsite; /* IPI: where it was sent from; work: the work_struct */
+	__u64 func;     /* IPI: its callback (0: none); work: the work function */
+	char comm[JW_COMM_LEN];
+};
+
 union jw_payload {
 	struct jw_switch sw;
 	struct jw_wakeup wk;
 	struct jw_irq irq;
 	struct jw_func fn;
 	struct jw_nmi nmi;
+	struct jw_origin org;
 };
 
 struct jw_event {

@@ -64,6 +64,17 @@ const TRACEPOINTS: &[(&str, &str)] = &[
     ("on_cpu_frequency", "cpu_frequency"),
 ];
 
+/// The origin programs (who sent an IPI, queued work, woke a task, from any
+/// CPU): loaded unless `--no-origins`, each optional. The IPI send and
+/// csd_queue_cpu tracepoints came with Linux 6.3.
+const ORIGIN_TRACEPOINTS: &[(&str, &str)] = &[
+    ("on_ipi_send_cpu", "ipi_send_cpu"),
+    ("on_ipi_send_cpumask", "ipi_send_cpumask"),
+    ("on_csd_queue", "csd_queue_cpu"),
+    ("on_queue_work", "workqueue_queue_work"),
+    ("on_waking", "sched_waking"),
+];
+
 /// The environment setting that forces tp_btf/sched_switch (name, value).
 const FORCE_TRACEPOINT: (&str, &str) = ("JITTERWATCH_SWITCH_HOOK", "tracepoint");
 
@@ -123,8 +134,15 @@ impl<'obj> Tracer<'obj> {
     /// `passive`: see every switch (the per-CPU perf event misses switches
     /// out of the idle task, which passive mode needs to know a watched
     /// thread runs). `wakeups`: also trace wake-ups onto the watched CPUs
-    /// (passive mode's, and the wake-up probe's own).
-    pub fn attach(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &[usize], passive: bool, wakeups: bool) -> Result<Self, TracerError> {
+    /// (passive mode's, and the wake-up probe's own). `origins`: also trace
+    /// who sends IPIs, queues work and wakes tasks onto them.
+    pub fn attach(
+        storage: &'obj mut MaybeUninit<OpenObject>,
+        cpus: &[usize],
+        passive: bool,
+        wakeups: bool,
+        origins: bool,
+    ) -> Result<Self, TracerError> {
         // libbpf's log (verifier output...) is many lines: only on request.
         if std::env::var_os("JITTERWATCH_DEBUG").is_none() {
             libbpf_rs::set_print(None);
@@ -140,6 +158,12 @@ impl<'obj> Tracer<'obj> {
         for &c in cpus {
             *bss.watched.get_mut(c).ok_or(TracerError::CpuTooLarge(c))? = 1;
         }
+        // Sends to a mask are checked against this list (the first
+        // JW_MAX_LISTED watched CPUs: past them, only single-CPU sends).
+        for (slot, &c) in bss.watched_list.iter_mut().zip(cpus) {
+            *slot = c as u32;
+        }
+        bss.watched_n = cpus.len().min(bss.watched_list.len()) as u32;
         // The perf-event program finds the runqueue via task->se.cfs_rq->rq,
         // which exists with CONFIG_FAIR_GROUP_SCHED only.
         let has_member = |ty: &str, member: &str| {
@@ -163,6 +187,11 @@ impl<'obj> Tracer<'obj> {
                 // Loaded always (it is the fallback), attached only if needed.
                 prog.set_autoload(true);
                 prog.set_autoattach(false);
+            } else if let Some(&(_, tp)) = ORIGIN_TRACEPOINTS.iter().find(|(p, _)| *p == name) {
+                prog.set_autoload(origins && has(tp));
+                if origins && !has(tp) {
+                    missing.push(tp);
+                }
             } else if let Some(&(_, tp)) = TRACEPOINTS.iter().find(|(p, _)| *p == name) {
                 let present = has(tp);
                 prog.set_autoload(present);

@@ -81,6 +81,9 @@ pub struct WatchArgs {
     /// Passive mode, no probe: watch threads with this name (its first 15 bytes, as the kernel keeps it)
     #[arg(long, value_name = "NAME", conflicts_with = "rt")]
     pub comm: Option<std::ffi::OsString>,
+    /// Do not trace who sends IPIs, queues work or wakes tasks onto the watched CPUs (the `origins` column stays empty)
+    #[arg(long)]
+    pub no_origins: bool,
     /// Serve Prometheus metrics (OpenMetrics text) at http://ADDR/metrics, e.g. 127.0.0.1:9464
     #[arg(long, value_name = "ADDR")]
     pub prometheus: Option<String>,

@@ -148,6 +148,22 @@ impl Printer {
             Payload::Idle { state } => ("cpu_idle", format!("state={state}"), None),
             Payload::Freq { khz } => ("cpu_frequency", format!("{khz} kHz"), None),
             Payload::Steal { ns } => ("steal_clock", format!("{ns} ns"), None),
+            Payload::Origin { kind, sender, from_cpu, callsite, func, woken } => {
+                let who = format!("by {}[{}] on cpu {from_cpu}", visible_bytes(&sender.comm), sender.pid);
+                match kind {
+                    crate::record::OriginKind::Ipi => (
+                        "ipi_send",
+                        format!(
+                            "{} {who} via {}",
+                            if func == 0 { "(no callback)".to_string() } else { self.sym(func) },
+                            self.sym(callsite)
+                        ),
+                        None,
+                    ),
+                    crate::record::OriginKind::Work => ("workqueue_queue_work", format!("{} {who}", self.sym(func)), None),
+                    crate::record::OriginKind::Wake => ("sched_waking", format!("pid {woken} {who}"), None),
+                }
+            }
             Payload::Nmi { handler, delta_ns, handled } => {
                 ("nmi_handler", format!("{}{}", self.sym(handler), if handled { "" } else { " unhandled" }), Some(delta_ns))
             }

@@ -20,7 +20,7 @@ use crate::{collector, lifecycle, startup};
 pub fn run(cpus: Option<&str>, duration: Option<Duration>) -> Result<i32> {
     let prep = startup::prepare(cpus, false)?;
     let mut storage = MaybeUninit::uninit();
-    let tracer = Tracer::attach(&mut storage, &prep.cpus, false, false)?;
+    let tracer = Tracer::attach(&mut storage, &prep.cpus, false, false, true)?;
     startup::say_missing(&tracer.missing);
     let out = RefCell::new(BufWriter::with_capacity(1 << 16, std::io::stdout().lock()));
     let printer = RefCell::new(Printer::new(Namer::new(prep.kallsyms)));

@@ -18,8 +18,13 @@ use crate::interval::Hiccup;
 /// Then `parts`: the wake-up probe's latency split as
 /// `timer=NS;sched=NS;user=NS` (adding up to gap_ns; empty for other rows);
 /// and `freq_khz`: the CPU's frequency changed inside the row, `FROM>TO`
-/// (`?>TO` when it was not known before), empty without a change.
-pub const HEADER: [&str; 13] = [
+/// (`?>TO` when it was not known before), empty without a change. Then
+/// `origins`: who caused some of the causes, `kind:name=ORIGIN;...` with
+/// ORIGIN `comm[pid] on cpu N` (a task elsewhere, or this CPU's), or
+/// `(kind:name)` for this CPU's own interrupt-level code, then ` via
+/// FUNCTION` for an IPI's call site; escaped as names are, empty when none
+/// was seen.
+pub const HEADER: [&str; 14] = [
     "time_ns",
     "cpu",
     "gap_ns",
@@ -33,6 +38,7 @@ pub const HEADER: [&str; 13] = [
     "victim",
     "parts",
     "freq_khz",
+    "origins",
 ];
 
 /// A cause's name as it appears in the CSV: as every view shows it
@@ -42,7 +48,35 @@ pub const HEADER: [&str; 13] = [
 fn push_name(cause: &Cause, scratch: &mut String, out: &mut String) {
     scratch.clear();
     cause.push_name(scratch);
-    for c in scratch.chars() {
+    push_field_escaped(scratch, out);
+}
+
+/// `comm[pid] on cpu N via FUNCTION`, as the `origins` column and the
+/// views write an origin (escaped as names are, before the CSV's own).
+pub fn push_origin(o: &crate::engine::Origin, out: &mut String) {
+    match &o.sender {
+        crate::engine::Sender::Task { comm, pid, cpu, .. } => {
+            Cause::Task { comm: *comm, pid: Some(*pid) }.push_name(out);
+            out.push_str(" on cpu ");
+            out.push_str(itoa::Buffer::new().format(*cpu));
+        }
+        crate::engine::Sender::Local(c) => {
+            out.push('(');
+            out.push_str(c.kind().as_str());
+            out.push(':');
+            c.push_name(out);
+            out.push(')');
+        }
+    }
+    if let Some(via) = &o.via {
+        out.push_str(" via ");
+        out.push_str(&crate::sanitize::visible(via));
+    }
+}
+
+/// `;` and `=` escaped, as inside `causes`.
+fn push_field_escaped(s: &str, out: &mut String) {
+    for c in s.chars() {
         match c {
             ';' => out.push_str("\\;"),
             '=' => out.push_str("\\="),
@@ -53,6 +87,7 @@ fn push_name(cause: &Cause, scratch: &mut String, out: &mut String) {
 
 pub struct CsvSink<W: Write> {
     w: csv::Writer<W>,
+    origins: String,
     causes: String,
     top_name: String,
     victim: String,
@@ -94,6 +129,7 @@ impl<W: Write> CsvSink<W> {
         w.write_record(HEADER)?;
         Ok(Self {
             w,
+            origins: String::new(),
             causes: String::new(),
             top_name: String::new(),
             victim: String::new(),
@@ -147,6 +183,19 @@ impl<W: Write> CsvSink<W> {
             self.freq.push('>');
             self.freq.push_str(itoa::Buffer::new().format(to));
         }
+        self.origins.clear();
+        for (i, (cause, o)) in h.origins.iter().enumerate() {
+            if i > 0 {
+                self.origins.push(';');
+            }
+            self.origins.push_str(cause.kind().as_str());
+            self.origins.push(':');
+            push_name(cause, &mut self.scratch, &mut self.origins);
+            self.origins.push('=');
+            self.scratch.clear();
+            push_origin(o, &mut self.scratch);
+            push_field_escaped(&self.scratch, &mut self.origins);
+        }
         self.w.write_record([
             a.format(h.t0),
             b.format(h.cpu),
@@ -161,6 +210,7 @@ impl<W: Write> CsvSink<W> {
             self.victim.as_str(),
             self.parts.as_str(),
             self.freq.as_str(),
+            self.origins.as_str(),
         ])?;
         Ok(())
     }
@@ -288,7 +338,7 @@ mod tests {
         let mut sink = CsvSink::new(Vec::new()).unwrap();
         sink.write(&hiccup(0, 5, vec![], 9)).unwrap();
         let s = String::from_utf8(sink.into_inner()).unwrap();
-        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,0,9,unexplained,,9,unexplained:=9,probe,,,");
+        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,0,9,unexplained,,9,unexplained:=9,probe,,,,");
     }
 
     /// Passive mode's rows say what kind of hiccup and whose, the victim's
@@ -303,9 +353,27 @@ mod tests {
         sink.write(&h).unwrap();
         let s = String::from_utf8(sink.into_inner()).unwrap();
         assert!(
-            s.starts_with("time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes,source,victim,parts,freq_khz\n"),
+            s.starts_with(
+                "time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes,source,victim,parts,freq_khz,origins\n"
+            ),
             "{s}"
         );
-        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,9,0,work,vmstat_update,9,work:vmstat_update=9,preempted,\"a,pp\\\\\\u{202e}[42]\",,");
+        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,9,0,work,vmstat_update,9,work:vmstat_update=9,preempted,\"a,pp\\\\\\u{202e}[42]\",,,");
+    }
+
+    /// The origins column: each origin escaped as names are, then for the
+    /// field (`;` and `=`), so it splits back whatever the sender's name.
+    #[test]
+    fn origins_are_escaped_like_names() {
+        use crate::engine::{Origin, Sender};
+        let ipi = Cause::Csd(Symbol::from("flush_tlb_func"));
+        let mut h = hiccup(0, 5, vec![(ipi.clone(), 9)], 0);
+        let sender = Sender::Task { comm: comm(b"a;b=c\\\x1b"), pid: 7, tgid: 7, cpu: 0 };
+        h.origins = vec![(ipi, Origin { sender, via: Some(Symbol::from("flush_tlb_mm_range")) })];
+        let mut sink = CsvSink::new(Vec::new()).unwrap();
+        sink.write(&h).unwrap();
+        let s = String::from_utf8(sink.into_inner()).unwrap();
+        let last = s.lines().nth(1).unwrap().rsplit(',').next().unwrap().to_string();
+        assert_eq!(last, r"ipi:flush_tlb_func=a\;b\=c\\\x1b[7] on cpu 0 via flush_tlb_mm_range");
     }
 }

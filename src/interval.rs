@@ -92,6 +92,9 @@ pub struct Hiccup {
     pub parts: Option<crate::engine::Parts>,
     /// The CPU's frequency changed inside it: from (None: not known) → to, kHz.
     pub freq: Option<(Option<u32>, u32)>,
+    /// Who caused some of its causes (an IPI's sender, a work item's
+    /// queuer, a task's waker), where the sending was seen.
+    pub origins: Vec<(Cause, crate::engine::Origin)>,
 }
 
 impl Hiccup {
@@ -118,7 +121,7 @@ impl Hiccup {
 #[cfg(test)]
 pub(crate) fn hiccup(cpu: u32, t0: u64, causes: Vec<(Cause, u64)>, unexplained: u64) -> Hiccup {
     let gap = causes.iter().map(|c| c.1).sum::<u64>() + unexplained;
-    Hiccup { cpu, t0, gap, source: Source::Probe, victim: None, causes, unexplained, parts: None, freq: None }
+    Hiccup { cpu, t0, gap, source: Source::Probe, victim: None, causes, unexplained, parts: None, freq: None, origins: Vec::new() }
 }
 
 #[cfg(test)]

@@ -82,10 +82,6 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
         Some(_) => Probes::new(Vec::new()),
         None => Probes::new(cpus.iter().map(|&c| Probe::spawn(c as u32, cfg)).collect::<Result<Vec<_>>>()?),
     };
-    // Once for the run: the first CPU's reason stands for the others'.
-    if let Some(why) = probes.iter().find_map(|p| p.smi_unread.as_ref()) {
-        say!("SMI count not read: {why}; SMIs stay unexplained");
-    }
     let threshold = args.threshold.unwrap_or(passive::DEFAULT_THRESHOLD_NS);
     let tracker = target.as_ref().map(|t| passive::Tracker::new(t.filter.clone(), &cpus, threshold));
     let metrics_slot = endpoint.as_ref().map(|_| crate::metrics::Slot::default());
@@ -113,6 +109,7 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
             bpf_stats: args.bpf_stats,
             snapshots,
             passive: tracker,
+            origins: !args.no_origins,
             metrics: metrics_slot.clone().map(|slot| (slot, args.prometheus_top.into(), mode)),
         },
         probes.shared(),
@@ -140,6 +137,11 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
             p.shared.cpu,
             MIN_FLOORS * floor
         );
+    }
+    // Once for the run, once it is running (an error stays one line):
+    // the first CPU's reason stands for the others'.
+    if let Some(why) = probes.iter().find_map(|p| p.smi_unread.as_ref()) {
+        say!("SMI count not read: {why}; SMIs stay unexplained");
     }
     let exited = target.as_ref().map(passive::watch_exits);
     if let Some(t) = &target {

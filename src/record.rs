@@ -2,7 +2,7 @@
 //! and the limits come from the C header through libbpf-cargo's generated
 //! types; nothing here allocates.
 
-use crate::bpf::types::{jw_event, jw_kind, jw_limits, jw_vector};
+use crate::bpf::types::{jw_event, jw_kind, jw_limits, jw_origin_kind, jw_vector};
 
 /// The most CPUs the BPF side can watch.
 pub const MAX_CPUS: usize = jw_limits::JW_MAX_CPUS.0 as usize;
@@ -64,6 +64,17 @@ pub struct Task {
     pub tgid: u32,
     pub prio: i32,
     pub comm: Comm,
+}
+
+/// What an origin record says was done to a watched CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OriginKind {
+    /// An IPI sent to it (ipi_send_cpu, ipi_send_cpumask).
+    Ipi,
+    /// Work queued on its per-CPU pool (workqueue_queue_work).
+    Work,
+    /// A task on it woken (sched_waking).
+    Wake,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +148,19 @@ pub enum Payload {
     Steal {
         ns: u64,
     },
+    /// `sender`, on `from_cpu`, sent an IPI to this event's CPU (`func`
+    /// its callback, 0 for none; `callsite` where), queued work on it
+    /// (`func` the work function, `callsite` the work_struct), or woke
+    /// `woken` there. Written on the sender's CPU: not in this CPU's order
+    /// unless it is the same CPU.
+    Origin {
+        kind: OriginKind,
+        sender: Task,
+        from_cpu: u32,
+        callsite: u64,
+        func: u64,
+        woken: u32,
+    },
     /// Passive mode: `task` was woken onto this event's CPU (`target_cpu`,
     /// the same), from `waker_cpu`. Not in its CPU's order: written there.
     Wakeup {
@@ -164,6 +188,8 @@ pub enum DecodeError {
     Kind(u8),
     #[error("unknown vector {0}")]
     Vector(u8),
+    #[error("unknown origin kind {0}")]
+    Origin(u8),
 }
 
 fn bytes<const N: usize>(raw: &[i8; N]) -> [u8; N] {
@@ -207,6 +233,23 @@ impl Event {
                 jw_kind::JW_IDLE => Payload::Idle { state: e.u.r#fn.obj as u32 },
                 jw_kind::JW_FREQ => Payload::Freq { khz: e.u.r#fn.obj as u32 },
                 jw_kind::JW_STEAL => Payload::Steal { ns: e.u.r#fn.obj },
+                jw_kind::JW_ORIGIN => {
+                    let o = e.u.org;
+                    let kind = match jw_origin_kind(e.sub.into()) {
+                        jw_origin_kind::JW_ORIGIN_IPI => OriginKind::Ipi,
+                        jw_origin_kind::JW_ORIGIN_WORK => OriginKind::Work,
+                        jw_origin_kind::JW_ORIGIN_WAKE => OriginKind::Wake,
+                        _ => return Err(DecodeError::Origin(e.sub)),
+                    };
+                    Payload::Origin {
+                        kind,
+                        sender: Task { pid: o.pid, tgid: o.tgid, prio: 0, comm: bytes(&o.comm) },
+                        from_cpu: o.from_cpu,
+                        callsite: o.callsite,
+                        func: o.func,
+                        woken: o.woken,
+                    }
+                }
                 jw_kind::JW_WAKEUP => {
                     let w = e.u.wk;
                     Payload::Wakeup {

@@ -59,6 +59,8 @@ pub struct Config {
     pub snapshots: Option<SyncSender<Snapshot>>,
     /// Passive mode: the watched threads' intervals, from the events.
     pub passive: Option<Tracker>,
+    /// Trace who sends IPIs, queues work and wakes tasks onto the CPUs.
+    pub origins: bool,
     /// The Prometheus endpoint's slot, its causes per CPU, and the mode.
     pub metrics: Option<(crate::metrics::Slot, usize, &'static str)>,
 }
@@ -84,7 +86,7 @@ impl Collector {
             .spawn(move || {
                 crate::sys::pin_to(&cfg.housekeeping).context("cannot pin the collector to the unwatched CPUs")?;
                 let mut storage = MaybeUninit::uninit();
-                let tracer = match Tracer::attach(&mut storage, &cfg.cpus, cfg.passive.is_some(), wakeups) {
+                let tracer = match Tracer::attach(&mut storage, &cfg.cpus, cfg.passive.is_some(), wakeups, cfg.origins) {
                     Ok(t) => t,
                     Err(e) => {
                         let msg = e.to_string();

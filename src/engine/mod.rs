@@ -6,6 +6,7 @@
 
 mod freq;
 mod namer;
+mod origins;
 mod spill;
 mod steal;
 mod timeline;
@@ -15,9 +16,10 @@ use std::collections::VecDeque;
 
 use crate::cause::Cause;
 use crate::interval::{Hiccup, Interval, Source};
-use crate::record::{Event, Payload};
+use crate::record::{Event, OriginKind, Payload, Vector};
 
 pub use namer::Namer;
+pub use origins::{Origin, Sender};
 pub use steal::StealTotals;
 use timeline::{Context, Timeline};
 pub use wakeup::Parts;
@@ -56,6 +58,8 @@ pub struct Engine {
     probe_wakes: Vec<VecDeque<u64>>,
     /// Per timeline: its steal clock, and the stalls waiting for it.
     steals: Vec<steal::Steal>,
+    /// Per timeline: who sent IPIs to it, queued work on it, woke tasks on it.
+    origins: Vec<origins::OriginLog>,
     /// The sources have stopped: nothing waits for a later steal reading.
     finishing: bool,
 }
@@ -83,6 +87,7 @@ impl Engine {
             freqs: cpus.iter().map(|_| freq::FreqLog::default()).collect(),
             probe_wakes: cpus.iter().map(|_| VecDeque::with_capacity(PROBE_WAKES)).collect(),
             steals: cpus.iter().map(|_| steal::Steal::default()).collect(),
+            origins: cpus.iter().map(|_| origins::OriginLog::default()).collect(),
             finishing: false,
         }
     }
@@ -119,6 +124,25 @@ impl Engine {
         }
         if let Payload::Steal { ns } = ev.payload {
             self.steals[i].on_reading(ev.ts, ns);
+            return;
+        }
+        // Written by the sender's CPU (in this CPU's order only if it is this one).
+        if let Payload::Origin { kind, sender, from_cpu, callsite, func, woken } = ev.payload {
+            let task = origins::RawSender::Task { comm: sender.comm, pid: sender.pid, tgid: sender.tgid, cpu: from_cpu };
+            // Sent from this CPU at interrupt level (a timer queueing work,
+            // an interrupt waking a task): that context sent it, not the
+            // task it interrupted.
+            let raw = match self.timelines[i].current() {
+                c
+                @ (Context::Irq(_) | Context::Softirq(_) | Context::Timer(_) | Context::Vector(_) | Context::Csd(_) | Context::Nmi(_))
+                    if from_cpu == ev.cpu =>
+                {
+                    origins::RawSender::Local(c)
+                }
+                _ => task,
+            };
+            let key = if kind == OriginKind::Wake { u64::from(woken) } else { func };
+            self.origins[i].push(origins::Sent { ts: ev.ts, kind, key, sender: raw, callsite });
             return;
         }
         // The wake-up probe woken (in its timer's callback): the end of its
@@ -304,6 +328,7 @@ impl Engine {
         }
         // Largest first; ties in a stable order.
         causes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let origins = self.origins_of(slot, g.t1);
         Hiccup {
             cpu: g.cpu,
             t0: g.t0,
@@ -314,7 +339,32 @@ impl Engine {
             unexplained,
             parts,
             freq: self.freqs[slot].within(g.t0, g.t1),
+            origins,
         }
+    }
+
+    /// The origins of the causes in `scratch` (a stall on `slot` that ended
+    /// at `end`), in the order of the causes, for those whose sending was seen.
+    fn origins_of(&mut self, slot: usize, end: u64) -> Vec<(Cause, Origin)> {
+        let mut out = Vec::new();
+        for &(ctx, _) in &self.scratch {
+            let (kind, key) = match ctx {
+                Context::Csd(f) => (OriginKind::Ipi, f),
+                // A reschedule IPI has no callback.
+                Context::Vector(Vector::Reschedule) => (OriginKind::Ipi, 0),
+                Context::Work(f) => (OriginKind::Work, f),
+                Context::Task { pid, .. } if pid != 0 => (OriginKind::Wake, u64::from(pid)),
+                _ => continue,
+            };
+            let Some(s) = self.origins[slot].find(kind, key, end).copied() else { continue };
+            let sender = match s.sender {
+                origins::RawSender::Task { comm, pid, tgid, cpu } => Sender::Task { comm, pid, tgid, cpu },
+                origins::RawSender::Local(c) => Sender::Local(self.namer.cause(c)),
+            };
+            let via = (kind == OriginKind::Ipi && s.callsite != 0).then(|| self.namer.symbol(s.callsite));
+            out.push((self.namer.cause(ctx), Origin { sender, via }));
+        }
+        out
     }
 
     /// Drops history no future gap can need: before `before[cpu]` (the
@@ -325,6 +375,7 @@ impl Engine {
         let t = oldest_pending.map_or(before, |p| p.min(before));
         self.timelines[i].prune(t);
         self.freqs[i].prune(t);
+        self.origins[i].prune(t);
     }
 
     /// How the timelines' windows have fared, over all watched CPUs.

@@ -132,6 +132,11 @@ impl Timeline {
         }
     }
 
+    /// What runs now (as of the last event fed): the innermost context.
+    pub fn current(&self) -> Context {
+        self.stack.last().map_or(self.base, |f| f.ctx)
+    }
+
     /// Threads whose time is the probe's own (not a cause).
     pub fn set_probe_tids(&mut self, tids: &[u32]) {
         self.probe_tids.clear();
@@ -316,7 +321,7 @@ impl Timeline {
             Payload::Idle { state: IDLE_EXIT } => self.exit(ts, Context::Idle(IDLE_EXIT), |f| matches!(f.ctx, Context::Idle(_))),
             Payload::Idle { state } => self.enter(ts, Context::Idle(state), 0, Level::Task),
             // Handled by the engine (engine/freq.rs): no context changes.
-            Payload::Wakeup { .. } | Payload::Freq { .. } | Payload::Steal { .. } => {}
+            Payload::Wakeup { .. } | Payload::Freq { .. } | Payload::Steal { .. } | Payload::Origin { .. } => {}
         }
     }
 

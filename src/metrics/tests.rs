@@ -11,7 +11,18 @@ const CPU: u32 = 6;
 
 fn hiccup(gap: u64, causes: Vec<(Cause, u64)>, victim: Option<Victim>) -> Hiccup {
     let named: u64 = causes.iter().map(|c| c.1).sum();
-    Hiccup { cpu: CPU, t0: 1_000, gap, source: Source::Probe, victim, causes, unexplained: gap - named, parts: None, freq: None }
+    Hiccup {
+        cpu: CPU,
+        t0: 1_000,
+        gap,
+        source: Source::Probe,
+        victim,
+        causes,
+        unexplained: gap - named,
+        parts: None,
+        freq: None,
+        origins: Vec::new(),
+    }
 }
 
 fn task(name: &[u8], pid: u32) -> Cause {

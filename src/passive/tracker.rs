@@ -154,7 +154,12 @@ impl Tracker {
                     self.exit(cpu, ts);
                 }
             }
-            Payload::WorkStart { .. } | Payload::WorkEnd { .. } | Payload::Idle { .. } | Payload::Freq { .. } | Payload::Steal { .. } => {}
+            Payload::WorkStart { .. }
+            | Payload::WorkEnd { .. }
+            | Payload::Idle { .. }
+            | Payload::Freq { .. }
+            | Payload::Steal { .. }
+            | Payload::Origin { .. } => {}
         }
     }
 

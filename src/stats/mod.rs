@@ -12,6 +12,7 @@ use crate::interval::Hiccup;
 
 mod causes;
 mod counters;
+pub mod origins;
 mod threads;
 pub mod wake;
 pub use causes::{CauseStats, MAX_CAUSES};
@@ -136,6 +137,8 @@ pub struct Stats {
     pub threads: Threads,
     /// Passive mode: watched threads seen on CPUs not watched (tid, cpu).
     pub threads_elsewhere: Vec<(u32, u32)>,
+    /// Causes by who sent them (IPIs, work, wake-ups), per CPU.
+    pub by_sender: origins::BySender,
 }
 
 impl Stats {
@@ -154,6 +157,7 @@ impl Stats {
             run_gaps: HashMap::new(),
             threads: Threads::default(),
             threads_elsewhere: Vec::new(),
+            by_sender: origins::BySender::default(),
         }
     }
 
@@ -227,6 +231,7 @@ impl Stats {
             self.add_cause(h.cpu, cause, ns, h.t0);
         }
         self.threads.record(h);
+        self.by_sender.record(h);
         self.note_worst(h);
     }
 

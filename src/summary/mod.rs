@@ -15,6 +15,17 @@ use crate::stats::Stats;
 /// Causes listed per CPU.
 const TOP: usize = 10;
 
+/// Who sent a kind of cause to a CPU, and how much of it.
+#[derive(Serialize)]
+pub struct SenderRow {
+    /// ipi, work, or task (a wake-up).
+    pub kind: crate::cause::Kind,
+    /// The sender's program, or `(kind:name)` of the CPU's own interrupt-level code.
+    pub sender: String,
+    pub count: u64,
+    pub total_ns: u64,
+}
+
 #[derive(Serialize)]
 pub struct CpuRow {
     pub cpu: u32,
@@ -51,6 +62,10 @@ pub struct CpuRow {
     pub late_wakeup_parts: Vec<PartRow>,
     /// Hiccups inside which the CPU's frequency changed (cpu_frequency).
     pub hiccups_with_freq_change: u64,
+    /// Causes by who sent them: IPIs by sender, work by queuer, tasks by
+    /// waker (largest first).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub senders: Vec<SenderRow>,
     /// The hypervisor's steal clock over the run, and where it went.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steal: Option<crate::engine::StealTotals>,
@@ -199,6 +214,13 @@ impl Summary {
                 late_wakeup_parts: part_rows(&c.wake),
                 hiccups_with_freq_change: c.freq_changed,
                 steal: c.probe.steal,
+                senders: s
+                    .by_sender
+                    .top(c.cpu)
+                    .into_iter()
+                    .take(TOP)
+                    .map(|(kind, sender, t)| SenderRow { kind, sender: sender.name(), count: t.count, total_ns: t.ns })
+                    .collect(),
                 queue_overflows: c.probe.overflow,
                 ringbuf_drops: c.probe.drops,
                 top_causes: s

@@ -66,6 +66,22 @@ impl Summary {
                     c.hiccups_with_freq_change
                 )?;
             }
+            if !c.senders.is_empty() {
+                let by: Vec<String> = c
+                    .senders
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{} from {}: {} stalls, {}",
+                            if s.kind == Kind::Task { "wake-ups".into() } else { s.kind.to_string() },
+                            s.sender,
+                            s.count,
+                            ns(s.total_ns)
+                        )
+                    })
+                    .collect();
+                writeln!(out, "  by sender: {}", by.join("; "))?;
+            }
             if let Some(st) = &c.steal {
                 writeln!(
                     out,

@@ -140,6 +140,22 @@ pub struct Row {
     pub victim: String,
     /// The wake-up probe's split: timer latency, scheduling delay, return to user.
     pub parts: Option<(u64, u64, u64)>,
+    /// Who caused some causes: (kind, name, origin), unescaped.
+    pub origins: Vec<(String, String, String)>,
+}
+
+/// Splits `kind:name=ORIGIN;...` as `causes` is split.
+pub fn parse_origins(field: &str) -> Vec<(String, String, String)> {
+    split_unescaped(field, ';')
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .map(|part| {
+            let parts = split_unescaped(&part, '=');
+            assert_eq!(parts.len(), 2, "{part}");
+            let (k, n) = parts[0].split_once(':').expect("origin without kind");
+            (k.to_string(), unescape(n), unescape(&parts[1]))
+        })
+        .collect()
 }
 
 /// Splits `kind:name=ns;...`, undoing the `\\` `\;` `\=` escapes.
@@ -223,7 +239,8 @@ pub fn read_csv(path: &std::path::Path) -> Vec<Row> {
             "source",
             "victim",
             "parts",
-            "freq_khz"
+            "freq_khz",
+            "origins"
         ]
     );
     r.records()
@@ -241,7 +258,12 @@ pub fn read_csv(path: &std::path::Path) -> Vec<Row> {
                 source: rec[9].to_string(),
                 victim: rec[10].to_string(),
                 parts: parse_parts(&rec[11]),
+                origins: parse_origins(&rec[13]),
             };
+            // Every origin is for one of the row's causes.
+            for (k, n, _) in &row.origins {
+                assert!(row.causes.iter().any(|c| &c.0 == k && &c.1 == n), "origin of a cause not in the row: {rec:?}");
+            }
             // FROM>TO kHz (FROM `?` when not known), or empty.
             if let Some((from, to)) = rec[12].split_once('>') {
                 assert!((from == "?" || from.parse::<u32>().is_ok()) && to.parse::<u32>().is_ok(), "{rec:?}");

@@ -224,6 +224,7 @@ fn parked_probe_names_idle_and_the_timer() {
     assert!(c.contains(&"timer:tick_nohz_handler=20".to_string()));
 }
 
+mod origins;
 mod smi;
 mod steal;
 mod wakeup;

@@ -108,16 +108,21 @@ pub fn signal(child: &Child, sig: i32) {
 pub struct Bg(pub Child);
 
 impl Bg {
+    /// In a process group of its own, so that what it forks goes with it
+    /// (`perf bench sched pipe` without -T forks a worker that, killed
+    /// alone, would wait on its pipe for ever).
     pub fn spawn(cmd: &mut Command) -> Result<Bg> {
-        let c = cmd.spawn().with_context(|| format!("cannot run `{}`", proc::show(cmd)))?;
+        use std::os::unix::process::CommandExt;
+        let c = cmd.process_group(0).spawn().with_context(|| format!("cannot run `{}`", proc::show(cmd)))?;
         Ok(Bg(c))
     }
 }
 
 impl Drop for Bg {
     fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
+        if let Ok(pid) = i32::try_from(self.0.id()) {
+            // SAFETY: a signal to the group this child leads (set at spawn).
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
         }
         let _ = self.0.wait();
     }

@@ -1,0 +1,127 @@
+//! Causes grouped by who sent them, per CPU: "IPIs to CPU 6 by sender".
+//! A sender is its program (pids folded, as the metrics do) or the CPU's
+//! own interrupt-level code; the table is bounded per CPU.
+
+use std::collections::HashMap;
+
+use crate::cause::{Cause, Kind};
+use crate::engine::Sender;
+use crate::interval::Hiccup;
+use crate::record::Comm;
+
+/// Senders kept per CPU and kind of cause; later ones are not counted
+/// (the summary says how many stalls had an origin left out).
+const KEPT: usize = 64;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SenderKey {
+    Program(Comm),
+    Local(Cause),
+}
+
+impl SenderKey {
+    /// As the summary writes it: `java`, or `(softirq:TIMER)`.
+    pub fn name(&self) -> String {
+        match self {
+            SenderKey::Program(comm) => crate::sanitize::visible_bytes(comm),
+            SenderKey::Local(c) => format!("({})", c.label()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sent {
+    pub count: u64,
+    pub ns: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct BySender {
+    map: HashMap<(u32, Kind, SenderKey), Sent>,
+    entries: HashMap<(u32, Kind), usize>,
+    /// Origins not counted: their CPU and kind had [`KEPT`] senders already.
+    pub left_out: u64,
+}
+
+impl BySender {
+    pub fn record(&mut self, h: &Hiccup) {
+        for (cause, origin) in &h.origins {
+            let ns = h.causes.iter().find(|(c, _)| c == cause).map_or(0, |c| c.1);
+            let sender = match &origin.sender {
+                Sender::Task { comm, .. } => SenderKey::Program(*comm),
+                Sender::Local(c) => SenderKey::Local(c.clone()),
+            };
+            let key = (h.cpu, cause.kind(), sender);
+            if let Some(s) = self.map.get_mut(&key) {
+                s.count += 1;
+                s.ns += ns;
+                continue;
+            }
+            let n = self.entries.entry((h.cpu, cause.kind())).or_default();
+            if *n >= KEPT {
+                self.left_out += 1;
+                continue;
+            }
+            *n += 1;
+            self.map.insert(key, Sent { count: 1, ns });
+        }
+    }
+
+    /// `cpu`'s senders, most time first: (kind of cause, sender, totals).
+    pub fn top(&self, cpu: u32) -> Vec<(Kind, &SenderKey, Sent)> {
+        let mut v: Vec<_> = self.map.iter().filter(|((c, _, _), _)| *c == cpu).map(|((_, k, s), t)| (*k, s, *t)).collect();
+        v.sort_by(|a, b| b.2.ns.cmp(&a.2.ns).then(b.2.count.cmp(&a.2.count)).then_with(|| (a.0, a.1).cmp(&(b.0, b.1))));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cause::comm;
+    use crate::engine::Origin;
+    use crate::interval::Source;
+
+    fn hiccup(cause: Cause, ns: u64, sender: Sender) -> Hiccup {
+        Hiccup {
+            cpu: 6,
+            t0: 0,
+            gap: ns,
+            source: Source::Probe,
+            victim: None,
+            causes: vec![(cause.clone(), ns)],
+            unexplained: 0,
+            parts: None,
+            freq: None,
+            origins: vec![(cause, Origin { sender, via: None })],
+        }
+    }
+
+    #[test]
+    fn grouped_by_program_and_kind_most_time_first() {
+        let mut b = BySender::default();
+        let ipi = Cause::Csd("flush_tlb_func".into());
+        let java = |pid| Sender::Task { comm: comm(b"java"), pid, tgid: 1, cpu: 0 };
+        b.record(&hiccup(ipi.clone(), 100, java(11)));
+        b.record(&hiccup(ipi.clone(), 300, java(12)));
+        b.record(&hiccup(ipi, 50, Sender::Task { comm: comm(b"go"), pid: 3, tgid: 3, cpu: 1 }));
+        b.record(&hiccup(Cause::Work("vmstat_update".into()), 900, Sender::Local(Cause::Softirq(1))));
+        let top: Vec<(Kind, String, u64, u64)> = b.top(6).into_iter().map(|(k, s, t)| (k, s.name(), t.count, t.ns)).collect();
+        assert_eq!(
+            top,
+            vec![(Kind::Work, "(softirq:TIMER)".into(), 1, 900), (Kind::Ipi, "java".into(), 2, 400), (Kind::Ipi, "go".into(), 1, 50)]
+        );
+        assert!(b.top(7).is_empty());
+    }
+
+    #[test]
+    fn bounded_per_cpu_and_kind() {
+        let mut b = BySender::default();
+        for i in 0..(KEPT as u32 + 5) {
+            let name = format!("p{i}");
+            b.record(&hiccup(Cause::Csd("f".into()), 1, Sender::Task { comm: comm(name.as_bytes()), pid: i, tgid: i, cpu: 0 }));
+        }
+        assert_eq!(b.top(6).len(), KEPT);
+        assert_eq!(b.left_out, 5);
+    }
+}
