@@ -91,6 +91,28 @@ impl Hints<'_> {
     }
 }
 
+/// A hint from a cause's origin: `sender` (a program, escaped) sent `kind`
+/// to `cpu` in `count` stalls. None for senders that are the CPU's own
+/// interrupt-level code, and kinds without an origin.
+pub fn sender_hint(kind: crate::cause::Kind, sender: &str, cpu: u32, count: u64) -> Option<String> {
+    use crate::cause::Kind;
+    if sender.starts_with('(') {
+        return None;
+    }
+    Some(match kind {
+        Kind::Ipi => format!(
+            "{sender} sent IPIs to CPU {cpu} ({count} stalls): a process with a thread on CPU {cpu} turns every mprotect/munmap/madvise of its other threads into a TLB shootdown there; keep its threads off CPU {cpu} (taskset, cpusets) or move those calls out of its hot path"
+        ),
+        Kind::Work => format!(
+            "{sender} queued work on CPU {cpu} ({count} stalls): per-CPU work goes where its caller sends it (schedule_on_each_cpu, sysctl writes, lru_add_drain_all), which workqueue cpumasks do not stop; stop the caller during the latency-critical window"
+        ),
+        Kind::Task => format!(
+            "{sender} woke tasks on CPU {cpu} ({count} stalls): the woken tasks run there; if they should not, change their affinity (taskset -p, cpusets)"
+        ),
+        _ => return None,
+    })
+}
+
 /// One-line hints for a run-time cause.
 pub fn hints(report: &Report, cause: &Cause) -> Vec<String> {
     let mut h = Hints { r: report, out: Vec::new() };
@@ -337,5 +359,20 @@ fn ipi(h: &mut Hints, name: &str) {
             h.add("nohz_full");
         }
         n => h.push(format!("{}: a cross-CPU function call sent from another CPU (the csd function names it)", visible(n))),
+    }
+}
+
+#[cfg(test)]
+mod sender_tests {
+    use super::*;
+    use crate::cause::Kind;
+
+    #[test]
+    fn senders_get_the_fix_for_what_they_sent() {
+        assert!(sender_hint(Kind::Ipi, "java", 6, 12).unwrap().contains("TLB shootdown"));
+        assert!(sender_hint(Kind::Work, "sh", 6, 1).unwrap().contains("schedule_on_each_cpu"));
+        assert!(sender_hint(Kind::Task, "bash", 6, 3).unwrap().contains("affinity"));
+        assert_eq!(sender_hint(Kind::Work, "(softirq:TIMER)", 6, 3), None, "the CPU's own code has no sender to fix");
+        assert_eq!(sender_hint(Kind::Irq, "x", 6, 3), None);
     }
 }

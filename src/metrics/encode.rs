@@ -62,6 +62,12 @@ fn cause_labels<'v>(cpu: &'v str, c: &'v CauseSeries) -> Labels<'v> {
     vec![("cpu", Escaped(cpu)), ("kind", Escaped(c.kind)), ("name", Escaped(&c.name))]
 }
 
+/// A sender's series: `sender` is its program, or `(kind:name)` of the
+/// CPU's own interrupt-level code.
+fn sender_labels<'v>(cpu: &'v str, c: &'v CauseSeries) -> Labels<'v> {
+    vec![("cpu", Escaped(cpu)), ("kind", Escaped(c.kind)), ("sender", Escaped(&c.name))]
+}
+
 fn counters(xs: Vec<(Labels<'_>, u64)>) -> impl Iterator<Item = (Labels<'_>, ConstCounter<u64>)> {
     xs.into_iter().map(|(l, x)| (l, ConstCounter::new(x)))
 }
@@ -125,6 +131,23 @@ impl Collector for ViewCollector {
             None,
             MetricType::Counter,
             causes.map(|(n, s)| (cause_labels(n, s), ConstCounter::new(s.hiccups))),
+        )?;
+        let senders = v.cpus.iter().zip(&cpus).flat_map(|(c, n)| c.senders.iter().map(move |s| (n, s)));
+        family(
+            &mut enc,
+            "jitterwatch_origin_stolen",
+            "Time charged to causes by who sent them: an IPI's sender, a work item's queuer, a task's waker (bounded as causes are)",
+            Some(&Unit::Seconds),
+            MetricType::Counter,
+            senders.clone().map(|(n, s)| (sender_labels(n, s), ConstCounter::new(secs(s.ns)))),
+        )?;
+        family(
+            &mut enc,
+            "jitterwatch_origin_hiccups",
+            "Stalls with a cause sent by this sender",
+            None,
+            MetricType::Counter,
+            senders.map(|(n, s)| (sender_labels(n, s), ConstCounter::new(s.hiccups))),
         )?;
         family(
             &mut enc,

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use crate::cause::{Cause, Kind};
 use crate::interval::{Hiccup, Victim};
 use crate::sanitize::visible_bytes;
+use crate::stats::origins::SenderKey;
 use crate::stats::Counters;
 
 pub use encode::{classic_text, encode};
@@ -72,6 +73,8 @@ pub struct CpuView {
     /// Stalls per bucket of [`BUCKETS`] (not cumulative), and over 1 s last.
     pub counts: [u64; BUCKETS.len() + 1],
     pub causes: Vec<CauseSeries>,
+    /// Causes by who sent them (`name` is the sender; kind the cause's).
+    pub senders: Vec<CauseSeries>,
     pub floor_ns: u64,
     pub threshold_ns: u64,
     pub ringbuf_drops: u64,
@@ -95,6 +98,7 @@ struct CpuTally {
     /// Per bucket (not cumulative); the last one is over 1 s.
     counts: [u64; BUCKETS.len() + 1],
     causes: Ranked<Cause>,
+    senders: Ranked<(usize, SenderKey)>,
 }
 
 /// The collector's side: folds stalls in, publishes views.
@@ -141,6 +145,7 @@ impl Exporter {
                     stolen_ns: 0,
                     counts: [0; BUCKETS.len() + 1],
                     causes: Ranked::new(top, KINDS.len()),
+                    senders: Ranked::new(top, KINDS.len()),
                 })
                 .collect(),
             threads: Ranked::new(top, 1),
@@ -162,6 +167,11 @@ impl Exporter {
         for (cause, ns) in h.all_causes() {
             c.causes.add(&series_key(cause), kind_index(cause.kind()), ns);
         }
+        for (cause, origin) in &h.origins {
+            let ns = h.causes.iter().find(|(x, _)| x == cause).map_or(0, |x| x.1);
+            let k = kind_index(cause.kind());
+            c.senders.add(&(k, SenderKey::of(&origin.sender)), k, ns);
+        }
     }
 
     /// Publishes a view at `now`, with what the probes and the kernel
@@ -171,6 +181,7 @@ impl Exporter {
         self.last_publish_ns = now;
         for c in &mut self.cpus {
             c.causes.evaluate(dt);
+            c.senders.evaluate(dt);
         }
         self.threads.evaluate(dt);
         let view = Arc::new(self.view(raw));
@@ -196,8 +207,20 @@ impl Exporter {
                     ns,
                     hiccups: n,
                 }));
+                let (own, others) = c.senders.series();
+                let mut senders: Vec<CauseSeries> = own
+                    .into_iter()
+                    .map(|((k, s), (ns, n))| CauseSeries { kind: KINDS[*k].as_str(), name: s.name(), ns, hiccups: n })
+                    .collect();
+                senders.extend(others.into_iter().map(|(k, (ns, n))| CauseSeries {
+                    kind: KINDS[k].as_str(),
+                    name: crate::cause::OTHERS.to_string(),
+                    ns,
+                    hiccups: n,
+                }));
                 CpuView {
                     cpu: c.cpu,
+                    senders,
                     hiccups: c.hiccups,
                     stolen_ns: c.stolen_ns,
                     counts: c.counts,

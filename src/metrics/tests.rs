@@ -134,6 +134,21 @@ fn counts_stalls_causes_and_buckets_exactly() {
 }
 
 #[test]
+fn senders_have_their_own_bounded_series() {
+    use crate::engine::{Origin, Sender};
+    let (mut e, slot) = exporter(10);
+    let ipi = Cause::Csd("flush_tlb_func".into());
+    let mut h = hiccup(5_000, vec![(ipi.clone(), 4_000)], None);
+    h.origins = vec![(ipi, Origin { sender: Sender::Task { comm: comm(b"java"), pid: 42, tgid: 42, cpu: 0 }, via: None })];
+    e.record(&h);
+    e.record(&h);
+    e.publish(&raw(), 1_000_000_000);
+    let s = parse(&encode(published(&slot)));
+    assert_eq!(sample(&s, "jitterwatch_origin_stolen_seconds_total", &[("cpu", "6"), ("kind", "ipi"), ("sender", "java")]), Some(&8e-6));
+    assert_eq!(sample(&s, "jitterwatch_origin_hiccups_total", &[("sender", "java")]), Some(&2.0));
+}
+
+#[test]
 fn hostile_names_round_trip_escaped() {
     let (mut e, slot) = exporter(10);
     let evil = b"a\"b\\c\x1b[2J\n";

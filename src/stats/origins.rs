@@ -20,6 +20,14 @@ pub enum SenderKey {
 }
 
 impl SenderKey {
+    /// A sender as the tables know it: a task by its program.
+    pub fn of(s: &Sender) -> Self {
+        match s {
+            Sender::Task { comm, .. } => SenderKey::Program(*comm),
+            Sender::Local(c) => SenderKey::Local(c.clone()),
+        }
+    }
+
     /// As the summary writes it: `java`, or `(softirq:TIMER)`.
     pub fn name(&self) -> String {
         match self {
@@ -47,11 +55,7 @@ impl BySender {
     pub fn record(&mut self, h: &Hiccup) {
         for (cause, origin) in &h.origins {
             let ns = h.causes.iter().find(|(c, _)| c == cause).map_or(0, |c| c.1);
-            let sender = match &origin.sender {
-                Sender::Task { comm, .. } => SenderKey::Program(*comm),
-                Sender::Local(c) => SenderKey::Local(c.clone()),
-            };
-            let key = (h.cpu, cause.kind(), sender);
+            let key = (h.cpu, cause.kind(), SenderKey::of(&origin.sender));
             if let Some(s) = self.map.get_mut(&key) {
                 s.count += 1;
                 s.ns += ns;

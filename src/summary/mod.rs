@@ -303,6 +303,12 @@ impl Summary {
                     }
                 }
             }
+            // Who sent the most: its fix, once.
+            for s in c.senders.iter().take(3) {
+                if let Some(h) = crate::doctor::sender_hint(s.kind, &s.sender, c.cpu, s.count) {
+                    self.hints.push(h);
+                }
+            }
         }
         self
     }
