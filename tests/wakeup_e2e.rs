@@ -39,12 +39,23 @@ fn late_wakeups_name_a_fifo_hog() {
     assert!(seen * 10 >= bursts.len() * 9, "{me} named in {seen} of {} bursts", bursts.len());
     // The hog delayed the switch-in: its time is scheduling delay (but what
     // it ran between the deadline and the timer's interrupt, timer latency).
+    // A host pause that delays the timer's interrupt while the hog runs
+    // shows as the hog's time in the timer part (the guest cannot see the
+    // pause), so most rows, not all, are all scheduling delay.
+    let (mut hog_rows, mut sched_rows) = (0, 0);
     for r in &rows {
         if let Some(c) = r.causes.iter().find(|c| c.0 == "task" && c.1 == me) {
             let (timer, sched, _) = r.parts.expect("parts");
-            assert!(sched + timer >= c.2 && sched >= c.2 * 9 / 10, "{me} ran {} ns; timer {timer} ns, scheduling delay {sched} ns", c.2);
+            assert!(sched + timer >= c.2, "{me} ran {} ns; timer {timer} ns, scheduling delay {sched} ns", c.2);
+            hog_rows += 1;
+            if sched >= c.2 * 9 / 10 {
+                sched_rows += 1;
+            } else {
+                eprintln!("{me} ran {} ns of it in the timer part: timer {timer} ns, scheduling delay {sched} ns", c.2 - sched.min(c.2));
+            }
         }
     }
+    assert!(hog_rows > 0 && sched_rows * 10 >= hog_rows * 9, "{sched_rows} of {hog_rows} rows with {me} are scheduling delay");
     // A deadline inside a burst: the probe could not run before the burst
     // ended, and its latency says so.
     for r in &rows {
