@@ -34,8 +34,11 @@ fn can_run() -> bool {
     }
 }
 
-fn tmux(args: &[&str]) -> Output {
-    let o = Command::new("tmux").args(args).output().expect("running tmux");
+/// tmux on a server of the session's own (`-L`): tests starting sessions
+/// at once on the default server race to start it ("server exited
+/// unexpectedly").
+fn tmux(socket: &str, args: &[&str]) -> Output {
+    let o = Command::new("tmux").args(["-L", socket]).args(args).output().expect("running tmux");
     assert!(o.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&o.stderr));
     o
 }
@@ -48,15 +51,15 @@ struct Session {
 
 impl Session {
     fn capture(&self) -> String {
-        String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", &self.name]).stdout).into_owned()
+        String::from_utf8_lossy(&tmux(&self.name, &["capture-pane", "-p", "-t", &self.name]).stdout).into_owned()
     }
 
     fn display(&self, format: &str) -> String {
-        String::from_utf8_lossy(&tmux(&["display-message", "-p", "-t", &self.name, format]).stdout).trim().to_string()
+        String::from_utf8_lossy(&tmux(&self.name, &["display-message", "-p", "-t", &self.name, format]).stdout).trim().to_string()
     }
 
     fn keys(&self, keys: &[&str]) {
-        tmux(&[&["send-keys", "-t", &self.name][..], keys].concat());
+        tmux(&self.name, &[&["send-keys", "-t", &self.name][..], keys].concat());
     }
 
     /// Waits until the screen satisfies `ok`; the last screen either way.
@@ -78,7 +81,7 @@ impl Drop for Session {
             let _ = h.kill();
             let _ = h.wait();
         }
-        let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).output();
+        let _ = Command::new("tmux").args(["-L", &self.name, "kill-server"]).output();
     }
 }
 
@@ -104,7 +107,7 @@ fn alive(pid: u32) -> bool {
 /// the session, the pane shell's pid and jitterwatch's pid once its screen is up.
 fn start(tag: &str, cpu: usize, exe: &Path) -> (Session, u32, u32) {
     let s = Session { name: format!("{tag}-{}", std::process::id()), hog: None };
-    tmux(&["new-session", "-d", "-s", &s.name, "-x", "160", "-y", "48", "sh"]);
+    tmux(&s.name, &["new-session", "-d", "-s", &s.name, "-x", "160", "-y", "48", "sh"]);
     s.keys(&["-l", "PS1='jwprompt> '"]);
     s.keys(&["Enter"]);
     s.keys(&["-l", &format!("{} --cpus {cpu}; echo EXIT=$?", exe.display())]);
