@@ -38,7 +38,7 @@ fn main() {
         // One line that says what to do, not a backtrace.
         panic!("building {SRC} failed: {e:#}\n(is clang installed? `cargo xtask deps` installs it)");
     }
-    for f in ["bpf/jitterwatch.bpf.c", "bpf/jitterwatch.h", "bpf/vmlinux.h"] {
+    for f in ["bpf/jitterwatch.bpf.c", "bpf/origins.bpf.h", "bpf/steal.bpf.h", "bpf/jitterwatch.h", "bpf/vmlinux.h"] {
         println!("cargo:rerun-if-changed={f}");
     }
 }
