@@ -1,6 +1,7 @@
 //! Compiles bpf/*.bpf.c into a skeleton in OUT_DIR. Against the checked-in
 //! bpf/vmlinux.h (CO-RE), so the build never depends on the build machine's
-//! kernel; clang's diagnostics come out as cargo warnings.
+//! kernel; clang's diagnostics come out as cargo warnings. Also generates
+//! the Perfetto trace types from proto/perfetto_trace.proto.
 
 use std::env;
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
 
 const SRC: &str = "bpf/jitterwatch.bpf.c";
+const PROTO: &str = "proto/perfetto_trace.proto";
 
 fn main() {
     // Surface clang's diagnostics only, not libbpf-cargo's own chatter.
@@ -38,7 +40,20 @@ fn main() {
         // One line that says what to do, not a backtrace.
         panic!("building {SRC} failed: {e:#}\n(is clang installed? `cargo xtask deps` installs it)");
     }
-    for f in ["bpf/jitterwatch.bpf.c", "bpf/origins.bpf.h", "bpf/steal.bpf.h", "bpf/jitterwatch.h", "bpf/vmlinux.h"] {
+    perfetto_types();
+    for f in [PROTO, "bpf/jitterwatch.bpf.c", "bpf/origins.bpf.h", "bpf/steal.bpf.h", "bpf/jitterwatch.h", "bpf/vmlinux.h"] {
         println!("cargo:rerun-if-changed={f}");
+    }
+}
+
+/// prost types for the trace format. protox parses the .proto in Rust, so
+/// the build needs no protoc.
+fn perfetto_types() {
+    let fds = match protox::compile([PROTO], ["."]) {
+        Ok(f) => f,
+        Err(e) => panic!("parsing {PROTO} failed: {e}"),
+    };
+    if let Err(e) = prost_build::Config::new().compile_fds(fds) {
+        panic!("generating the Perfetto types from {PROTO} failed: {e}");
     }
 }

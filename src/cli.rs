@@ -30,6 +30,16 @@ pub enum LoopClockArg {
     Tsc,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EventsFormat {
+    /// One line per event, like perf script
+    Text,
+    /// Perfetto's protobuf trace
+    Perfetto,
+    /// Chrome's trace-event JSON
+    Json,
+}
+
 #[derive(Debug, Args)]
 pub struct WatchArgs {
     /// CPUs to watch, as a kernel cpulist (6,7 or 2-5,8); default: the isolated CPUs
@@ -94,6 +104,27 @@ pub struct WatchArgs {
     /// After the run, keep serving its final figures this long, so that a --duration run's end is scraped
     #[arg(long, value_name = "DUR", requires = "prometheus", value_parser = crate::duration::positive)]
     pub prometheus_linger: Option<Duration>,
+    /// Flight recorder: write a trace (Perfetto opens it) around each stall at or above --trace-above into DIR
+    #[arg(long, value_name = "DIR")]
+    pub trace_dir: Option<PathBuf>,
+    /// How long before a traced stall its trace begins: each CPU keeps this much of its events, up to 10s [default: 50ms]
+    #[arg(long, value_name = "DUR", requires = "trace_dir", value_parser = crate::duration::positive_ns)]
+    pub trace_keep: Option<u64>,
+    /// Stalls at or above this get a trace [default: 10 × the threshold]
+    #[arg(long, value_name = "DUR", requires = "trace_dir", value_parser = crate::duration::positive_ns)]
+    pub trace_above: Option<u64>,
+    /// Traces written per minute at most; the stalls left out are counted
+    #[arg(long, value_name = "N", requires = "trace_dir", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub trace_max: u32,
+    /// The format of --trace-dir's and --record's traces: perfetto (protobuf) or json (Chrome trace-event, for tools that read only that)
+    #[arg(long, value_enum, default_value_t = crate::trace::Format::Perfetto)]
+    pub trace_format: crate::trace::Format,
+    /// Stop at the first stall at or over DUR, after writing its trace (with --trace-dir) and the summary; exit status 3
+    #[arg(long, value_name = "DUR", value_parser = crate::duration::positive_ns)]
+    pub stop_above: Option<u64>,
+    /// Record the whole run as one trace into FILE (for short runs: at most 256 MiB of events; the trace and the summary say where it was cut)
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
 }
 
 impl WatchArgs {
@@ -121,6 +152,12 @@ pub enum Command {
         /// Stop after this long, e.g. 3s
         #[arg(long, value_parser = crate::duration::positive)]
         duration: Option<Duration>,
+        /// text: one line per event on stdout; perfetto or json: the events as one trace into FILE
+        #[arg(long, value_enum, default_value_t = EventsFormat::Text)]
+        format: EventsFormat,
+        /// Where --format perfetto or json writes the trace
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
     },
     /// Compare runs: the table of gap percentiles per run, the causes that appeared, vanished, grew or shrank, and a chart
     Compare {

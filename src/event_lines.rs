@@ -39,6 +39,11 @@ fn dur(ns: u64) -> String {
 }
 
 impl Printer {
+    /// Its namer, for a trace of the same events.
+    pub fn into_namer(self) -> Namer {
+        self.namer
+    }
+
     pub fn new(namer: Namer) -> Self {
         Self { namer, open: HashMap::with_capacity(256) }
     }

@@ -1,5 +1,6 @@
 //! `jitterwatch events`: attach, drain on a short period, print one line
-//! per event (event_lines.rs). A closed pipe (`| head`) ends it through the
+//! per event (event_lines.rs), or keep them and write them as one trace
+//! (`--format perfetto FILE`). A closed pipe (`| head`) ends it through the
 //! one BrokenPipe path in main.rs.
 
 use crate::say::say;
@@ -11,14 +12,31 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use std::path::Path;
+
 use crate::bpf::Tracer;
+use crate::cli::EventsFormat;
+use crate::clock::now_ns;
 use crate::engine::Namer;
 use crate::event_lines::Printer;
 use crate::record::Event;
+use crate::trace::{Format, Whole};
 use crate::{collector, lifecycle, startup};
 
-pub fn run(cpus: Option<&str>, duration: Option<Duration>) -> Result<i32> {
+pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat, file: Option<&Path>) -> Result<i32> {
+    let trace_format = match (format, file) {
+        (EventsFormat::Text, None) => None,
+        (EventsFormat::Text, Some(_)) => anyhow::bail!("a FILE is for --format perfetto or json: text goes to stdout"),
+        (_, None) => anyhow::bail!("--format perfetto and json write a trace file: give its path after the options"),
+        (EventsFormat::Perfetto, Some(_)) => Some(Format::Perfetto),
+        (EventsFormat::Json, Some(_)) => Some(Format::Json),
+    };
     let prep = startup::prepare(cpus, false)?;
+    // Checked before attaching: a file that cannot be written fails first.
+    let whole = match (trace_format, file) {
+        (Some(f), Some(path)) => Some(RefCell::new(Whole::new(path, f, &prep.cpus, false, now_ns())?)),
+        _ => None,
+    };
     let mut storage = MaybeUninit::uninit();
     let tracer = Tracer::attach(&mut storage, &prep.cpus, false, false, true)?;
     startup::say_missing(&tracer.missing);
@@ -29,6 +47,10 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>) -> Result<i32> {
     let rb = tracer.ring_buffer(|data| {
         let Ok(ev) = Event::decode(data) else { return 0 };
         count.set(count.get() + 1);
+        if let Some(w) = &whole {
+            w.borrow_mut().on_event(&ev);
+            return 0;
+        }
         if let Err(e) = printer.borrow_mut().print(&ev, &mut *out.borrow_mut()) {
             *failed.borrow_mut() = Some(e);
             return -1;
@@ -60,6 +82,20 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>) -> Result<i32> {
         }
     }
     let drops: u64 = tracer.drops()?.iter().sum();
+    drop(rb);
+    if let Some(w) = whole {
+        let r = w.into_inner().finish(now_ns(), &mut printer.into_inner().into_namer())?;
+        say!(
+            "{} events written to {} ({}){}",
+            r.events,
+            crate::sanitize::visible(&r.path),
+            crate::units::bytes(r.bytes),
+            match r.cut_at {
+                Some(_) => format!("; cut at its cap ({} MiB of events)", crate::trace::RECORD_CAP_BYTES >> 20),
+                None => String::new(),
+            }
+        );
+    }
     say!(
         "{} events from CPU {} in {:.1}s, {drops} dropped (ring buffer full)",
         count.get(),

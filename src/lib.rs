@@ -39,11 +39,13 @@ mod snapshot;
 mod startup;
 mod stats;
 mod summary;
+mod trace;
 mod tui;
 mod units;
 
 pub mod clock;
 pub mod cpulist;
+pub mod perfetto_proto;
 pub mod sys;
 
 use say::say;
@@ -103,7 +105,7 @@ pub fn main() -> ExitCode {
             .render(&mut std::io::stdout().lock())
             .map(|()| 0)
             .map_err(Into::into),
-        Some(Command::Events { cpus, duration }) => events_cmd::run(cpus.as_deref(), duration),
+        Some(Command::Events { cpus, duration, format, file }) => events_cmd::run(cpus.as_deref(), duration, format, file.as_deref()),
         Some(Command::Compare { runs, out }) => compare::run(out.options(runs), &mut std::io::stdout().lock()),
         Some(Command::Report { run, out }) => compare::run(out.options(vec![run]), &mut std::io::stdout().lock()),
         Some(Command::ReplayBench { cpus, events }) => replay::run(cpus as usize, events, &mut std::io::stdout().lock()),

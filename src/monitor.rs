@@ -55,6 +55,7 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
         Some(p) => Some((crate::output::create(&p, "the run summary")?, p)),
         None => None,
     };
+    let (recorder, whole) = traces(&args, &cpus, target.is_some())?;
     // Once per run: the screen's hint line and the summary's hints.
     let audit = crate::doctor::audit(root, &cpus);
 
@@ -111,6 +112,9 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
             passive: tracker,
             origins: !args.no_origins,
             metrics: metrics_slot.clone().map(|slot| (slot, args.prometheus_top.into(), mode)),
+            recorder,
+            whole,
+            stop_above: args.stop_above,
         },
         probes.shared(),
         prep.kallsyms,
@@ -183,6 +187,7 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
         say!("watching CPU {}; threshold {}", cpulist::Display(&cpus), thr.join(", "));
     }
 
+    say_traces(&args, &probes, threshold, target.is_some());
     let ui = match screen {
         Some(rx) if serve => {
             crate::serve::wait(&rx, started, args.duration);
@@ -251,7 +256,90 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
     match offline {
         // The summary above covers the run up to then; the exit says it was cut short.
         Some(note) => Err(anyhow::anyhow!(note)),
+        // Like a test that failed its bound: scripts tell it from a clean end.
+        None if stats.stopped_on.is_some() => Ok(STOPPED_ON_STALL),
         None => Ok(0),
+    }
+}
+
+/// The exit status of a run ended by --stop-above.
+pub const STOPPED_ON_STALL: i32 = 3;
+
+/// The longest --trace-keep: the recorder's memory cap bounds it anyway.
+const MAX_KEEP_NS: u64 = 10_000_000_000;
+const DEFAULT_KEEP_NS: u64 = 50_000_000;
+
+/// The flight recorder and the recording, ready before anything spins (a
+/// directory or file that cannot be written fails the run here).
+fn traces(args: &WatchArgs, cpus: &[usize], passive: bool) -> Result<(Option<crate::trace::FlightRecorder>, Option<crate::trace::Whole>)> {
+    let recorder = match &args.trace_dir {
+        Some(dir) => {
+            let keep_ns = args.trace_keep.unwrap_or(DEFAULT_KEEP_NS);
+            if keep_ns > MAX_KEEP_NS {
+                anyhow::bail!(
+                    "--trace-keep {} is over 10s: traces are for the moments around a stall (use --record for a whole run)",
+                    crate::units::ns(keep_ns)
+                );
+            }
+            let opts = crate::trace::Options {
+                dir: dir.clone(),
+                keep_ns,
+                above_ns: args.trace_above,
+                max_per_minute: args.trace_max,
+                format: args.trace_format,
+                passive,
+            };
+            Some(crate::trace::FlightRecorder::new(opts, cpus)?)
+        }
+        None => None,
+    };
+    let whole = match &args.record {
+        Some(path) => Some(crate::trace::Whole::new(path, args.trace_format, cpus, passive, crate::clock::now_ns())?),
+        None => None,
+    };
+    Ok((recorder, whole))
+}
+
+/// One line each for the flight recorder and the recording, once the
+/// thresholds are known (the default --trace-above follows them).
+fn say_traces(args: &WatchArgs, probes: &Probes, passive_threshold: u64, passive: bool) {
+    if let Some(dir) = &args.trace_dir {
+        let above = match args.trace_above {
+            Some(a) => crate::units::ns(a),
+            None if passive => format!(
+                "{} ({} × the threshold)",
+                crate::units::ns(crate::trace::ABOVE_THRESHOLDS * passive_threshold),
+                crate::trace::ABOVE_THRESHOLDS
+            ),
+            None => {
+                let each: Vec<String> = probes
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "{}: {}",
+                            p.shared.cpu,
+                            crate::units::ns(crate::trace::ABOVE_THRESHOLDS * p.shared.threshold_ns.load(Relaxed))
+                        )
+                    })
+                    .collect();
+                format!("{} × the threshold ({})", crate::trace::ABOVE_THRESHOLDS, each.join(", "))
+            }
+        };
+        say!(
+            "flight recorder: stalls at or above {above} traced into {} ({}, at most {} a minute); each CPU keeps its last {} of events, at most {:.0} MiB",
+            crate::sanitize::visible(&dir.display().to_string()),
+            args.trace_format.extension(),
+            args.trace_max,
+            crate::units::ns(args.trace_keep.unwrap_or(DEFAULT_KEEP_NS)),
+            crate::trace::cap_mib()
+        );
+    }
+    if let Some(path) = &args.record {
+        say!(
+            "recording the whole run into {} (at most {} MiB of events: a longer run is cut there)",
+            crate::sanitize::visible(&path.display().to_string()),
+            crate::trace::RECORD_CAP_BYTES >> 20
+        );
     }
 }
 

@@ -75,6 +75,12 @@ pub struct Drain {
     tracker: Option<Tracker>,
     /// The Prometheus endpoint's counters, fed every explained stall.
     pub metrics: Option<crate::metrics::Exporter>,
+    /// The flight recorder (--trace-dir) and the whole-run recording
+    /// (--record): fed every event and every explained stall.
+    pub recorder: Option<crate::trace::FlightRecorder>,
+    pub whole: Option<crate::trace::Whole>,
+    /// --stop-above: the first stall at or over it is `stats.stopped_on`.
+    pub stop_above: Option<u64>,
 }
 
 impl Drain {
@@ -90,6 +96,9 @@ impl Drain {
             events: 0,
             tracker,
             metrics: None,
+            recorder: None,
+            whole: None,
+            stop_above: None,
         }
     }
 
@@ -131,6 +140,12 @@ impl Drain {
                     t.on_event(ev, &mut |iv| engine.on_interval(iv));
                 }
                 self.engine.on_event(ev);
+                if let Some(r) = self.recorder.as_mut() {
+                    r.on_event(ev);
+                }
+                if let Some(w) = self.whole.as_mut() {
+                    w.on_event(ev);
+                }
             }
             self.events += self.batch.len() as u64;
             // The last drain empties the buffer; the others take one batch.
@@ -159,8 +174,20 @@ impl Drain {
             self.engine.finish();
         }
         let (stats, sinks, metrics) = (&mut self.stats, &mut self.sinks, &mut self.metrics);
+        let (recorder, whole, stop_above) = (&mut self.recorder, &mut self.whole, self.stop_above);
         let mut failed: Option<(&'static str, io::Error)> = None;
         self.engine.attribute_ready(self.watermark, |h| {
+            let stops = stop_above.is_some_and(|s| h.gap >= s) && stats.stopped_on.is_none();
+            if stops {
+                let limit_ns = stop_above.unwrap_or(0);
+                stats.stopped_on = Some(crate::stats::StopStall { cpu: h.cpu, time_ns: h.t0, gap_ns: h.gap, limit_ns });
+            }
+            if let Some(r) = recorder.as_mut() {
+                r.on_hiccup(&h, stops);
+            }
+            if let Some(w) = whole.as_mut() {
+                w.on_hiccup(&h);
+            }
             stats.record(&h);
             if let Some(m) = metrics.as_mut() {
                 m.record(&h);
@@ -183,13 +210,25 @@ impl Drain {
         if let Some((what, e)) = failed {
             return Err(e).with_context(|| format!("writing {what}"));
         }
+        if let Some(r) = self.recorder.as_mut() {
+            r.flush(self.watermark, last, &mut self.engine.namer);
+        }
         let watermark = self.watermark;
         for &(cpu, t) in &self.horizons {
             self.engine.prune(cpu, t.min(watermark));
+            if let Some(r) = self.recorder.as_mut() {
+                r.prune(cpu, t.min(watermark));
+            }
         }
         if let Some(t) = &self.tracker {
             // A thread preempted long ago still needs the history since then.
-            t.horizons(watermark, &mut |cpu, h| self.engine.prune(cpu, h));
+            let (engine, recorder) = (&mut self.engine, &mut self.recorder);
+            t.horizons(watermark, &mut |cpu, h| {
+                engine.prune(cpu, h);
+                if let Some(r) = recorder.as_mut() {
+                    r.prune(cpu, h);
+                }
+            });
         }
         Ok(Drained { records, oldest_ts: (oldest != u64::MAX).then_some(oldest) })
     }

@@ -63,6 +63,10 @@ pub struct Config {
     pub origins: bool,
     /// The Prometheus endpoint's slot, its causes per CPU, and the mode.
     pub metrics: Option<(crate::metrics::Slot, usize, &'static str)>,
+    /// --trace-dir, --record, --stop-above (see trace/ and Drain).
+    pub recorder: Option<crate::trace::FlightRecorder>,
+    pub whole: Option<crate::trace::Whole>,
+    pub stop_above: Option<u64>,
 }
 
 /// What the collector says once attached: tracepoints this kernel lacks.
@@ -164,6 +168,10 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], ka
     let mut started = passive.is_some();
     let mut drain = Drain::new(engine, Stats::new(&cfg.cpus, attach_ns), std::mem::take(&mut cfg.sinks), attach_ns, passive);
     drain.metrics = cfg.metrics.take().map(|(slot, top, mode)| crate::metrics::Exporter::new(&cfg.cpus, top, mode, slot, attach_ns));
+    drain.recorder = cfg.recorder.take();
+    drain.whole = cfg.whole.take().map(|w| w.starting_at(attach_ns));
+    drain.stop_above = cfg.stop_above;
+    let mut stop_asked = false;
     let mut next_publish = attach_ns;
     let mut own = Own {
         // What came before (loading and attaching, the ring buffer's
@@ -193,8 +201,22 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], ka
             tracer.unwatch()?;
             thread::sleep(Duration::from_nanos(MARGIN_NS));
         }
+        if let Some(r) = drain.recorder.as_mut() {
+            for p in probes {
+                r.set_threshold(p.cpu, p.threshold_ns.load(Relaxed));
+            }
+            if let Some(thr) = passive_threshold {
+                cfg.cpus.iter().for_each(|&c| r.set_threshold(c as u32, thr));
+            }
+        }
         let now = now_ns();
         let seen = drain.step(&mut ring, &Probes(probes), now, last)?;
+        if drain.stats.stopped_on.is_some() && !stop_asked {
+            // --stop-above: the run ends as on SIGINT (the stall's trace is
+            // written by the drains that follow).
+            stop_asked = true;
+            crate::lifecycle::request_stop();
+        }
         let drained = now_ns();
         if let Some(oldest) = seen.oldest_ts {
             own.lag_ns = own.lag_ns.max(drained.saturating_sub(oldest));
@@ -228,6 +250,12 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], ka
             own.lag_ns = 0;
         }
         if last {
+            if let Some(r) = drain.recorder.take() {
+                drain.stats.traces = Some(r.finish());
+            }
+            if let Some(w) = drain.whole.take() {
+                drain.stats.recorded = Some(w.finish(now_ns(), &mut drain.engine.namer)?);
+            }
             return Ok(drain.stats);
         }
         thread::sleep(if seen.records < QUIET_RECORDS { POLL_QUIET } else { POLL });

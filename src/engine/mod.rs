@@ -21,7 +21,8 @@ use crate::record::{Event, OriginKind, Payload, Vector};
 pub use namer::Namer;
 pub use origins::{Origin, Sender};
 pub use steal::StealTotals;
-use timeline::{Context, Timeline};
+pub use timeline::Context;
+use timeline::Timeline;
 pub use wakeup::Parts;
 
 /// A CPU's events come in order but for BPF programs nested in others

@@ -182,6 +182,14 @@ pub struct Summary {
     /// that did not stop).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The flight recorder (--trace-dir), the recording (--record), and
+    /// the stall that stopped the run (--stop-above).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traces: Option<crate::trace::Totals>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<crate::trace::Recorded>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_on: Option<crate::stats::StopStall>,
 }
 
 /// Said once where the kernel reports no steal clock.
@@ -256,6 +264,21 @@ impl Summary {
         if n.events > 0 && cpus.iter().all(|c| c.steal.is_none()) {
             notes.push(NO_STEAL_CLOCK.to_string());
         }
+        if let Some(st) = &s.stopped_on {
+            notes.push(format!(
+                "the run stopped on a stall of {} on CPU {} (--stop-above {})",
+                crate::units::ns(st.gap_ns),
+                st.cpu,
+                crate::units::ns(st.limit_ns)
+            ));
+        }
+        if let Some(cut) = s.recorded.as_ref().and_then(|r| r.cut_at) {
+            notes.push(format!(
+                "--record reached its cap ({} MiB of events) {} into the run: the trace ends there",
+                crate::trace::RECORD_CAP_BYTES >> 20,
+                crate::units::ns(cut.saturating_sub(s.start_ns))
+            ));
+        }
         let wakeup = cpus.iter().any(|c| c.wakeup.is_some());
         Summary {
             jitterwatch: env!("CARGO_PKG_VERSION"),
@@ -289,6 +312,9 @@ impl Summary {
             cpus,
             hints: Vec::new(),
             notes,
+            traces: s.traces.clone(),
+            recorded: s.recorded.clone(),
+            stopped_on: s.stopped_on,
         }
     }
 

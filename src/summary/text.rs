@@ -169,6 +169,28 @@ impl Summary {
         for p in &o.bpf_programs {
             writeln!(out, "  bpf {:<32} {:>10} runs {:>8.0} ns/run", p.name, p.run_cnt, p.ns_per_run)?;
         }
+        if let Some(t) = &self.traces {
+            writeln!(
+                out,
+                "\ntraces: {} of {} stalls at or above --trace-above written to {}{}; recorder memory at most {} of {} per CPU",
+                t.written,
+                t.triggered,
+                visible(t.dir.as_deref().unwrap_or("")),
+                skipped(t),
+                crate::units::bytes(t.peak_bytes),
+                crate::units::bytes(t.cap_bytes)
+            )?;
+        }
+        if let Some(r) = &self.recorded {
+            writeln!(
+                out,
+                "recorded: {} events, {} stalls into {} ({})",
+                r.events,
+                r.stalls,
+                visible(&r.path),
+                crate::units::bytes(r.bytes)
+            )?;
+        }
         if !self.missing_tracepoints.is_empty() {
             writeln!(out, "\nnot traced (this kernel lacks them): {}", self.missing_tracepoints.join(", "))?;
         }
@@ -180,4 +202,22 @@ impl Summary {
         }
         Ok(())
     }
+}
+
+/// What the flight recorder left out, and why.
+fn skipped(t: &crate::trace::Totals) -> String {
+    let mut s = String::new();
+    if t.skipped_rate > 0 {
+        s += &format!(", {} skipped (--trace-max a minute)", t.skipped_rate);
+    }
+    if t.skipped_busy > 0 {
+        s += &format!(", {} skipped (writer busy)", t.skipped_busy);
+    }
+    if t.failed > 0 {
+        s += &format!(", {} failed to write", t.failed);
+    }
+    if t.cut > 0 {
+        s += &format!(", {} cut by the memory cap", t.cut);
+    }
+    s
 }

@@ -1,0 +1,186 @@
+//! Writes traces from a thread of its own, so the collector never waits on
+//! a file: it hands over a built trace, or counts it skipped when the
+//! writer is still busy with earlier ones. Each file is written beside its
+//! name and renamed into place: a viewer never opens half a trace.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::thread;
+
+use anyhow::{Context, Result};
+
+use crate::say::say;
+
+use super::model::Trace;
+
+/// Traces waiting for the writer at most.
+const QUEUE: usize = 4;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Perfetto's protobuf (ui.perfetto.dev, trace_processor)
+    Perfetto,
+    /// Chrome's trace-event JSON (chrome://tracing; legacy in Perfetto)
+    Json,
+}
+
+impl Format {
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Perfetto => "perfetto-trace",
+            Format::Json => "json",
+        }
+    }
+
+    /// The trace's bytes in this format.
+    pub fn encode(self, trace: &Trace) -> Vec<u8> {
+        match self {
+            Format::Perfetto => super::perfetto::encode(trace),
+            Format::Json => {
+                let mut v = Vec::new();
+                super::json::write(trace, &mut v).expect("serializing to memory does not fail");
+                v
+            }
+        }
+    }
+}
+
+/// Writes `bytes` to `path` whole: into a temporary name beside it, then
+/// renamed.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".part");
+    let tmp = PathBuf::from(tmp);
+    let r = fs::File::create(&tmp).and_then(|mut f| f.write_all(bytes)).and_then(|()| fs::rename(&tmp, path));
+    if r.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    r
+}
+
+/// `<UTC time>-cpu<N>-<gap>us.<ext>`: sorted by time in a listing; the
+/// time to the µs, from the stall's CLOCK_MONOTONIC time.
+pub fn file_name(cpu: u32, t0: u64, gap: u64, format: Format) -> String {
+    let (mono, real) = (crate::clock::now_ns(), realtime_ns());
+    let wall = real.saturating_sub(mono.saturating_sub(t0));
+    format!("{}-cpu{cpu}-{}us.{}", utc(wall), gap / 1000, format.extension())
+}
+
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// `YYYYMMDDTHHMMSS.uuuuuuZ` for ns since the epoch (UTC, proleptic
+/// Gregorian; the civil-from-days arithmetic of Howard Hinnant's paper).
+pub fn utc(ns: u64) -> String {
+    let secs = ns / 1_000_000_000;
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let us = (ns % 1_000_000_000) / 1000;
+    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}.{us:06}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+pub struct Job {
+    pub trace: Trace,
+    /// The file's name in the directory.
+    pub name: String,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Written {
+    pub written: u64,
+    pub failed: u64,
+    pub largest_bytes: u64,
+}
+
+pub struct Writer {
+    tx: SyncSender<Job>,
+    thread: thread::JoinHandle<Written>,
+}
+
+impl Writer {
+    /// Creates `dir` if needed and checks that a file can be written there.
+    pub fn start(dir: &Path, format: Format) -> Result<Self> {
+        fs::create_dir_all(dir).with_context(|| format!("--trace-dir: cannot create {}", dir.display()))?;
+        let probe = dir.join(".jitterwatch-write-test");
+        fs::write(&probe, b"").with_context(|| format!("--trace-dir: cannot write in {}", dir.display()))?;
+        let _ = fs::remove_file(&probe);
+        let (tx, rx) = mpsc::sync_channel(QUEUE);
+        let dir = dir.to_path_buf();
+        let thread = thread::Builder::new()
+            .name("jw-traces".into())
+            .spawn(move || write_all(&rx, &dir, format))
+            .context("cannot start the trace writer thread")?;
+        Ok(Writer { tx, thread })
+    }
+
+    /// Hands a trace over; false if the writer is still busy (dropped).
+    pub fn send(&self, job: Job) -> bool {
+        match self.tx.try_send(job) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => false,
+        }
+    }
+
+    pub fn finish(self) -> Written {
+        drop(self.tx);
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+fn write_all(rx: &Receiver<Job>, dir: &Path, format: Format) -> Written {
+    let mut w = Written::default();
+    while let Ok(job) = rx.recv() {
+        let bytes = format.encode(&job.trace);
+        let path = dir.join(&job.name);
+        match write_whole(&path, &bytes) {
+            Ok(()) => {
+                w.written += 1;
+                w.largest_bytes = w.largest_bytes.max(bytes.len() as u64);
+            }
+            Err(e) => {
+                if w.failed == 0 {
+                    say!("cannot write the trace {}: {e} (later failures are counted in the summary)", path.display());
+                }
+                w.failed += 1;
+            }
+        }
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_times_sort_as_they_read() {
+        assert_eq!(utc(0), "19700101T000000.000000Z");
+        // 2026-11-23 16:03:12.345678 UTC
+        assert_eq!(utc(1_795_449_792_345_678_901), "20261123T160312.345678Z");
+        assert_eq!(utc(951_782_400_000_000_000), "20000229T000000.000000Z", "a leap day");
+    }
+
+    #[test]
+    fn traces_are_written_whole_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = Writer::start(&dir.path().join("sub"), Format::Json).unwrap();
+        assert!(w.send(Job { trace: Trace::default(), name: "a.json".into() }));
+        let done = w.finish();
+        assert_eq!((done.written, done.failed), (1, 0));
+        let text = fs::read_to_string(dir.path().join("sub/a.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(v["traceEvents"].is_array());
+        assert!(!dir.path().join("sub/a.json.part").exists());
+    }
+}
