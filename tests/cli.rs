@@ -139,3 +139,18 @@ fn man_page_and_completions_know_every_option() {
     let e = one_line_error(&["completions", "cmd.exe"]);
     assert!(e.contains("bash"), "{e}");
 }
+
+/// The trace options: each says what it needs, before anything spins.
+#[test]
+fn trace_options_say_what_they_need() {
+    let e = one_line_error(&["--cpus", "0", "--trace-keep", "10ms"]);
+    assert!(e.contains("--trace-dir"), "{e}");
+    let e = one_line_error(&["--cpus", "0", "--stop-above", "fast"]);
+    assert!(e.contains("malformed duration"), "{e}");
+    let e = one_line_error(&["events", "--format", "perfetto"]);
+    assert!(e.contains("give its path"), "{e}");
+    let e = one_line_error(&["events", "--format", "text", "out.trace"]);
+    assert!(e.contains("text goes to stdout"), "{e}");
+    let e = one_line_error(&["--cpus", "0", "--trace-format", "svg"]);
+    assert!(e.contains("perfetto") && e.contains("json"), "{e}");
+}

@@ -57,3 +57,28 @@ fn events_on_the_watched_cpu_are_decoded_and_named() {
     assert!(summary.contains(&format!("events from CPU {cpu}")), "{summary}");
     assert_eq!(dropped, 0, "{summary}");
 }
+
+/// `events --format perfetto FILE`: the same stream as one trace, with a
+/// hog's bursts as its slices on the CPU's track.
+#[test]
+fn events_as_a_perfetto_trace() {
+    if !require_root_btf("events_as_a_perfetto_trace") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("events.perfetto-trace");
+    let name = random_name("jwevp");
+    let hog = fifo_bursts(cpu, name.clone(), Duration::from_millis(600), 5, 300_000);
+    let cpu_s = cpu.to_string();
+    let (status, _, err) =
+        run_bin(&["events", "--cpus", &cpu_s, "--duration", "2s", "--format", "perfetto", file.to_str().unwrap()], Duration::from_secs(30));
+    let (tid, _) = hog.join().unwrap();
+    assert!(status.success(), "exit {status:?}: {err}");
+    assert!(err.contains("events written to"), "{err}");
+    let slices = read_trace(&file);
+    let me = format!("{name}[{tid}]");
+    let mine = slices.iter().filter(|s| s.track == format!("cpu {cpu}") && s.name == me).count();
+    assert!(mine >= 4, "{mine} slices of {me} on cpu {cpu}");
+}

@@ -2,7 +2,11 @@
 #![allow(dead_code)]
 
 mod csv_rows;
+mod trace_read;
 pub use csv_rows::*;
+// Only the trace tests read traces.
+#[allow(unused_imports)]
+pub use trace_read::*;
 
 use std::fs::{self, File};
 use std::os::fd::AsRawFd;
