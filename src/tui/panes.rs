@@ -200,7 +200,10 @@ fn cause_label(cause: &Cause) -> String {
     }
 }
 
-/// `kworker/6:1[412] 2µs + vmstat_update 42µs + irq:local_timer 3µs + unexplained 1µs`
+/// `kworker/6:1[412] 2µs + vmstat_update 42µs + irq:local_timer 3µs + unexplained 1µs`,
+/// the top cause followed by its origin where one was seen
+/// (`ipi:flush_tlb_func 40µs ← java[4242] on cpu 0 via flush_tlb_mm_range + …`):
+/// the culprit behind the culprit, only for the top one to keep the line short.
 pub fn breakdown(h: &Hiccup, th: Theme) -> Vec<Span<'static>> {
     let mut spans = Vec::new();
     for (i, (cause, ns)) in h.all_causes().enumerate() {
@@ -209,6 +212,12 @@ pub fn breakdown(h: &Hiccup, th: Theme) -> Vec<Span<'static>> {
         }
         spans.push(Span::styled(cause_label(cause), th.kind(cause.kind())));
         spans.push(Span::raw(format!(" {}", fmt::dur(ns))));
+        if let (0, Some((_, o))) = (i, h.origins.iter().find(|(c, _)| c == cause)) {
+            // Written as the CSV's origins column writes it: escaped.
+            let mut from = String::from(" ← ");
+            crate::export::push_origin(o, &mut from);
+            spans.push(Span::styled(from, th.fg(Color::Yellow)));
+        }
     }
     spans
 }

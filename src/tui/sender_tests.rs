@@ -138,6 +138,28 @@ fn no_sender_says_why() {
 }
 
 #[test]
+fn a_stall_names_its_top_cause_s_origin() {
+    let screen = text(&draw(&App::new(info(), Snapshot::of(&with_senders()), true), 160, 48));
+    let stall = line_with(&screen, "ipi:flush_tlb_func 20.0µs");
+    assert!(stall.contains("ipi:flush_tlb_func 20.0µs ← mprotect-storm[4242] on cpu 0 via flush_tlb_mm_range"), "{stall}");
+    assert!(line_with(&screen, "vmstat_update 9.0µs").contains("vmstat_update 9.0µs ← (softirq:TIMER)"), "{screen}");
+    // Only the top cause's: the woken app's is not its stall's top cause.
+    let big = line_with(&screen, "big[5] 50.0µs");
+    assert!(!big.contains('←') && !big.contains("ev\\x1b"), "{big}");
+}
+
+#[test]
+fn a_stall_s_hostile_origin_is_escaped() {
+    let mut s = stats();
+    let woken = task(b"app", 77);
+    s.record(&sent(7, 8 * S, vec![(woken.clone(), 5_000_000)], vec![(woken, from(HOSTILE, 66, 1, None))]));
+    let b = draw(&App::new(info(), Snapshot::of(&s), true), 160, 48);
+    let screen = text(&b);
+    assert!(line_with(&screen, "app[77] 5.0ms").contains(&format!("← {HOSTILE_SHOWN}[66] on cpu 1")), "{screen}");
+    assert!(!b.content.iter().any(|c| c.symbol().contains('\u{202e}')), "{screen}");
+}
+
+#[test]
 fn by_sender_hints_the_fix_for_the_top_sender() {
     let screen = text(&draw(&senders_app(), 160, 48));
     let hint = line_with(&screen, "hint:");
