@@ -75,6 +75,12 @@ const ORIGIN_TRACEPOINTS: &[(&str, &str)] = &[
     ("on_waking", "sched_waking"),
 ];
 
+/// Whether `tp` is one of the origin programs' tracepoints (the screen
+/// names the missing ones where no sender shows).
+pub fn is_origin_tracepoint(tp: &str) -> bool {
+    ORIGIN_TRACEPOINTS.iter().any(|&(_, t)| t == tp)
+}
+
 /// The environment setting that forces tp_btf/sched_switch (name, value).
 const FORCE_TRACEPOINT: (&str, &str) = ("JITTERWATCH_SWITCH_HOOK", "tracepoint");
 

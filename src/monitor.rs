@@ -193,7 +193,7 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
             crate::serve::wait(&rx, started, args.duration);
             Ok(())
         }
-        Some(rx) => crate::tui::run(rx, collector.commands.clone(), &cpus, args.duration, &audit),
+        Some(rx) => crate::tui::run(rx, collector.commands.clone(), &cpus, args.duration, &audit, !args.no_origins),
         None => {
             wait_headless(started, args.duration);
             Ok(())

@@ -1,12 +1,18 @@
 //! What the live screen draws, made by the collector from its aggregates a
 //! few times a second: figures already reduced (percentiles, not
-//! histograms), every cause of every CPU with its totals, and the recent
-//! worst stalls. Small enough to send across a channel each frame.
+//! histograms), every cause of every CPU with its totals, each CPU's top
+//! senders, and the recent worst stalls. Small enough to send across a
+//! channel each frame.
 
 use std::collections::VecDeque;
 
+use crate::cause::Kind;
 use crate::interval::Hiccup;
 use crate::stats::{CauseKey, Counters, CpuCounters, Stats};
+
+/// Senders sent per CPU: the table is sent ten times a second, and a
+/// screen shows fewer rows than this.
+pub const SENDERS_SHOWN: usize = 20;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CpuRow {
@@ -34,6 +40,20 @@ pub struct Culprit {
     pub victim: Option<(String, usize)>,
 }
 
+/// Who sent one kind of cause (IPIs, work, wake-ups) to one CPU, and how
+/// much of it: "IPIs to CPU 6 by sender".
+#[derive(Debug, Clone, PartialEq)]
+pub struct SenderLine {
+    pub cpu: u32,
+    /// The cause's kind: ipi, work, or task (a wake-up).
+    pub kind: Kind,
+    /// The sender's program, or `(kind:name)` of the CPU's own
+    /// interrupt-level code; escaped (`SenderKey::name`).
+    pub sender: String,
+    pub count: u64,
+    pub total_ns: u64,
+}
+
 /// Passive mode: one watched thread, reduced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThreadLine {
@@ -59,6 +79,9 @@ pub struct Snapshot {
     pub cpus: Vec<CpuRow>,
     /// Every cause kept, largest total first.
     pub culprits: Vec<Culprit>,
+    /// Each CPU's top senders (at most [`SENDERS_SHOWN`]), CPUs in
+    /// `cpus` order, most time first within each.
+    pub senders: Vec<SenderLine>,
     /// Recent worst stalls, largest first.
     pub worst: Vec<Hiccup>,
     pub counters: Counters,
@@ -108,6 +131,19 @@ impl Snapshot {
                     victim: victim_of(s, &k.cause),
                 })
                 .collect(),
+            senders: s
+                .cpus
+                .iter()
+                .flat_map(|c| {
+                    s.by_sender.top(c.cpu).into_iter().take(SENDERS_SHOWN).map(|(kind, sender, t)| SenderLine {
+                        cpu: c.cpu,
+                        kind,
+                        sender: sender.name(),
+                        count: t.count,
+                        total_ns: t.ns,
+                    })
+                })
+                .collect(),
             worst: s.worst.clone(),
             counters: s.counters.clone(),
             threads: s
@@ -155,6 +191,11 @@ impl Snapshot {
     pub fn culprits_of(&self, cpu: Option<u32>) -> impl Iterator<Item = &Culprit> {
         self.culprits.iter().filter(move |c| cpu.is_none_or(|f| c.key.cpu == f))
     }
+
+    /// The senders to one CPU (or all), most time first within a CPU.
+    pub fn senders_of(&self, cpu: Option<u32>) -> impl Iterator<Item = &SenderLine> {
+        self.senders.iter().filter(move |s| cpu.is_none_or(|f| s.cpu == f))
+    }
 }
 
 #[cfg(test)]
@@ -177,5 +218,29 @@ mod tests {
         assert_eq!(snap.culprits_of(Some(2)).count(), 1);
         assert_eq!(snap.worst.len(), 2);
         assert!((snap.stolen_pct(&snap.cpus[0]) - 0.1).abs() < 1e-9);
+        assert!(snap.senders.is_empty());
+    }
+
+    /// Senders per CPU, most time first, bounded per CPU.
+    #[test]
+    fn carries_the_top_senders_of_each_cpu() {
+        use crate::engine::{Origin, Sender};
+        let mut s = Stats::new(&[1, 2], 0);
+        let ipi = Cause::Csd("flush_tlb_func".into());
+        for i in 0..(SENDERS_SHOWN as u64 + 5) {
+            let mut h = hiccup(1, i, vec![(ipi.clone(), 100 + i)], 0);
+            let comm = crate::cause::comm(format!("p{i}").as_bytes());
+            h.origins = vec![(ipi.clone(), Origin { sender: Sender::Task { comm, pid: 9, tgid: 9, cpu: 0 }, via: None })];
+            s.record(&h);
+        }
+        let mut h = hiccup(2, 0, vec![(Cause::Work("vmstat_update".into()), 7)], 0);
+        h.origins = vec![(h.causes[0].0.clone(), Origin { sender: Sender::Local(Cause::Softirq(1)), via: None })];
+        s.record(&h);
+        let snap = Snapshot::of(&s);
+        let one: Vec<&SenderLine> = snap.senders_of(Some(1)).collect();
+        assert_eq!(one.len(), SENDERS_SHOWN);
+        assert_eq!((one[0].sender.as_str(), one[0].count, one[0].total_ns), ("p24", 1, 124));
+        let two: Vec<_> = snap.senders_of(Some(2)).map(|l| (l.kind, l.sender.as_str(), l.total_ns)).collect();
+        assert_eq!(two, vec![(Kind::Work, "(softirq:TIMER)", 7)]);
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::doctor::Report;
 use crate::interval::Hiccup;
-use crate::snapshot::{Culprit, Snapshot};
+use crate::snapshot::{Culprit, SenderLine, Snapshot};
 
 use super::sysinfo::SysInfo;
 
@@ -54,6 +54,12 @@ impl Sort {
             Sort::Name => Sort::Total,
         }
     }
+
+    /// Senders have no largest stall nor last-seen time of their own:
+    /// those orders are skipped there.
+    fn applies_to_senders(self) -> bool {
+        matches!(self, Sort::Total | Sort::Count | Sort::Name)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +70,8 @@ pub enum Action {
     PrevPane,
     CycleSort,
     CycleCpu,
+    /// Culprits by cause, or by who sent them.
+    BySender,
     Reset,
     Help,
     CloseHelp,
@@ -91,6 +99,10 @@ pub struct App {
     pub focus: Pane,
     pub sort: Sort,
     pub cpu_filter: Option<u32>,
+    /// The Culprits pane groups causes by sender instead of by cause.
+    pub by_sender: bool,
+    /// Origins are traced (not `--no-origins`): says why no sender shows.
+    pub origins: bool,
     pub help: bool,
     /// No new snapshot for a while (the collector stalled or ended).
     pub stale: bool,
@@ -111,6 +123,8 @@ impl App {
             focus: Pane::Culprits,
             sort: Sort::Total,
             cpu_filter: None,
+            by_sender: false,
+            origins: true,
             help: false,
             stale: false,
             scroll: [0; 4],
@@ -193,9 +207,29 @@ impl App {
         v
     }
 
-    /// The audit's fix for the biggest culprits of the chosen CPU (or all),
-    /// the first one that has one.
+    /// Senders to the chosen CPU (or all), in the chosen order (most time
+    /// first where the order does not apply to senders).
+    pub fn senders(&self) -> Vec<&SenderLine> {
+        let mut v: Vec<&SenderLine> = self.view().senders_of(self.cpu_filter).collect();
+        fn key(s: &SenderLine) -> (&str, crate::cause::Kind, u32) {
+            (&s.sender, s.kind, s.cpu)
+        }
+        match self.sort {
+            Sort::Count => v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| key(a).cmp(&key(b)))),
+            Sort::Name => v.sort_by(|a, b| key(a).cmp(&key(b))),
+            // Each CPU's come most time first; across CPUs, merged.
+            _ => v.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(b.count.cmp(&a.count)).then_with(|| key(a).cmp(&key(b)))),
+        }
+        v
+    }
+
+    /// The fix for the biggest culprits of the chosen CPU (or all), the
+    /// first one that has one: by cause, the audit's; by sender, what stops
+    /// that sender (as the summary's hints).
     pub fn hint(&self) -> Option<String> {
+        if self.by_sender {
+            return self.senders().into_iter().take(3).find_map(|s| crate::doctor::sender_hint(s.kind, &s.sender, s.cpu, s.count));
+        }
         let report = self.audit.as_ref()?;
         self.view().culprits_of(self.cpu_filter).take(3).find_map(|c| crate::doctor::hints(report, &c.key.cause).into_iter().next())
     }
@@ -211,6 +245,7 @@ impl App {
 
     fn len(&self, pane: Pane) -> usize {
         match pane {
+            Pane::Culprits if self.by_sender => self.senders().len(),
             Pane::Culprits => self.culprits().len(),
             Pane::Stalls => self.stalls().count(),
             Pane::Cpus | Pane::Histogram => 0,
@@ -227,6 +262,16 @@ impl App {
             Action::PrevPane => self.focus = Pane::ALL[(self.focus.index() + 3) % 4],
             Action::CycleSort => {
                 self.sort = self.sort.next();
+                while self.by_sender && !self.sort.applies_to_senders() {
+                    self.sort = self.sort.next();
+                }
+                self.scroll[Pane::Culprits.index()] = 0;
+            }
+            Action::BySender => {
+                self.by_sender = !self.by_sender;
+                if self.by_sender && !self.sort.applies_to_senders() {
+                    self.sort = Sort::Total;
+                }
                 self.scroll[Pane::Culprits.index()] = 0;
             }
             Action::CycleCpu => {

@@ -13,6 +13,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("c", "cpu"),
     ("r", "reset"),
     ("?", "help"),
+    ("o", "by cause/by sender"),
     ("Ctrl-C", "quit"),
     ("↑↓ PgUp PgDn", "scroll the pane"),
     ("Home", "back to the top"),
@@ -37,6 +38,7 @@ pub fn action(k: KeyEvent, help_open: bool) -> Option<Action> {
         KeyCode::BackTab => Action::PrevPane,
         KeyCode::Char('s' | 'S') => Action::CycleSort,
         KeyCode::Char('c' | 'C') => Action::CycleCpu,
+        KeyCode::Char('o' | 'O') => Action::BySender,
         KeyCode::Char('r' | 'R') => Action::Reset,
         KeyCode::Char('?' | 'h') | KeyCode::F(1) => Action::Help,
         KeyCode::Esc if help_open => Action::CloseHelp,
@@ -67,6 +69,7 @@ mod tests {
         assert_eq!(key(KeyCode::Tab, none), Some(Action::NextPane));
         assert_eq!(key(KeyCode::Char('s'), none), Some(Action::CycleSort));
         assert_eq!(key(KeyCode::Char('r'), none), Some(Action::Reset));
+        assert_eq!(key(KeyCode::Char('o'), none), Some(Action::BySender));
         assert_eq!(key(KeyCode::Char('?'), none), Some(Action::Help));
         assert_eq!(key(KeyCode::Char('x'), KeyModifiers::CONTROL), None);
         assert_eq!(key(KeyCode::Esc, none), None);

@@ -9,6 +9,9 @@ mod keymap;
 mod keyreader;
 mod panes;
 mod render;
+#[cfg(test)]
+mod sender_tests;
+mod senders;
 mod sysinfo;
 mod terminal;
 #[cfg(test)]
@@ -39,18 +42,22 @@ pub fn color_wanted() -> bool {
 }
 
 /// Runs the live screen until the user quits (q, Ctrl-C), a signal or a
-/// panic asks everything to stop, or `duration` has passed.
+/// panic asks everything to stop, or `duration` has passed. `origins`:
+/// senders are traced (not `--no-origins`), for the by-sender view to say
+/// why it is empty.
 pub fn run(
     snapshots: Receiver<Snapshot>,
     commands: Sender<Command>,
     cpus: &[usize],
     duration: Option<Duration>,
     audit: &Report,
+    origins: bool,
 ) -> Result<()> {
     let started = Instant::now();
     let info = SysInfo::read(Path::new("/"), cpus);
     let mut app = App::new(info, Snapshot::empty(cpus), color_wanted());
     app.audit = Some(audit.clone());
+    app.origins = origins;
     let mut keys = keyreader::Keys::open();
     let mut term = terminal::Guard::enter()?;
     let mut last_change = Instant::now();

@@ -16,7 +16,7 @@ use super::app::{App, Pane, Sort};
 use super::fmt;
 use super::render::Theme;
 
-fn right(s: String) -> Cell<'static> {
+pub(super) fn right(s: String) -> Cell<'static> {
     Cell::from(Line::from(s).right_aligned())
 }
 
@@ -25,7 +25,7 @@ fn right_styled(s: String, st: Style) -> Cell<'static> {
 }
 
 /// `[first-last of n]` when a list does not fit.
-fn window(first: usize, shown: usize, n: usize) -> String {
+pub(super) fn window(first: usize, shown: usize, n: usize) -> String {
     if shown >= n {
         String::new()
     } else {
@@ -133,7 +133,7 @@ pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let first = app.scroll(Pane::Culprits).min(list.len().saturating_sub(1));
     let shown = rows_fit.min(list.len() - first.min(list.len()));
     let cpu = app.cpu_filter.map_or("all".into(), |c| c.to_string());
-    let title = format!(" Culprits · sort {} (s) · cpu {cpu} (c) {}", app.sort.label(), window(first, shown, list.len()));
+    let title = format!(" Culprits · sort {} (s) · cpu {cpu} (c) · by sender (o) {}", app.sort.label(), window(first, shown, list.len()));
     let block = th.block(title, app.focus == Pane::Culprits);
     let v = &app.view();
     let mark = |s: Sort, h: &str| if app.sort == s { format!("{h}▼") } else { h.to_string() };
@@ -185,7 +185,7 @@ pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     }
 }
 
-fn table_inner(area: Rect) -> Rect {
+pub(super) fn table_inner(area: Rect) -> Rect {
     Rect { x: area.x + 1, y: area.y + 1, width: area.width.saturating_sub(2), height: area.height.saturating_sub(2) }
 }
 
@@ -200,7 +200,10 @@ fn cause_label(cause: &Cause) -> String {
     }
 }
 
-/// `kworker/6:1[412] 2µs + vmstat_update 42µs + irq:local_timer 3µs + unexplained 1µs`
+/// `kworker/6:1[412] 2µs + vmstat_update 42µs + irq:local_timer 3µs + unexplained 1µs`,
+/// the top cause followed by its origin where one was seen
+/// (`ipi:flush_tlb_func 40µs ← java[4242] on cpu 0 via flush_tlb_mm_range + …`):
+/// the culprit behind the culprit, only for the top one to keep the line short.
 pub fn breakdown(h: &Hiccup, th: Theme) -> Vec<Span<'static>> {
     let mut spans = Vec::new();
     for (i, (cause, ns)) in h.all_causes().enumerate() {
@@ -209,6 +212,12 @@ pub fn breakdown(h: &Hiccup, th: Theme) -> Vec<Span<'static>> {
         }
         spans.push(Span::styled(cause_label(cause), th.kind(cause.kind())));
         spans.push(Span::raw(format!(" {}", fmt::dur(ns))));
+        if let (0, Some((_, o))) = (i, h.origins.iter().find(|(c, _)| c == cause)) {
+            // Written as the CSV's origins column writes it: escaped.
+            let mut from = String::from(" ← ");
+            crate::export::push_origin(o, &mut from);
+            spans.push(Span::styled(from, th.fg(Color::Yellow)));
+        }
     }
     spans
 }

@@ -14,6 +14,7 @@ use super::app::{App, Pane};
 use super::fmt;
 use super::keymap::{FOOTER_KEYS, KEYS};
 use super::panes;
+use super::senders;
 
 /// Styles, with or without colour (NO_COLOR): without, only bold and
 /// reverse video remain, and the text carries the meaning.
@@ -100,6 +101,15 @@ impl App {
             panes::threads(self, th, area, buf);
         }
     }
+
+    /// The culprits by cause, or by who sent them (key o).
+    fn culprits_pane(&self, th: Theme, area: Rect, buf: &mut Buffer) {
+        if self.by_sender {
+            senders::pane(self, th, area, buf);
+        } else {
+            panes::culprits(self, th, area, buf);
+        }
+    }
 }
 
 impl Widget for &App {
@@ -131,14 +141,14 @@ impl Widget for &App {
             let [upper, stalls] = Layout::vertical([Constraint::Percentage(60), Constraint::Fill(1)]).areas(body);
             let hist_w = (upper.width * 2 / 5).min(64);
             let [culprits, hist] = Layout::horizontal([Constraint::Fill(1), Constraint::Length(hist_w)]).areas(upper);
-            panes::culprits(self, th, culprits, buf);
+            self.culprits_pane(th, culprits, buf);
             self.gaps_or_threads(th, hist, buf);
             panes::stalls(self, th, stalls, buf);
         } else if self.focus == Pane::Histogram {
             self.gaps_or_threads(th, body, buf);
         } else {
             let [culprits, stalls] = Layout::vertical([Constraint::Percentage(55), Constraint::Fill(1)]).areas(body);
-            panes::culprits(self, th, culprits, buf);
+            self.culprits_pane(th, culprits, buf);
             panes::stalls(self, th, stalls, buf);
         }
         footer(self, th, foot, buf);

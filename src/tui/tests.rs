@@ -14,10 +14,10 @@ use crate::record::Vector;
 use crate::snapshot::Snapshot;
 use crate::stats::{Counters, ProgStat, Stats};
 
-const S: u64 = 1_000_000_000;
-const START: u64 = 100 * S;
+pub(super) const S: u64 = 1_000_000_000;
+pub(super) const START: u64 = 100 * S;
 
-fn task(name: &[u8], pid: u32) -> Cause {
+pub(super) fn task(name: &[u8], pid: u32) -> Cause {
     Cause::Task { comm: comm(name), pid: Some(pid) }
 }
 
@@ -25,7 +25,7 @@ fn virtio() -> Cause {
     Cause::Irq { irq: 24, name: std::sync::Arc::from(&b"virtio0-input.0"[..]) }
 }
 
-fn stats() -> Stats {
+pub(super) fn stats() -> Stats {
     let mut s = Stats::new(&[6, 7], START);
     s.record(&hiccup(
         6,
@@ -60,7 +60,7 @@ fn stats() -> Stats {
     s
 }
 
-fn info() -> SysInfo {
+pub(super) fn info() -> SysInfo {
     let iso = Isolation { isolcpus: true, nohz_full: true };
     SysInfo {
         host: "testhost".into(),
@@ -71,22 +71,22 @@ fn info() -> SysInfo {
     }
 }
 
-fn app() -> App {
+pub(super) fn app() -> App {
     App::new(info(), Snapshot::of(&stats()), true)
 }
 
-fn draw(app: &App, w: u16, h: u16) -> Buffer {
+pub(super) fn draw(app: &App, w: u16, h: u16) -> Buffer {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| f.render_widget(app, f.area())).unwrap();
     t.backend().buffer().clone()
 }
 
-fn text(b: &Buffer) -> String {
+pub(super) fn text(b: &Buffer) -> String {
     let w = b.area.width as usize;
     b.content.chunks(w).map(|row| row.iter().map(|c| c.symbol()).collect::<String>() + "\n").collect()
 }
 
-fn line_with<'a>(screen: &'a str, needle: &str) -> &'a str {
+pub(super) fn line_with<'a>(screen: &'a str, needle: &str) -> &'a str {
     screen.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no line with {needle:?} in\n{screen}"))
 }
 
