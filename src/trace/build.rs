@@ -223,7 +223,11 @@ impl<'n> Builder<'n> {
                 let process = match self.processes.get(&task.tgid) {
                     Some(&p) => p,
                     None => {
-                        let pname = Cause::Task { comm: task.comm, pid: Some(task.tgid) }.name();
+                        // A thread's comm names its process only if it leads it.
+                        let pname = match task.pid == task.tgid {
+                            true => Cause::Task { comm: task.comm, pid: Some(task.tgid) }.name(),
+                            false => format!("process {}", task.tgid),
+                        };
                         let p = self.trace.track(&pname, Group::Process { pid: task.tgid, name: pname.clone() });
                         self.processes.insert(task.tgid, p);
                         p

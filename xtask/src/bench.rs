@@ -22,6 +22,7 @@ mod capacity;
 mod machine;
 mod measure;
 mod quiet;
+mod recorder;
 mod replay;
 mod report;
 mod util;
@@ -115,6 +116,9 @@ pub fn run(quick: bool, built: bool) -> Result<()> {
     println!("bench: 4/8 ring-buffer capacity under context-switch storms on CPU {watched}");
     let cap = capacity::capacity(&cx)?;
     check("figure 4");
+    println!("bench: 4b/8 the flight recorder's cost to the consumer, on and off");
+    let rec = recorder::recorder(&cx)?;
+    check("figure 4b");
     println!("bench: 5/8 memory over a long run at a high event rate");
     let mem = capacity::memory(&cx)?;
     check("figure 5");
@@ -125,7 +129,7 @@ pub fn run(quick: bool, built: bool) -> Result<()> {
     let wakeup = wakeup::wakeup(&cx)?;
     check("figure 8");
 
-    let results = report::Results { floor, machine, bpf, cap, mem, replay, wakeup, bt_probes };
+    let results = report::Results { floor, machine, bpf, cap, mem, replay, wakeup, recorder: rec, bt_probes };
     let mut mc = machine_info(watched, house, started.elapsed().as_secs_f64(), quick);
     mc.quiet = if seen.is_empty() { quiet } else { format!("{quiet}; **seen during the bench**: {}", seen.join(", ")) };
     let md = report::markdown(&mc, &results);

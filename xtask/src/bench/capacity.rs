@@ -73,7 +73,7 @@ impl Load {
     }
 
     /// Starts the load; the ping-pong ends by itself after `max_s` at most.
-    fn start(self, cx: &Ctx, max_s: u64) -> Result<Option<Bg>> {
+    pub fn start(self, cx: &Ctx, max_s: u64) -> Result<Option<Bg>> {
         let cpu = cx.watched.to_string();
         let mut cmd = Command::new("taskset");
         cmd.args(["-c", &cpu]).stdout(Stdio::null()).stderr(Stdio::null());

@@ -34,6 +34,7 @@ pub struct Results {
     pub mem: Memory,
     pub replay: Vec<super::replay::Row>,
     pub wakeup: Vec<super::wakeup::Row>,
+    pub recorder: Vec<super::recorder::Run>,
     /// How many tracepoints the bpftrace script attached.
     pub bt_probes: usize,
 }
@@ -281,6 +282,8 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
             );
         }
     }
+
+    super::recorder::section(&mut o, &r.recorder, w);
 
     let me = &r.mem;
     let _ = writeln!(o, "\n## 5. Memory\n");
