@@ -65,7 +65,8 @@ const TRACEPOINTS: &[(&str, &str)] = &[
 ];
 
 /// The origin programs (who sent an IPI, queued work, woke a task, from any
-/// CPU): loaded unless `--no-origins`, each optional. The IPI send and
+/// CPU): loaded unless `--no-origins`, each optional; `on_waking` (every
+/// wake-up of every CPU) only with `--wake-origins`. The IPI send and
 /// csd_queue_cpu tracepoints came with Linux 6.3.
 const ORIGIN_TRACEPOINTS: &[(&str, &str)] = &[
     ("on_ipi_send_cpu", "ipi_send_cpu"),
@@ -141,13 +142,15 @@ impl<'obj> Tracer<'obj> {
     /// out of the idle task, which passive mode needs to know a watched
     /// thread runs). `wakeups`: also trace wake-ups onto the watched CPUs
     /// (passive mode's, and the wake-up probe's own). `origins`: also trace
-    /// who sends IPIs, queues work and wakes tasks onto them.
+    /// who sends IPIs and queues work onto them; `wake_origins`: and who
+    /// wakes tasks there.
     pub fn attach(
         storage: &'obj mut MaybeUninit<OpenObject>,
         cpus: &[usize],
         passive: bool,
         wakeups: bool,
         origins: bool,
+        wake_origins: bool,
     ) -> Result<Self, TracerError> {
         // libbpf's log (verifier output...) is many lines: only on request.
         if std::env::var_os("JITTERWATCH_DEBUG").is_none() {
@@ -194,8 +197,9 @@ impl<'obj> Tracer<'obj> {
                 prog.set_autoload(true);
                 prog.set_autoattach(false);
             } else if let Some(&(_, tp)) = ORIGIN_TRACEPOINTS.iter().find(|(p, _)| *p == name) {
-                prog.set_autoload(origins && has(tp));
-                if origins && !has(tp) {
+                let wanted = origins && (name != "on_waking" || wake_origins);
+                prog.set_autoload(wanted && has(tp));
+                if wanted && !has(tp) {
                     missing.push(tp);
                 }
             } else if let Some(&(_, tp)) = TRACEPOINTS.iter().find(|(p, _)| *p == name) {

@@ -91,9 +91,12 @@ pub struct WatchArgs {
     /// Passive mode, no probe: watch threads with this name (its first 15 bytes, as the kernel keeps it)
     #[arg(long, value_name = "NAME", conflicts_with = "rt")]
     pub comm: Option<std::ffi::OsString>,
-    /// Do not trace who sends IPIs, queues work or wakes tasks onto the watched CPUs (the `origins` column stays empty)
+    /// Do not trace who sends IPIs or queues work onto the watched CPUs (the `origins` column stays empty)
     #[arg(long)]
     pub no_origins: bool,
+    /// Also trace who wakes each task on the watched CPUs: a BPF program on every wake-up of every CPU (about 1% of a housekeeping CPU doing 130k wake-ups a second)
+    #[arg(long, conflicts_with = "no_origins")]
+    pub wake_origins: bool,
     /// Serve Prometheus metrics (OpenMetrics text) at http://ADDR/metrics, e.g. 127.0.0.1:9464
     #[arg(long, value_name = "ADDR")]
     pub prometheus: Option<String>,

@@ -38,7 +38,7 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
         _ => None,
     };
     let mut storage = MaybeUninit::uninit();
-    let tracer = Tracer::attach(&mut storage, &prep.cpus, false, false, true)?;
+    let tracer = Tracer::attach(&mut storage, &prep.cpus, false, false, true, true)?;
     startup::say_missing(&tracer.missing);
     let out = RefCell::new(BufWriter::with_capacity(1 << 16, std::io::stdout().lock()));
     let printer = RefCell::new(Printer::new(Namer::new(prep.kallsyms)));

@@ -111,6 +111,7 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
             snapshots,
             passive: tracker,
             origins: !args.no_origins,
+            wake_origins: args.wake_origins,
             metrics: metrics_slot.clone().map(|slot| (slot, args.prometheus_top.into(), mode)),
             recorder,
             whole,

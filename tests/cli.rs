@@ -154,3 +154,9 @@ fn trace_options_say_what_they_need() {
     let e = one_line_error(&["--cpus", "0", "--trace-format", "svg"]);
     assert!(e.contains("perfetto") && e.contains("json"), "{e}");
 }
+
+#[test]
+fn wake_origins_need_origins() {
+    let e = one_line_error(&["--cpus", "0", "--no-origins", "--wake-origins"]);
+    assert!(e.contains("--wake-origins") && e.contains("--no-origins"), "{e}");
+}

@@ -27,7 +27,7 @@ fn ipis_work_and_wakeups_name_who_sent_them() {
     let cpu = last_cpu();
     let hk = online_cpus().into_iter().find(|&c| c != cpu).expect("a housekeeping CPU");
     let c = cpu.to_string();
-    let (child, _dir, csv) = watch_csv(&["--cpus", &c, "--no-tui", "--duration", "5s"], &[]);
+    let (child, _dir, csv) = watch_csv(&["--cpus", &c, "--no-tui", "--duration", "5s", "--wake-origins"], &[]);
     thread::sleep(Duration::from_millis(800));
     let stop = Arc::new(AtomicBool::new(false));
     let until = Instant::now() + Duration::from_secs(3);

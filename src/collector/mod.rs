@@ -61,6 +61,8 @@ pub struct Config {
     pub passive: Option<Tracker>,
     /// Trace who sends IPIs, queues work and wakes tasks onto the CPUs.
     pub origins: bool,
+    /// And who wakes tasks onto them (a program on every wake-up).
+    pub wake_origins: bool,
     /// The Prometheus endpoint's slot, its causes per CPU, and the mode.
     pub metrics: Option<(crate::metrics::Slot, usize, &'static str)>,
     /// --trace-dir, --record, --stop-above (see trace/ and Drain).
@@ -90,7 +92,7 @@ impl Collector {
             .spawn(move || {
                 crate::sys::pin_to(&cfg.housekeeping).context("cannot pin the collector to the unwatched CPUs")?;
                 let mut storage = MaybeUninit::uninit();
-                let tracer = match Tracer::attach(&mut storage, &cfg.cpus, cfg.passive.is_some(), wakeups, cfg.origins) {
+                let tracer = match Tracer::attach(&mut storage, &cfg.cpus, cfg.passive.is_some(), wakeups, cfg.origins, cfg.wake_origins) {
                     Ok(t) => t,
                     Err(e) => {
                         let msg = e.to_string();

@@ -168,7 +168,8 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
          batch, each such batch against its two neighbours, 300 pairs a run ({} runs); null: the same harness \
          opening nothing |\n\
          | BPF programs' early returns | {:.2} | figure 3 with the load on CPU {h}: Σ runs × ns/run over the run time \
-         (the tracepoints jitterwatch keeps: IRQs, softirqs, timers, IPIs); an upper bound |\n\
+         (the tracepoints jitterwatch keeps: IRQs, softirqs, timers, IPIs, and the IPI and work senders); an upper \
+         bound. Not counted: `--wake-origins` (off by default) adds on_waking's {:.2} |\n\
          | **total** | **{}** | a part that is unresolved leaves the total unresolved |\n\
          | a bare spinning vCPU, end to end (not in the total) | {:.1} (null ±{:.1}) | the C loop of figure 1 on CPU {w}, no \
          tracing: what any spin probe costs its sibling vCPU on this host, whoever's probe it is |\n\
@@ -184,6 +185,7 @@ pub fn markdown(mc: &Machine, r: &Results) -> String {
         },
         m.hook_pct.n,
         r.bpf.busy_pct_unwatched(),
+        r.bpf.opt_in_pct_unwatched(),
         shown(unwatched_total(r)),
         m.spin_cost_pct(),
         100.0 * (m.null.max - m.null.min) / 2.0,
