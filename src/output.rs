@@ -52,10 +52,49 @@ pub fn create(path: &Path, what: &str) -> io::Result<File> {
 /// Under sudo, a new file goes to the user who ran it (best effort: an
 /// unset or unparsable SUDO_UID leaves it root's).
 fn give_to_sudo_user(f: &File) {
-    let id = |var: &str| std::env::var(var).ok().and_then(|v| v.parse::<u32>().ok());
-    if let (Some(uid), Some(gid)) = (id("SUDO_UID"), id("SUDO_GID")) {
+    if let Some((uid, gid)) = sudo_user() {
         let _ = std::os::unix::fs::fchown(f, Some(uid), Some(gid));
     }
+}
+
+fn sudo_user() -> Option<(u32, u32)> {
+    let id = |var: &str| std::env::var(var).ok().and_then(|v| v.parse::<u32>().ok());
+    Some((id("SUDO_UID")?, id("SUDO_GID")?))
+}
+
+/// A directory jitterwatch created (the flight recorder's), given to the
+/// sudo user like the files in it; never following a link.
+pub fn give_dir_to_sudo_user(dir: &Path) {
+    if let Some((uid, gid)) = sudo_user() {
+        let _ = std::os::unix::fs::lchown(dir, Some(uid), Some(gid));
+    }
+}
+
+/// Writes `bytes` as `path` whole: into `path.part` (created new, never
+/// through a link: a stale one is removed first), then renamed over
+/// `path`, which replaces a link there rather than writing through it. A
+/// reader never sees half a file.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".part");
+    let tmp = std::path::PathBuf::from(tmp);
+    let _ = std::fs::remove_file(&tmp);
+    let write = || -> io::Result<()> {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY)
+            .open(&tmp)?;
+        give_to_sudo_user(&f);
+        io::Write::write_all(&mut f, bytes)?;
+        std::fs::rename(&tmp, path)
+    };
+    let r = write();
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
 }
 
 #[cfg(test)]
@@ -78,6 +117,21 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
         let e = create(d.path(), "the CSV").unwrap_err();
         assert!(e.to_string().starts_with("cannot write the CSV"), "{e}");
+    }
+
+    #[test]
+    fn whole_files_replace_a_link_and_leave_its_target_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("precious");
+        std::fs::write(&target, "keep me").unwrap();
+        let p = d.path().join("t.trace");
+        std::os::unix::fs::symlink(&target, &p).unwrap();
+        std::os::unix::fs::symlink(&target, d.path().join("t.trace.part")).unwrap();
+        write_whole(&p, b"trace").unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "trace");
+        assert!(!p.symlink_metadata().unwrap().file_type().is_symlink());
+        assert!(!d.path().join("t.trace.part").exists());
     }
 
     #[test]

@@ -53,7 +53,8 @@ impl Whole {
     /// Checks now that `path` can be written (the run would be lost
     /// otherwise), recording from `start`.
     pub fn new(path: &Path, format: Format, cpus: &[usize], passive: bool, start: u64) -> Result<Self> {
-        std::fs::File::create(path).with_context(|| format!("--record: cannot write {}", path.display()))?;
+        // Refuses a link or another file's hard link there, as the CSV does.
+        crate::output::create(path, "--record's trace").map_err(anyhow::Error::from)?;
         Ok(Whole {
             path: path.to_path_buf(),
             format,

@@ -4,8 +4,7 @@
 //! name and renamed into place: a viewer never opens half a trace.
 
 use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::thread;
 
@@ -47,17 +46,9 @@ impl Format {
     }
 }
 
-/// Writes `bytes` to `path` whole: into a temporary name beside it, then
-/// renamed.
+/// Writes a trace file whole (see `output::write_whole`).
 pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".part");
-    let tmp = PathBuf::from(tmp);
-    let r = fs::File::create(&tmp).and_then(|mut f| f.write_all(bytes)).and_then(|()| fs::rename(&tmp, path));
-    if r.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    r
+    crate::output::write_whole(path, bytes)
 }
 
 /// `<UTC time>-cpu<N>-<gap>us.<ext>`: sorted by time in a listing; the
@@ -111,9 +102,13 @@ pub struct Writer {
 impl Writer {
     /// Creates `dir` if needed and checks that a file can be written there.
     pub fn start(dir: &Path, format: Format) -> Result<Self> {
+        let existed = dir.exists();
         fs::create_dir_all(dir).with_context(|| format!("--trace-dir: cannot create {}", dir.display()))?;
+        if !existed {
+            crate::output::give_dir_to_sudo_user(dir);
+        }
         let probe = dir.join(".jitterwatch-write-test");
-        fs::write(&probe, b"").with_context(|| format!("--trace-dir: cannot write in {}", dir.display()))?;
+        crate::output::write_whole(&probe, b"").with_context(|| format!("--trace-dir: cannot write in {}", dir.display()))?;
         let _ = fs::remove_file(&probe);
         let (tx, rx) = mpsc::sync_channel(QUEUE);
         let dir = dir.to_path_buf();

@@ -117,7 +117,7 @@ fn no_sender_says_why() {
     let mut a = app();
     a.apply(Action::BySender);
     let screen = text(&draw(&a, 160, 48));
-    assert!(screen.contains("no sender seen yet: no IPI, work or wake-up on these CPUs traced to its sender"), "{screen}");
+    assert!(screen.contains("no sender seen yet: no IPI or work on these CPUs traced to its sender"), "{screen}");
     a.origins = false;
     let screen = text(&draw(&a, 160, 48));
     assert!(screen.contains("no sender: --no-origins was given"), "{screen}");

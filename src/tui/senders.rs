@@ -33,7 +33,7 @@ fn empty_line(app: &App) -> String {
         app.view().counters.missing_tracepoints.iter().copied().filter(|tp| crate::bpf::is_origin_tracepoint(tp)).collect();
     let cpu = app.cpu_filter.map_or("these CPUs".into(), |c| format!("CPU {c}"));
     if missing.is_empty() {
-        return format!("no sender seen yet: no IPI, work or wake-up on {cpu} traced to its sender");
+        return format!("no sender seen yet: no IPI or work on {cpu} traced to its sender (wake-ups: --wake-origins)");
     }
     // The IPI send and csd_queue_cpu tracepoints came with Linux 6.3.
     let ipi = missing.iter().any(|tp| tp.starts_with("ipi_") || tp.starts_with("csd_"));
