@@ -15,7 +15,8 @@ use super::timeline::Context;
 const CACHE_MAX: usize = 100_000;
 
 pub struct Namer {
-    kallsyms: Kallsyms,
+    /// Shared with the namers forked for other threads (the trace writer).
+    kallsyms: Arc<Kallsyms>,
     /// The one map of IRQ numbers to their action names (raw bytes).
     irq_names: HashMap<i32, Arc<[u8]>>,
     cache: HashMap<Context, Cause>,
@@ -23,7 +24,13 @@ pub struct Namer {
 
 impl Namer {
     pub fn new(kallsyms: Kallsyms) -> Self {
-        Self { kallsyms, irq_names: HashMap::new(), cache: HashMap::new() }
+        Self { kallsyms: Arc::new(kallsyms), irq_names: HashMap::new(), cache: HashMap::new() }
+    }
+
+    /// A namer for another thread: the same symbols (shared) and the IRQ
+    /// names known so far, its own cache.
+    pub fn fork(&self) -> Self {
+        Self { kallsyms: Arc::clone(&self.kallsyms), irq_names: self.irq_names.clone(), cache: HashMap::new() }
     }
 
     /// Remembers an IRQ's action name (seen on irq_handler_entry). Allocates

@@ -47,6 +47,28 @@ pub fn cap_events() -> usize {
     1 << n.ilog2()
 }
 
+/// A trace to build: a CPU's events in `[from, to)` and its stalls.
+pub struct Window {
+    pub cpu: u32,
+    pub from: u64,
+    pub to: u64,
+    pub passive: bool,
+    pub events: Vec<Event>,
+    pub marks: Vec<Mark>,
+    pub hiccup: Hiccup,
+}
+
+impl Window {
+    pub fn build(&self, namer: &mut Namer) -> super::model::Trace {
+        let mut b = Builder::new(self.from, self.to, namer);
+        b.cpu(self.cpu, &self.events);
+        b.stalls(self.cpu, self.passive, &self.marks, &[&self.hiccup]);
+        let mut trace = b.finish();
+        trace.clocks = Some(super::model::clocks_now());
+        trace
+    }
+}
+
 struct Pending {
     slot: usize,
     from: u64,
@@ -65,7 +87,6 @@ pub struct FlightRecorder {
     taken: VecDeque<u64>,
     totals: Totals,
     writer: Writer,
-    scratch: Vec<Event>,
 }
 
 impl FlightRecorder {
@@ -83,7 +104,6 @@ impl FlightRecorder {
             taken: VecDeque::new(),
             totals: Totals { cap_bytes: (cap * std::mem::size_of::<Event>()) as u64, ..Totals::default() },
             writer,
-            scratch: Vec::new(),
             opts,
         })
     }
@@ -131,8 +151,8 @@ impl FlightRecorder {
         self.pending.push(Pending { slot: i, from, to: h.t0 + h.gap + AFTER_NS, hiccup: h.clone() });
     }
 
-    /// Builds the traces whose windows the drain has passed (all of them at
-    /// the last drain, cut at `watermark`) and hands them to the writer.
+    /// Hands the traces whose windows the drain has passed (all of them at
+    /// the last drain, cut at `watermark`) to the writer, which builds them.
     pub fn flush(&mut self, watermark: u64, last: bool, namer: &mut Namer) {
         let mut i = 0;
         while i < self.pending.len() {
@@ -146,17 +166,22 @@ impl FlightRecorder {
             if ring.cut_before >= p.from {
                 self.totals.cut += 1;
             }
-            self.scratch.clear();
-            ring.window(p.from, to, &mut self.scratch);
+            // A copy of the window (one allocation per trace, not per
+            // event); the writer thread builds and writes it.
+            let mut events = Vec::new();
+            ring.window(p.from, to, &mut events);
             let cpu = self.cpus[p.slot];
-            let mut b = Builder::new(p.from, to, namer);
-            b.cpu(cpu, &self.scratch);
-            let marks: Vec<Mark> = self.marks[p.slot].iter().copied().collect();
-            b.stalls(cpu, self.opts.passive, &marks, &[&p.hiccup]);
-            let mut trace = b.finish();
-            trace.clocks = Some(super::model::clocks_now());
             let name = super::writer::file_name(cpu, p.hiccup.t0, p.hiccup.gap, self.opts.format);
-            if !self.writer.send(Job { trace, name }) {
+            let window = Window {
+                cpu,
+                from: p.from,
+                to,
+                passive: self.opts.passive,
+                events,
+                marks: self.marks[p.slot].iter().copied().collect(),
+                hiccup: p.hiccup,
+            };
+            if !self.writer.send(Job::Window { window: Box::new(window), namer: namer.fork(), name }) {
                 self.totals.skipped_busy += 1;
             }
         }

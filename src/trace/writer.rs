@@ -81,10 +81,15 @@ pub fn utc(ns: u64) -> String {
     format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}.{us:06}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-pub struct Job {
-    pub trace: Trace,
-    /// The file's name in the directory.
-    pub name: String,
+/// What a trace is built from, handed over as is: building it (names,
+/// slices, encoding) is the writer thread's work, not the collector's.
+pub enum Job {
+    /// A stall's window: its CPU's events, the other stalls to draw, and a
+    /// namer forked from the engine's.
+    Window { window: Box<super::recorder::Window>, namer: crate::engine::Namer, name: String },
+    /// A trace already built (tests).
+    #[cfg(test)]
+    Built { trace: Trace, name: String },
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -136,8 +141,13 @@ impl Writer {
 fn write_all(rx: &Receiver<Job>, dir: &Path, format: Format) -> Written {
     let mut w = Written::default();
     while let Ok(job) = rx.recv() {
-        let bytes = format.encode(&job.trace);
-        let path = dir.join(&job.name);
+        let (trace, name) = match job {
+            Job::Window { window, mut namer, name } => (window.build(&mut namer), name),
+            #[cfg(test)]
+            Job::Built { trace, name } => (trace, name),
+        };
+        let bytes = format.encode(&trace);
+        let path = dir.join(&name);
         match write_whole(&path, &bytes) {
             Ok(()) => {
                 w.written += 1;
@@ -170,7 +180,7 @@ mod tests {
     fn traces_are_written_whole_and_counted() {
         let dir = tempfile::tempdir().unwrap();
         let w = Writer::start(&dir.path().join("sub"), Format::Json).unwrap();
-        assert!(w.send(Job { trace: Trace::default(), name: "a.json".into() }));
+        assert!(w.send(Job::Built { trace: Trace::default(), name: "a.json".into() }));
         let done = w.finish();
         assert_eq!((done.written, done.failed), (1, 0));
         let text = fs::read_to_string(dir.path().join("sub/a.json")).unwrap();

@@ -72,8 +72,10 @@ pub fn section(o: &mut String, runs: &[Run], watched: usize) {
     let _ = writeln!(
         o,
         "The runs of figure 4's method (3 s each, load on CPU {watched}) with `--trace-dir DIR` (default --trace-above: 10 × the \
-         threshold, so traces are written too) and without, alternated. Consumer ns/event is the collector thread's CPU time \
-         over the events drained; peak is the most memory one CPU's kept events took (the cap is per CPU).\n"
+         threshold, so up to 10 traces are written in each run) and without, alternated. Consumer ns/event is the collector \
+         thread's CPU time over the events drained: with the recorder, each event's copy into its CPU's ring and each \
+         trace's window copied out; building and encoding a trace is the writer thread's work, not counted here. Peak is \
+         the most memory one CPU's kept events took (the cap is per CPU).\n"
     );
     let _ = writeln!(o, "| load | recorder | events/s | consumer ns/event | peak memory / cap | traces written | largest trace |\n|---|---|---|---|---|---|---|");
     let mut loads: Vec<String> = runs.iter().map(|r| r.load.describe()).collect();
