@@ -70,15 +70,17 @@ fn events_as_a_perfetto_trace() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("events.perfetto-trace");
     let name = random_name("jwevp");
-    let hog = fifo_bursts(cpu, name.clone(), Duration::from_millis(600), 5, 300_000);
+    // Bursts from 1 s in (attaching takes a few hundred ms, more on a cold
+    // machine), for about half a second.
+    let hog = fifo_bursts(cpu, name.clone(), Duration::from_millis(1000), 20, 300_000);
     let cpu_s = cpu.to_string();
     let (status, _, err) =
-        run_bin(&["events", "--cpus", &cpu_s, "--duration", "2s", "--format", "perfetto", file.to_str().unwrap()], Duration::from_secs(30));
+        run_bin(&["events", "--cpus", &cpu_s, "--duration", "3s", "--format", "perfetto", file.to_str().unwrap()], Duration::from_secs(30));
     let (tid, _) = hog.join().unwrap();
     assert!(status.success(), "exit {status:?}: {err}");
     assert!(err.contains("events written to"), "{err}");
     let slices = read_trace(&file);
     let me = format!("{name}[{tid}]");
     let mine = slices.iter().filter(|s| s.track == format!("cpu {cpu}") && s.name == me).count();
-    assert!(mine >= 4, "{mine} slices of {me} on cpu {cpu}");
+    assert!(mine >= 15, "{mine} slices of {me} on cpu {cpu} for 20 bursts");
 }

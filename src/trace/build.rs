@@ -78,6 +78,8 @@ impl<'n> Builder<'n> {
         let mut last_ts = from;
         let mut dropped: Option<u32> = None;
         let mut steal: Option<u64> = None;
+        // Where the running task's nested slices begin in `trace.slices`.
+        let mut children = self.trace.slices.len();
         for ev in events.iter().filter(|e| e.ts >= from && e.ts < to) {
             let t = ev.ts.max(last_ts);
             if dropped.is_some_and(|d| d != ev.dropped) {
@@ -87,10 +89,22 @@ impl<'n> Builder<'n> {
             }
             dropped = Some(ev.dropped);
             match ev.payload {
-                Payload::Switch { prev, next, .. } => {
+                Payload::Switch { prev, next, prev_ran_ns, .. } => {
                     self.close_above(track, &mut stack, 0, t);
-                    let (prev_task, start, flow) = task.take().unwrap_or((prev, from, None));
-                    self.task_slice(track, cpu, &prev_task, start, t, flow);
+                    let (cur, start, flow) = task.take().unwrap_or((prev, from, None));
+                    if cur.pid == prev.pid {
+                        self.task_slice(track, cpu, &cur, start, t, flow);
+                    } else {
+                        // The switch into `prev` was not seen (the per-CPU
+                        // switch event does not fire when the idle task is
+                        // switched out): it ran `prev_ran_ns` before this one.
+                        let ran = if prev_ran_ns > 0 { t.saturating_sub(u64::from(prev_ran_ns)) } else { last_ts };
+                        let since = self.uncut(track, children, ran.clamp(start, t));
+                        self.task_slice(track, cpu, &cur, start, since, flow);
+                        let woken = take_send(&mut sends, OriginKind::Wake, u64::from(prev.pid)).filter(|_| prev.pid != 0);
+                        self.task_slice(track, cpu, &prev, since, t, woken);
+                    }
+                    children = self.trace.slices.len();
                     let flow = take_send(&mut sends, OriginKind::Wake, u64::from(next.pid)).filter(|_| next.pid != 0);
                     task = Some((next, t, flow));
                 }
@@ -188,6 +202,19 @@ impl<'n> Builder<'n> {
         // Hrtimer exits carry no function: only an entry names it.
         if !matches!(ctx, Context::Timer(0) | Context::Idle(IDLE_EXIT)) {
             self.slice(track, start, t, stack.len() + 1, ctx, args, None);
+        }
+    }
+
+    /// `t`, or later if a slice drawn on `track` since `children` spans it:
+    /// a task's slice never ends inside an interrupt drawn under it.
+    fn uncut(&self, track: u64, children: usize, mut t: u64) -> u64 {
+        loop {
+            let inside =
+                self.trace.slices[children..].iter().filter(|s| s.track == track && s.depth > 0).find(|s| s.start < t && t < s.end);
+            match inside {
+                Some(s) => t = s.end,
+                None => return t,
+            }
         }
     }
 

@@ -268,3 +268,36 @@ fn the_window_is_what_it_says() {
         panic!("causes are a list");
     }
 }
+
+/// Without a probe the CPU idles, and the per-CPU switch event does not
+/// report the idle task switched out: the task that ran is placed by how
+/// long it ran, as the attribution places it, never cutting a slice drawn.
+#[test]
+fn a_switch_out_of_idle_not_seen_is_placed_by_the_run_time() {
+    let (idle, hog, sh) = (task(0, "swapper/1"), task(4242, "hog"), task(7, "sh"));
+    let events = vec![
+        switch(1_000, sh, idle),
+        ev(1_100, Payload::Idle { state: 1 }),
+        ev(1_900, Payload::Idle { state: crate::record::IDLE_EXIT }),
+        // idle → hog at 2,000 is not reported; a tick inside the hog's run:
+        ev(3_000, Payload::VectorEntry(Vector::LocalTimer)),
+        ev(3_100, Payload::VectorExit(Vector::LocalTimer)),
+        ev(5_000, Payload::Switch { prev: hog, next: idle, prev_state: 1, prev_ran_ns: 3_000, preempt: false }),
+        // And one whose run time would cut the tick: moved past it.
+        ev(6_000, Payload::VectorEntry(Vector::LocalTimer)),
+        ev(6_500, Payload::VectorExit(Vector::LocalTimer)),
+        ev(7_000, Payload::Switch { prev: sh, next: idle, prev_state: 1, prev_ran_ns: 800, preempt: false }),
+    ];
+    let t = build(0, 8_000, &events, &[], &[]);
+    let (slices, _, _) = read(&super::perfetto::encode(&t));
+    let hog_s = find(&slices, "hog[4242]");
+    assert_eq!((hog_s.start, hog_s.end), (2_000, 5_000));
+    let ticks: Vec<&Read> = slices.iter().filter(|s| s.name == "irq:local_timer").collect();
+    assert_eq!(ticks[0].parent.as_deref(), Some("hog[4242]"));
+    let sh_s = slices.iter().filter(|s| s.name == "sh[7]").max_by_key(|s| s.start).unwrap();
+    assert_eq!((sh_s.start, sh_s.end), (6_500, 7_000), "starts after the tick it would have cut");
+    assert_eq!(ticks[1].parent.as_deref(), Some("swapper/1[0]"));
+    // Named by the machine's cpuidle driver, whatever it calls state 1.
+    let idle_s = slices.iter().find(|s| s.name.starts_with("idle:")).expect("the idle state's slice");
+    assert_eq!(idle_s.parent.as_deref(), Some("swapper/1[0]"));
+}
