@@ -170,3 +170,48 @@ fn stop_above_ends_the_run_at_the_first_large_stall() {
     let slices = read_trace(files.last().unwrap());
     assert!(slices.iter().any(|x| x.start == s["time_ns"].as_u64().unwrap()), "the trace holds the stall that stopped the run");
 }
+
+/// Passive mode: the traced stall is the watched thread's, on the track
+/// of the watched threads, naming the hog that preempted it.
+#[test]
+fn a_watched_threads_preemption_is_traced() {
+    if !require_root_btf("a_watched_threads_preemption_is_traced") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spinner = {
+        let stop = stop.clone();
+        thread::spawn(move || {
+            pin_self(cpu);
+            set_thread_name("jwvictim");
+            tx.send(jitterwatch::sys::gettid()).unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        })
+    };
+    let tid = rx.recv().unwrap();
+    let name = random_name("jwpre");
+    let child = Command::new(bin())
+        .args(["--tid", &tid.to_string(), "--cpus", &cpu.to_string(), "--no-tui", "--json", "--duration", "3s"])
+        .args(["--trace-dir", dir.path().to_str().unwrap(), "--trace-above", "2ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let hog_tid = fifo_bursts(cpu, name.clone(), Duration::from_millis(1000), 3, 3_000_000).join().unwrap().0;
+    let out = child.wait_with_output().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spinner.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let (victim, hog) = (format!("jwvictim[{tid}]"), format!("{name}[{hog_tid}]"));
+    let found = traces_in(dir.path()).iter().any(|p| {
+        read_trace(p).iter().any(|s| s.track == format!("cpu {cpu} watched threads") && stall_causes(s).iter().any(|c| c.1 == hog))
+    });
+    assert!(found, "no trace of {victim} preempted by {hog} in {:?}: {err}", traces_in(dir.path()));
+}
