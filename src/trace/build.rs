@@ -37,6 +37,8 @@ struct Frame {
 struct Send {
     kind: OriginKind,
     key: u64,
+    /// A work item's work_struct (its sender's `callsite`), 0 otherwise.
+    obj: u64,
     flow: u64,
 }
 
@@ -122,7 +124,12 @@ impl<'n> Builder<'n> {
                     self.exit(track, &mut stack, Key::Softirq(vec), Context::Softirq(vec), t, task.as_ref().map(|x| x.1))
                 }
                 Payload::WorkStart { func, work } => {
-                    let flow_in = take_send(&mut sends, OriginKind::Work, func);
+                    // The queuing of this very work_struct; else of its function.
+                    let i = sends.iter().rposition(|s| s.kind == OriginKind::Work && s.obj == work && work != 0);
+                    let flow_in = match i {
+                        Some(i) => Some(sends.remove(i).flow),
+                        None => take_send(&mut sends, OriginKind::Work, func),
+                    };
                     stack.push(Frame { ctx: Context::Work(func), key: Key::Obj(work), start: t, flow_in });
                 }
                 Payload::WorkEnd { func, work } => {
@@ -161,7 +168,8 @@ impl<'n> Builder<'n> {
                     let flow = self.next_flow;
                     self.next_flow += 1;
                     self.send(cpu, ev.ts, kind, &sender, from_cpu, callsite, func, woken, flow);
-                    sends.push(Send { kind, key, flow });
+                    let obj = if kind == OriginKind::Work { callsite } else { 0 };
+                    sends.push(Send { kind, key, obj, flow });
                     // The oldest go first: a storm of sends must not grow this.
                     if sends.len() > 256 {
                         sends.remove(0);

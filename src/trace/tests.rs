@@ -40,7 +40,11 @@ pub(super) fn stream() -> Vec<Event> {
     let (probe, hog, kw) = (task(900, "jw-probe"), task(4242, "hog"), task(88, "kworker/1:1"));
     let mut sender = task(77, "mprotect-storm");
     sender.tgid = 70;
-    let origin = |ts, kind, func, woken| ev(ts, Payload::Origin { kind, sender, from_cpu: 0, callsite: 0, func, woken });
+    let origin = |ts, kind, func, woken| {
+        // A work item's sender names its work_struct (as callsite).
+        let callsite = if kind == OriginKind::Work { 0xabc } else { 0 };
+        ev(ts, Payload::Origin { kind, sender, from_cpu: 0, callsite, func, woken })
+    };
     vec![
         // The probe ran since before the window.
         ev(1_000, Payload::IrqEntry { irq: 24, name: [0; crate::record::IRQ_NAME_LEN] }),
@@ -300,4 +304,33 @@ fn a_switch_out_of_idle_not_seen_is_placed_by_the_run_time() {
     // Named by the machine's cpuidle driver, whatever it calls state 1.
     let idle_s = slices.iter().find(|s| s.name.starts_with("idle:")).expect("the idle state's slice");
     assert_eq!(idle_s.parent.as_deref(), Some("swapper/1[0]"));
+}
+
+/// Two queuings of one function: the arrow comes from the one that queued
+/// this work_struct, not merely the latest.
+#[test]
+fn a_work_item_is_joined_to_its_own_queuing() {
+    let mut a = task(10, "queuer-a");
+    a.tgid = 10;
+    let b = task(11, "queuer-b");
+    let sent = |ts, who: Task, obj| {
+        ev(ts, Payload::Origin { kind: OriginKind::Work, sender: who, from_cpu: 0, callsite: obj, func: WORK_FN, woken: 0 })
+    };
+    let kw = task(88, "kworker/1:1");
+    let events = vec![
+        switch(100, task(900, "jw-probe"), kw),
+        sent(200, a, 0x111),
+        sent(300, b, 0x222),
+        ev(400, Payload::WorkStart { func: WORK_FN, work: 0x111 }),
+        ev(500, Payload::WorkEnd { func: WORK_FN, work: 0x111 }),
+    ];
+    let t = build(0, 1_000, &events, &[], &[]);
+    let (slices, instants, _) = read(&super::perfetto::encode(&t));
+    let from_a = instants
+        .iter()
+        .find(|i| {
+            i.debug_annotations.iter().any(|d| matches!(&d.value, Some(pb::debug_annotation::Value::StringValue(v)) if v == "queuer-a[10]"))
+        })
+        .unwrap();
+    assert_eq!(find(&slices, "work:vmstat_update").flows_in, from_a.flow_ids);
 }
