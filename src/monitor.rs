@@ -55,7 +55,7 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
         Some(p) => Some((crate::output::create(&p, "the run summary")?, p)),
         None => None,
     };
-    let (recorder, whole) = traces(&args, &cpus, target.is_some())?;
+    let (recorder, whole) = traces(&args, &cpus, target.is_some(), tui)?;
     // Once per run: the screen's hint line and the summary's hints.
     let audit = crate::doctor::audit(root, &cpus);
 
@@ -272,7 +272,12 @@ const DEFAULT_KEEP_NS: u64 = 50_000_000;
 
 /// The flight recorder and the recording, ready before anything spins (a
 /// directory or file that cannot be written fails the run here).
-fn traces(args: &WatchArgs, cpus: &[usize], passive: bool) -> Result<(Option<crate::trace::FlightRecorder>, Option<crate::trace::Whole>)> {
+fn traces(
+    args: &WatchArgs,
+    cpus: &[usize],
+    passive: bool,
+    tui: bool,
+) -> Result<(Option<crate::trace::FlightRecorder>, Option<crate::trace::Whole>)> {
     let recorder = match &args.trace_dir {
         Some(dir) => {
             let keep_ns = args.trace_keep.unwrap_or(DEFAULT_KEEP_NS);
@@ -289,6 +294,7 @@ fn traces(args: &WatchArgs, cpus: &[usize], passive: bool) -> Result<(Option<cra
                 max_per_minute: args.trace_max,
                 format: args.trace_format,
                 passive,
+                announce: !tui,
             };
             Some(crate::trace::FlightRecorder::new(opts, cpus)?)
         }

@@ -214,7 +214,7 @@ fn skipped(t: &crate::trace::Totals) -> String {
         s += &format!(", {} skipped (writer busy)", t.skipped_busy);
     }
     if t.failed > 0 {
-        s += &format!(", {} failed to write", t.failed);
+        s += &format!(", {} failed to write (first: {})", t.failed, t.first_error.as_deref().unwrap_or("?"));
     }
     if t.cut > 0 {
         s += &format!(", {} cut by the memory cap", t.cut);

@@ -43,6 +43,8 @@ pub struct Totals {
     pub peak_bytes: u64,
     pub cap_bytes: u64,
     pub largest_bytes: u64,
+    /// The first write that failed, and why.
+    pub first_error: Option<String>,
 }
 
 /// The memory cap per CPU, in MiB, as the start line says it.

@@ -38,6 +38,8 @@ pub struct Options {
     pub max_per_minute: u32,
     pub format: Format,
     pub passive: bool,
+    /// Say a write failure as it happens (false under the live screen).
+    pub announce: bool,
 }
 
 /// Events a CPU's ring holds at most: a power of two, so that its growth
@@ -93,7 +95,7 @@ impl FlightRecorder {
     /// Creates the directory (one clear error if it cannot be written) and
     /// starts the writer thread.
     pub fn new(opts: Options, cpus: &[usize]) -> Result<Self> {
-        let writer = Writer::start(&opts.dir, opts.format)?;
+        let writer = Writer::start(&opts.dir, opts.format, opts.announce)?;
         let cap = cap_events();
         Ok(FlightRecorder {
             cpus: cpus.iter().map(|&c| c as u32).collect(),
@@ -209,6 +211,7 @@ impl FlightRecorder {
         t.written = w.written;
         t.failed = w.failed;
         t.largest_bytes = w.largest_bytes;
+        t.first_error = w.first_error;
         t.dir = Some(self.opts.dir.display().to_string());
         t
     }
@@ -227,6 +230,7 @@ mod tests {
             max_per_minute,
             format: Format::Perfetto,
             passive: false,
+            announce: false,
         };
         FlightRecorder::new(opts, &[CPU as usize]).unwrap()
     }

@@ -92,11 +92,13 @@ pub enum Job {
     Built { trace: Trace, name: String },
 }
 
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct Written {
     pub written: u64,
     pub failed: u64,
     pub largest_bytes: u64,
+    /// The first failure, for the summary.
+    pub first_error: Option<String>,
 }
 
 pub struct Writer {
@@ -106,7 +108,9 @@ pub struct Writer {
 
 impl Writer {
     /// Creates `dir` if needed and checks that a file can be written there.
-    pub fn start(dir: &Path, format: Format) -> Result<Self> {
+    /// `announce`: say a failure on stderr as it happens (not under the
+    /// live screen).
+    pub fn start(dir: &Path, format: Format, announce: bool) -> Result<Self> {
         let existed = dir.exists();
         fs::create_dir_all(dir).with_context(|| format!("--trace-dir: cannot create {}", dir.display()))?;
         if !existed {
@@ -119,7 +123,7 @@ impl Writer {
         let dir = dir.to_path_buf();
         let thread = thread::Builder::new()
             .name("jw-traces".into())
-            .spawn(move || write_all(&rx, &dir, format))
+            .spawn(move || write_all(&rx, &dir, format, announce))
             .context("cannot start the trace writer thread")?;
         Ok(Writer { tx, thread })
     }
@@ -138,7 +142,7 @@ impl Writer {
     }
 }
 
-fn write_all(rx: &Receiver<Job>, dir: &Path, format: Format) -> Written {
+fn write_all(rx: &Receiver<Job>, dir: &Path, format: Format, announce: bool) -> Written {
     let mut w = Written::default();
     while let Ok(job) = rx.recv() {
         let (trace, name) = match job {
@@ -155,7 +159,12 @@ fn write_all(rx: &Receiver<Job>, dir: &Path, format: Format) -> Written {
             }
             Err(e) => {
                 if w.failed == 0 {
-                    say!("cannot write the trace {}: {e} (later failures are counted in the summary)", path.display());
+                    let msg = format!("cannot write the trace {}: {e}", crate::sanitize::visible(&path.display().to_string()));
+                    // Not over the live screen: the summary says it then.
+                    if announce {
+                        say!("{msg} (later failures are counted in the summary)");
+                    }
+                    w.first_error = Some(msg);
                 }
                 w.failed += 1;
             }
@@ -179,7 +188,7 @@ mod tests {
     #[test]
     fn traces_are_written_whole_and_counted() {
         let dir = tempfile::tempdir().unwrap();
-        let w = Writer::start(&dir.path().join("sub"), Format::Json).unwrap();
+        let w = Writer::start(&dir.path().join("sub"), Format::Json, false).unwrap();
         assert!(w.send(Job::Built { trace: Trace::default(), name: "a.json".into() }));
         let done = w.finish();
         assert_eq!((done.written, done.failed), (1, 0));
@@ -187,5 +196,17 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert!(v["traceEvents"].is_array());
         assert!(!dir.path().join("sub/a.json.part").exists());
+    }
+
+    #[test]
+    fn a_failed_write_is_counted_and_kept_for_the_summary() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = Writer::start(dir.path(), Format::Json, false).unwrap();
+        assert!(w.send(Job::Built { trace: Trace::default(), name: "gone/a.json".into() }));
+        assert!(w.send(Job::Built { trace: Trace::default(), name: "gone/b.json".into() }));
+        let done = w.finish();
+        assert_eq!((done.written, done.failed), (0, 2));
+        let e = done.first_error.unwrap();
+        assert!(e.starts_with("cannot write the trace") && e.contains("gone/a.json"), "{e}");
     }
 }
