@@ -35,8 +35,8 @@ pub const REORDER_NS: u64 = 1_000_000;
 const PROBE_WAKES: usize = 256;
 
 pub struct Engine {
-    /// CPU number → index into `timelines` (None: not watched).
-    slots: Vec<Option<usize>>,
+    /// CPU number → index into `timelines`.
+    slots: crate::slots::CpuSlots,
     timelines: Vec<Timeline>,
     pending: VecDeque<Interval>,
     /// Per timeline: the earliest end of its pending gaps (u64::MAX: none).
@@ -69,13 +69,8 @@ impl Engine {
     /// `start`: CLOCK_MONOTONIC ns when tracing began; `window`: segments
     /// each CPU keeps at most.
     pub fn new(cpus: &[usize], start: u64, window: usize, namer: Namer) -> Self {
-        let max = cpus.iter().copied().max().map_or(0, |m| m + 1);
-        let mut slots = vec![None; max];
-        for (i, &c) in cpus.iter().enumerate() {
-            slots[c] = Some(i);
-        }
         Self {
-            slots,
+            slots: crate::slots::CpuSlots::new(cpus),
             timelines: cpus.iter().map(|_| Timeline::new(start, window)).collect(),
             pending: VecDeque::with_capacity(4096),
             next_end: vec![u64::MAX; cpus.len()],
@@ -94,7 +89,7 @@ impl Engine {
     }
 
     fn slot(&self, cpu: u32) -> Option<usize> {
-        self.slots.get(cpu as usize).copied().flatten()
+        self.slots.get(cpu)
     }
 
     /// The wake-up probe's timer slack on `cpu`, ns.

@@ -64,30 +64,31 @@ pub fn packets(trace: &Trace) -> Vec<pb::TracePacket> {
     for e in super::order::events(trace) {
         let ev = match e {
             super::order::Event::Begin(s) => pb::TrackEvent {
-                r#type: Some(Type::SliceBegin as i32),
-                track_uuid: Some(s.track),
-                categories: vec![s.category.to_string()],
-                name_field: Some(NameField::Name(s.name.clone())),
-                debug_annotations: s.args.iter().map(annotation).collect(),
                 terminating_flow_ids: s.flow_in.into_iter().collect(),
-                ..Default::default()
+                ..named(Type::SliceBegin, s.track, s.category, &s.name, &s.args)
             },
             super::order::Event::End(s) => {
                 pb::TrackEvent { r#type: Some(Type::SliceEnd as i32), track_uuid: Some(s.track), ..Default::default() }
             }
-            super::order::Event::Instant(i) => pb::TrackEvent {
-                r#type: Some(Type::Instant as i32),
-                track_uuid: Some(i.track),
-                categories: vec![i.category.to_string()],
-                name_field: Some(NameField::Name(i.name.clone())),
-                debug_annotations: i.args.iter().map(annotation).collect(),
-                flow_ids: i.flow_out.into_iter().collect(),
-                ..Default::default()
-            },
+            super::order::Event::Instant(i) => {
+                pb::TrackEvent { flow_ids: i.flow_out.into_iter().collect(), ..named(Type::Instant, i.track, i.category, &i.name, &i.args) }
+            }
         };
         out.push(packet(Some(e.ts()), Data::TrackEvent(ev)));
     }
     out
+}
+
+/// A slice's begin or an instant: what both carry.
+fn named(kind: Type, track: u64, category: &str, name: &str, args: &[Arg]) -> pb::TrackEvent {
+    pb::TrackEvent {
+        r#type: Some(kind as i32),
+        track_uuid: Some(track),
+        categories: vec![category.to_string()],
+        name_field: Some(NameField::Name(name.to_string())),
+        debug_annotations: args.iter().map(annotation).collect(),
+        ..Default::default()
+    }
 }
 
 fn annotation(a: &Arg) -> pb::DebugAnnotation {

@@ -13,6 +13,7 @@ use anyhow::Result;
 use crate::engine::Namer;
 use crate::interval::Hiccup;
 use crate::record::Event;
+use crate::slots::CpuSlots;
 
 use super::build::{Builder, Mark};
 use super::ring::Ring;
@@ -42,11 +43,9 @@ pub struct Options {
     pub announce: bool,
 }
 
-/// Events a CPU's ring holds at most: a power of two, so that its growth
-/// by doubling stops exactly there (never above the cap in bytes).
+/// Events a CPU's ring holds at most.
 pub fn cap_events() -> usize {
-    let n = CAP_BYTES_PER_CPU / std::mem::size_of::<Event>();
-    1 << n.ilog2()
+    super::ring::events_within(CAP_BYTES_PER_CPU)
 }
 
 /// A trace to build: a CPU's events in `[from, to)` and its stalls.
@@ -81,6 +80,7 @@ struct Pending {
 pub struct FlightRecorder {
     opts: Options,
     cpus: Vec<u32>,
+    slots: CpuSlots,
     rings: Vec<Ring>,
     marks: Vec<VecDeque<Mark>>,
     thresholds: Vec<u64>,
@@ -99,6 +99,7 @@ impl FlightRecorder {
         let cap = cap_events();
         Ok(FlightRecorder {
             cpus: cpus.iter().map(|&c| c as u32).collect(),
+            slots: CpuSlots::new(cpus),
             rings: cpus.iter().map(|_| Ring::new(cap)).collect(),
             marks: cpus.iter().map(|_| VecDeque::with_capacity(MARKS)).collect(),
             thresholds: vec![0; cpus.len()],
@@ -111,7 +112,7 @@ impl FlightRecorder {
     }
 
     fn slot(&self, cpu: u32) -> Option<usize> {
-        self.cpus.iter().position(|&c| c == cpu)
+        self.slots.get(cpu)
     }
 
     /// The CPU's threshold, for the default `--trace-above`.

@@ -8,6 +8,12 @@ use std::collections::VecDeque;
 
 use crate::record::Event;
 
+/// Events that fit in `bytes`, rounded down to a power of two: a buffer
+/// grown by doubling then stops exactly there, never above `bytes`.
+pub fn events_within(bytes: usize) -> usize {
+    1 << (bytes / std::mem::size_of::<Event>()).ilog2()
+}
+
 pub struct Ring {
     events: VecDeque<Event>,
     cap: usize,

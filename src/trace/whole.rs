@@ -25,6 +25,7 @@ pub struct Whole {
     format: Format,
     passive: bool,
     cpus: Vec<u32>,
+    slots: crate::slots::CpuSlots,
     start: u64,
     events: Vec<Event>,
     cap: usize,
@@ -44,11 +45,6 @@ pub struct Recorded {
     pub cut_at: Option<u64>,
 }
 
-/// Events of `bytes` at most, a power of two (a doubling Vec stops there).
-fn cap_for(bytes: usize) -> usize {
-    1 << (bytes / std::mem::size_of::<Event>()).ilog2()
-}
-
 impl Whole {
     /// Checks now that `path` can be written (the run would be lost
     /// otherwise), recording from `start`.
@@ -60,9 +56,10 @@ impl Whole {
             format,
             passive,
             cpus: cpus.iter().map(|&c| c as u32).collect(),
+            slots: crate::slots::CpuSlots::new(cpus),
             start,
             events: Vec::new(),
-            cap: cap_for(RECORD_CAP_BYTES),
+            cap: super::ring::events_within(RECORD_CAP_BYTES),
             hiccups: Vec::new(),
             cut_at: None,
         })
@@ -82,7 +79,7 @@ impl Whole {
     }
 
     pub fn on_event(&mut self, ev: &Event) {
-        if self.cut_at.is_some() || !self.cpus.contains(&ev.cpu) {
+        if self.cut_at.is_some() || self.slots.get(ev.cpu).is_none() {
             return;
         }
         if self.events.len() == self.cap {
@@ -115,7 +112,7 @@ impl Whole {
         let mut trace = b.finish();
         trace.clocks = Some(super::model::clocks_now());
         let bytes = self.format.encode(&trace);
-        super::writer::write_whole(&self.path, &bytes).with_context(|| format!("--record: cannot write {}", self.path.display()))?;
+        crate::output::write_whole(&self.path, &bytes).with_context(|| format!("--record: cannot write {}", self.path.display()))?;
         Ok(Recorded {
             path: self.path.display().to_string(),
             events: self.events.len() as u64,

@@ -46,11 +46,6 @@ impl Format {
     }
 }
 
-/// Writes a trace file whole (see `output::write_whole`).
-pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    crate::output::write_whole(path, bytes)
-}
-
 /// `<UTC time>-cpu<N>-<gap>us.<ext>`: sorted by time in a listing; the
 /// time to the µs, from the stall's CLOCK_MONOTONIC time.
 pub fn file_name(cpu: u32, t0: u64, gap: u64, format: Format) -> String {
@@ -152,7 +147,7 @@ fn write_all(rx: &Receiver<Job>, dir: &Path, format: Format, announce: bool) -> 
         };
         let bytes = format.encode(&trace);
         let path = dir.join(&name);
-        match write_whole(&path, &bytes) {
+        match crate::output::write_whole(&path, &bytes) {
             Ok(()) => {
                 w.written += 1;
                 w.largest_bytes = w.largest_bytes.max(bytes.len() as u64);
