@@ -171,6 +171,13 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], ka
     let mut drain = Drain::new(engine, Stats::new(&cfg.cpus, attach_ns), std::mem::take(&mut cfg.sinks), attach_ns, passive);
     drain.metrics = cfg.metrics.take().map(|(slot, top, mode)| crate::metrics::Exporter::new(&cfg.cpus, top, mode, slot, attach_ns));
     drain.recorder = cfg.recorder.take();
+    if let Some(r) = drain.recorder.as_mut() {
+        let shared: Vec<Arc<ProbeShared>> = probes.to_vec();
+        r.read_thresholds(move |cpu| match passive_threshold {
+            Some(thr) => thr,
+            None => shared.iter().find(|p| p.cpu == cpu).map_or(0, |p| p.threshold_ns.load(Relaxed)),
+        });
+    }
     drain.whole = cfg.whole.take().map(|w| w.starting_at(attach_ns));
     drain.stop_above = cfg.stop_above;
     let mut stop_asked = false;
@@ -202,14 +209,6 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], ka
             // let records stamped before that be committed.
             tracer.unwatch()?;
             thread::sleep(Duration::from_nanos(MARGIN_NS));
-        }
-        if let Some(r) = drain.recorder.as_mut() {
-            for p in probes {
-                r.set_threshold(p.cpu, p.threshold_ns.load(Relaxed));
-            }
-            if let Some(thr) = passive_threshold {
-                cfg.cpus.iter().for_each(|&c| r.set_threshold(c as u32, thr));
-            }
         }
         let now = now_ns();
         let seen = drain.step(&mut ring, &Probes(probes), now, last)?;

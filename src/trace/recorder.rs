@@ -83,7 +83,9 @@ pub struct FlightRecorder {
     slots: CpuSlots,
     rings: Vec<Ring>,
     marks: Vec<VecDeque<Mark>>,
-    thresholds: Vec<u64>,
+    /// Each CPU's threshold as its source keeps it, for the default
+    /// `--trace-above` (read when a stall comes, never copied).
+    threshold_of: Box<dyn Fn(u32) -> u64 + Send>,
     pending: Vec<Pending>,
     /// When the traces of the last minute were taken (their stalls' times).
     taken: VecDeque<u64>,
@@ -102,7 +104,7 @@ impl FlightRecorder {
             slots: CpuSlots::new(cpus),
             rings: cpus.iter().map(|_| Ring::new(cap)).collect(),
             marks: cpus.iter().map(|_| VecDeque::with_capacity(MARKS)).collect(),
-            thresholds: vec![0; cpus.len()],
+            threshold_of: Box::new(|_| 0),
             pending: Vec::new(),
             taken: VecDeque::new(),
             totals: Totals { cap_bytes: (cap * std::mem::size_of::<Event>()) as u64, ..Totals::default() },
@@ -115,11 +117,9 @@ impl FlightRecorder {
         self.slots.get(cpu)
     }
 
-    /// The CPU's threshold, for the default `--trace-above`.
-    pub fn set_threshold(&mut self, cpu: u32, ns: u64) {
-        if let Some(i) = self.slot(cpu) {
-            self.thresholds[i] = ns;
-        }
+    /// Where each CPU's threshold is read (the probes', or passive mode's).
+    pub fn read_thresholds(&mut self, f: impl Fn(u32) -> u64 + Send + 'static) {
+        self.threshold_of = Box::new(f);
     }
 
     pub fn on_event(&mut self, ev: &Event) {
@@ -137,7 +137,7 @@ impl FlightRecorder {
             m.pop_front();
         }
         m.push_back(Mark { t0: h.t0, t1: h.t0 + h.gap });
-        let above = self.opts.above_ns.unwrap_or(ABOVE_THRESHOLDS * self.thresholds[i]);
+        let above = self.opts.above_ns.unwrap_or_else(|| ABOVE_THRESHOLDS * (self.threshold_of)(h.cpu));
         if !force && (above == 0 || h.gap < above) {
             return;
         }
@@ -285,6 +285,21 @@ mod tests {
         r.flush(u64::MAX, true, &mut n);
         let t = r.finish();
         assert_eq!((t.triggered, t.written, t.skipped_rate), (7, 4, 3));
+    }
+
+    #[test]
+    fn by_default_ten_times_the_threshold_as_its_source_keeps_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = recorder(dir.path(), 10);
+        r.opts.above_ns = None;
+        let mut small = stall();
+        small.gap = 999_999;
+        r.on_hiccup(&stall(), false);
+        assert_eq!(r.totals.triggered, 0, "no threshold known yet: nothing traced");
+        r.read_thresholds(|cpu| if cpu == CPU { 100_000 } else { 0 });
+        r.on_hiccup(&small, false);
+        r.on_hiccup(&stall(), false);
+        assert_eq!(r.totals.triggered, 1, "2 ms is over 10 × 100 µs, 0.99 ms is not");
     }
 
     #[test]
