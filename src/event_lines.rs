@@ -200,7 +200,8 @@ mod tests {
 
     #[test]
     fn lines_name_things_and_time_exits() {
-        let mut p = Printer::new(Namer::new(Kallsyms::parse("ffffffff81001000 t refresh_vm_stats\n")));
+        let mut p =
+            Printer::new(Namer::new(Kallsyms::parse("ffffffff81001000 t refresh_vm_stats\n"), crate::engine::IdleStates::default()));
         let mut comm = [0u8; 16];
         comm[..8].copy_from_slice(b"bad\x1b[2Jx");
         let t = Task { pid: 7, tgid: 7, prio: 120, comm };

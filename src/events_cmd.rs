@@ -17,7 +17,6 @@ use std::path::Path;
 use crate::bpf::Tracer;
 use crate::cli::EventsFormat;
 use crate::clock::now_ns;
-use crate::engine::Namer;
 use crate::event_lines::Printer;
 use crate::record::Event;
 use crate::trace::{Format, Whole};
@@ -41,7 +40,7 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
     let tracer = Tracer::attach(&mut storage, &prep.cpus, false, false, true, true)?;
     startup::say_missing(&tracer.missing);
     let out = RefCell::new(BufWriter::with_capacity(1 << 16, std::io::stdout().lock()));
-    let printer = RefCell::new(Printer::new(Namer::new(prep.kallsyms)));
+    let printer = RefCell::new(Printer::new(prep.namer));
     let failed = RefCell::new(None);
     let count = std::cell::Cell::new(0u64);
     let rb = tracer.ring_buffer(|data| {

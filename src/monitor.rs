@@ -118,7 +118,7 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
             stop_above: args.stop_above,
         },
         probes.shared(),
-        prep.kallsyms,
+        prep.namer,
         ready_tx,
     )?;
     match ready_rx.recv() {

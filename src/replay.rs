@@ -15,7 +15,7 @@ use anyhow::{bail, Result};
 
 use crate::bpf::types::{jw_event, jw_func, jw_irq, jw_kind, jw_payload, jw_switch, jw_vector};
 use crate::collector::{Drain, EventSource, IntervalSource};
-use crate::engine::{Engine, Namer};
+use crate::engine::{Engine, IdleStates, Namer};
 use crate::interval::{Interval, Source};
 use crate::kallsyms::Kallsyms;
 use crate::record::{c_comm as comm, Event};
@@ -233,7 +233,7 @@ fn replay(cpus: usize, events: u64) -> Result<Replayed> {
     let cycles = (events / replay.per_cycle as u64).max(1);
     let list: Vec<usize> = (0..cpus).collect();
     let cpu0 = crate::clock::thread_cpu_ns();
-    let mut engine = Engine::new(&list, start, crate::collector::WINDOW, Namer::new(Kallsyms::parse(SYMBOLS)));
+    let mut engine = Engine::new(&list, start, crate::collector::WINDOW, Namer::new(Kallsyms::parse(SYMBOLS), IdleStates::default()));
     for cpu in 0..cpus as u32 {
         // As the collector does: the probe's own time is never a cause.
         engine.set_probe_tids(cpu, &[PROBE_TID + cpu]);

@@ -10,13 +10,16 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::cpulock::{self, CpuLocks};
+use crate::engine::{IdleStates, Namer};
 use crate::kallsyms::Kallsyms;
 use crate::{checks, cpulist, sys};
 
 pub struct Prepared {
     pub cpus: Vec<usize>,
     pub housekeeping: Vec<usize>,
-    pub kallsyms: Kallsyms,
+    /// The kernel's symbols and idle states, read once here: the host facts
+    /// the engine names causes with.
+    pub namer: Namer,
     /// The watched CPUs' locks, when the command spins on them.
     pub locks: Option<CpuLocks>,
 }
@@ -37,8 +40,9 @@ pub fn prepare(cpus_arg: Option<&str>, own: bool) -> Result<Prepared> {
     }
     sys::pin_to(&housekeeping).context("cannot pin jitterwatch to the unwatched CPUs")?;
     // Without it every function shows as an address: degraded, not fatal.
-    let kallsyms = Kallsyms::load(Path::new("/proc/kallsyms")).unwrap_or_else(|_| Kallsyms::empty());
-    Ok(Prepared { cpus, housekeeping, kallsyms, locks })
+    let kallsyms = Kallsyms::load(&root.join("proc/kallsyms")).unwrap_or_else(|_| Kallsyms::empty());
+    let namer = Namer::new(kallsyms, IdleStates::read(root));
+    Ok(Prepared { cpus, housekeeping, namer, locks })
 }
 
 /// Says once which tracepoints this kernel lacks (their programs were not

@@ -20,7 +20,6 @@ use crate::bpf::Tracer;
 use crate::clock::{now_ns, thread_cpu_ns};
 use crate::engine::{Engine, Namer};
 use crate::interval::Interval;
-use crate::kallsyms::Kallsyms;
 use crate::passive::Tracker;
 use crate::probe::ProbeShared;
 use crate::snapshot::Snapshot;
@@ -83,7 +82,7 @@ impl Collector {
     /// Starts the collector. It reports on `ready` once attached (or
     /// failed), runs until told to stop (or until every command sender is
     /// gone), and returns the final aggregates.
-    pub fn spawn(cfg: Config, probes: Vec<Arc<ProbeShared>>, kallsyms: Kallsyms, ready: mpsc::Sender<Ready>) -> Result<Self> {
+    pub fn spawn(cfg: Config, probes: Vec<Arc<ProbeShared>>, namer: Namer, ready: mpsc::Sender<Ready>) -> Result<Self> {
         let (commands, rx) = mpsc::channel();
         // The wake-up probe's own wake-ups say when its timer woke it.
         let wakeups = cfg.passive.is_some() || probes.iter().any(|p| p.wake.is_some());
@@ -109,7 +108,7 @@ impl Collector {
                     }
                 };
                 let _ = ready.send(Ok(tracer.missing.clone()));
-                let r = collect(&tracer, cfg, &probes, kallsyms, &rx);
+                let r = collect(&tracer, cfg, &probes, namer, &rx);
                 drop(stats_fd);
                 r
             })
@@ -154,9 +153,9 @@ impl IntervalSource for Probes<'_> {
     }
 }
 
-fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], kallsyms: Kallsyms, rx: &Receiver<Command>) -> Result<Stats> {
+fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], namer: Namer, rx: &Receiver<Command>) -> Result<Stats> {
     let attach_ns = now_ns();
-    let mut engine = Engine::new(&cfg.cpus, attach_ns, WINDOW, Namer::new(kallsyms));
+    let mut engine = Engine::new(&cfg.cpus, attach_ns, WINDOW, namer);
     for p in probes {
         engine.set_probe_tids(p.cpu, &[p.tid.load(Relaxed)]);
         if let Some(w) = &p.wake {

@@ -18,7 +18,7 @@ use crate::cause::Cause;
 use crate::interval::{Hiccup, Interval, Source};
 use crate::record::{Event, OriginKind, Payload, Vector};
 
-pub use namer::Namer;
+pub use namer::{IdleStates, Namer};
 pub use origins::{Origin, Sender};
 pub use steal::StealTotals;
 pub use timeline::Context;

@@ -4,6 +4,7 @@
 //! hiccup costs lookups, not symbol searches.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::cause::{Cause, Symbol};
@@ -17,20 +18,27 @@ const CACHE_MAX: usize = 100_000;
 pub struct Namer {
     /// Shared with the namers forked for other threads (the trace writer).
     kallsyms: Arc<Kallsyms>,
+    /// The cpuidle driver's state names, read once at start by the caller.
+    idle: Arc<IdleStates>,
     /// The one map of IRQ numbers to their action names (raw bytes).
     irq_names: HashMap<i32, Arc<[u8]>>,
     cache: HashMap<Context, Cause>,
 }
 
 impl Namer {
-    pub fn new(kallsyms: Kallsyms) -> Self {
-        Self { kallsyms: Arc::new(kallsyms), irq_names: HashMap::new(), cache: HashMap::new() }
+    pub fn new(kallsyms: Kallsyms, idle: IdleStates) -> Self {
+        Self { kallsyms: Arc::new(kallsyms), idle: Arc::new(idle), irq_names: HashMap::new(), cache: HashMap::new() }
     }
 
     /// A namer for another thread: the same symbols (shared) and the IRQ
     /// names known so far, its own cache.
     pub fn fork(&self) -> Self {
-        Self { kallsyms: Arc::clone(&self.kallsyms), irq_names: self.irq_names.clone(), cache: HashMap::new() }
+        Self {
+            kallsyms: Arc::clone(&self.kallsyms),
+            idle: Arc::clone(&self.idle),
+            irq_names: self.irq_names.clone(),
+            cache: HashMap::new(),
+        }
     }
 
     /// Remembers an IRQ's action name (seen on irq_handler_entry). Allocates
@@ -74,7 +82,7 @@ impl Namer {
             Context::Vector(v) => Cause::Vector(v),
             Context::Csd(f) => Cause::Csd(self.symbol(f)),
             Context::Nmi(f) => Cause::Nmi(self.symbol(f)),
-            Context::Idle(state) => Cause::Idle(Symbol::from(idle_state_name(state))),
+            Context::Idle(state) => Cause::Idle(Symbol::from(self.idle.name(state))),
             Context::Others(k) => Cause::Others(k),
             Context::Lost => Cause::Lost,
             Context::Probe | Context::Unknown => unreachable!("unexplained, handled above"),
@@ -87,25 +95,37 @@ impl Namer {
     }
 }
 
-/// An idle state's name: the cpuidle driver's (`/sys/devices/system/cpu/
-/// cpu0/cpuidle/stateN/name`: `POLL`, `C1`, `C6`…); without a driver the
-/// kernel reports 0 for polling and 1 for its default idle (HLT on x86).
-fn idle_state_name(state: u32) -> String {
-    if state == crate::record::IDLE_EXIT {
-        return "(state not seen)".to_string();
+/// The names of the cpuidle driver's states, by index
+/// (`/sys/devices/system/cpu/cpu0/cpuidle/stateN/name`: `POLL`, `C1`,
+/// `C6`…). A host fact: read by [`IdleStates::read`] at start, given as a
+/// value to everything else (tests give their own).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IdleStates(Vec<String>);
+
+impl IdleStates {
+    /// The driver's names under `root` (`/` in production); none when the
+    /// machine has no cpuidle driver.
+    pub fn read(root: &Path) -> Self {
+        let dir = root.join("sys/devices/system/cpu/cpu0/cpuidle");
+        Self::new((0..32).map_while(|i| std::fs::read_to_string(dir.join(format!("state{i}/name"))).ok()))
     }
-    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    let names = NAMES.get_or_init(|| {
-        (0..32)
-            .map_while(|i| std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu0/cpuidle/state{i}/name")).ok())
-            .map(|n| crate::sanitize::visible(n.trim()).into_owned())
-            .collect()
-    });
-    match (names.get(state as usize), state) {
-        (Some(n), _) => n.clone(),
-        (None, 0) => "poll".to_string(),
-        (None, 1) => "halt (default idle)".to_string(),
-        (None, n) => format!("state {n}"),
+
+    pub fn new<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Self {
+        Self(names.into_iter().map(|n| crate::sanitize::visible(n.as_ref().trim()).into_owned()).collect())
+    }
+
+    /// State `state`'s name; without a driver the kernel reports 0 for
+    /// polling and 1 for its default idle (HLT on x86).
+    pub fn name(&self, state: u32) -> String {
+        if state == crate::record::IDLE_EXIT {
+            return "(state not seen)".to_string();
+        }
+        match (self.0.get(state as usize), state) {
+            (Some(n), _) => n.clone(),
+            (None, 0) => "poll".to_string(),
+            (None, 1) => "halt (default idle)".to_string(),
+            (None, n) => format!("state {n}"),
+        }
     }
 }
 
@@ -118,7 +138,7 @@ mod tests {
     #[test]
     fn resolves_each_context() {
         let k = Kallsyms::parse("ffffffff81001000 t vmstat_update\nffffffff81002000 t tick_nohz_handler\n");
-        let mut n = Namer::new(k);
+        let mut n = Namer::new(k, IdleStates::default());
         n.note_irq(24, b"virtio0-input.0\0junk");
         let label = |n: &mut Namer, c| n.cause(c).label();
         assert_eq!(label(&mut n, Context::Task { pid: 412, comm: comm(b"kworker/6:1") }), "task:kworker/6:1[412]");
@@ -132,5 +152,25 @@ mod tests {
         assert_eq!(n.cause(Context::Probe), Cause::Unexplained);
         n.note_irq(24, b"renamed\0");
         assert_eq!(label(&mut n, Context::Irq(24)), "irq:24:renamed");
+    }
+
+    #[test]
+    fn idle_states_are_named_by_the_driver_given() {
+        let none = IdleStates::default();
+        assert_eq!(none.name(0), "poll");
+        assert_eq!(none.name(1), "halt (default idle)");
+        assert_eq!(none.name(4), "state 4");
+        let haltpoll = IdleStates::new(["POLL\n", "haltpoll idle\n"]);
+        assert_eq!(haltpoll.name(1), "haltpoll idle");
+        let hostile = IdleStates::new(["C1\x1b[2J"]);
+        assert_eq!(hostile.name(0), "C1\\x1b[2J");
+        let d = tempfile::tempdir().unwrap();
+        for (i, n) in ["POLL", "C1", "C6"].iter().enumerate() {
+            let s = d.path().join(format!("sys/devices/system/cpu/cpu0/cpuidle/state{i}"));
+            std::fs::create_dir_all(&s).unwrap();
+            std::fs::write(s.join("name"), format!("{n}\n")).unwrap();
+        }
+        assert_eq!(IdleStates::read(d.path()), IdleStates::new(["POLL", "C1", "C6"]));
+        assert_eq!(IdleStates::read(&d.path().join("nothing")), IdleStates::default());
     }
 }

@@ -5,7 +5,7 @@
 use std::fs;
 
 use super::*;
-use crate::engine::{Engine, Namer};
+use crate::engine::{Engine, IdleStates, Namer};
 use crate::interval::{Hiccup, Interval, Source};
 use crate::kallsyms::Kallsyms;
 use crate::record::{Event, Payload, Task, Vector};
@@ -43,7 +43,7 @@ fn irq(ts: u64, entry: bool) -> Event {
 /// drain does, and returns every hiccup as (source, victim tid, causes).
 fn run(events: &[Event], threshold: u64) -> (Vec<(Source, u32, Vec<String>)>, Tracker) {
     let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2, 3], threshold);
-    let mut engine = Engine::new(&[2, 3], 0, 1024, Namer::new(Kallsyms::empty()));
+    let mut engine = Engine::new(&[2, 3], 0, 1024, Namer::new(Kallsyms::empty(), IdleStates::default()));
     for e in events {
         tracker.on_event(e, &mut |iv| engine.on_interval(iv));
         engine.on_event(e);
@@ -169,7 +169,7 @@ fn probe_and_passive_modes_agree_on_causes() {
         switch(300 * US, hog, app(), 1),
     ];
     let (passive, _) = run(&evs, US);
-    let mut engine = Engine::new(&[3], 0, 1024, Namer::new(Kallsyms::empty()));
+    let mut engine = Engine::new(&[3], 0, 1024, Namer::new(Kallsyms::empty(), IdleStates::default()));
     engine.set_probe_tids(CPU, &[APP]);
     engine.on_interval(Interval { cpu: CPU, t0: 100 * US, t1: 300 * US, source: Source::Probe, victim: None, smis: 0 });
     for e in &evs {

@@ -7,7 +7,7 @@ use super::build::{Builder, Mark};
 use super::model::{Trace, Value};
 use super::writer::Format;
 use crate::cause::Cause;
-use crate::engine::Namer;
+use crate::engine::{IdleStates, Namer};
 use crate::interval::{hiccup, Hiccup};
 use crate::kallsyms::Kallsyms;
 use crate::perfetto_proto as pb;
@@ -19,7 +19,7 @@ const CSD_FN: u64 = 0xffff_ffff_8100_2000;
 const SYMS: &str = "ffffffff81001000 t vmstat_update\nffffffff81002000 t flush_tlb_func\n";
 
 pub(super) fn namer() -> Namer {
-    Namer::new(Kallsyms::parse(SYMS))
+    Namer::new(Kallsyms::parse(SYMS), IdleStates::default())
 }
 
 pub(super) fn task(pid: u32, name: &str) -> Task {
@@ -301,8 +301,8 @@ fn a_switch_out_of_idle_not_seen_is_placed_by_the_run_time() {
     let sh_s = slices.iter().filter(|s| s.name == "sh[7]").max_by_key(|s| s.start).unwrap();
     assert_eq!((sh_s.start, sh_s.end), (6_500, 7_000), "starts after the tick it would have cut");
     assert_eq!(ticks[1].parent.as_deref(), Some("swapper/1[0]"));
-    // Named by the machine's cpuidle driver, whatever it calls state 1.
-    let idle_s = slices.iter().find(|s| s.name.starts_with("idle:")).expect("the idle state's slice");
+    // Named as the tests' namer has it: no cpuidle driver, state 1 is HLT.
+    let idle_s = slices.iter().find(|s| s.name == "idle:halt (default idle)").expect("the idle state's slice");
     assert_eq!(idle_s.parent.as_deref(), Some("swapper/1[0]"));
 }
 

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use super::*;
 use crate::cause::comm;
-use crate::engine::Namer;
+use crate::engine::{IdleStates, Namer};
 use crate::interval::Source;
 use crate::kallsyms::Kallsyms;
 use crate::record::{Payload, Task};
@@ -58,7 +58,7 @@ fn switch(ts: u64, prev: Task, next: Task) -> Event {
 }
 
 fn drain() -> Drain {
-    let mut e = Engine::new(&[CPU as usize], 0, 1 << 16, Namer::new(Kallsyms::empty()));
+    let mut e = Engine::new(&[CPU as usize], 0, 1 << 16, Namer::new(Kallsyms::empty(), IdleStates::default()));
     e.set_probe_tids(CPU, &[PROBE]);
     Drain::new(e, Stats::new(&[CPU as usize], 0), Vec::new(), 0, None)
 }

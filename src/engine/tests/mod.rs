@@ -48,7 +48,7 @@ fn engine() -> Engine {
 
 /// An engine whose timeline keeps at most `window` segments.
 fn engine_with_window(window: usize) -> Engine {
-    let mut e = Engine::new(&[CPU as usize], 0, window, Namer::new(Kallsyms::parse(SYMS)));
+    let mut e = Engine::new(&[CPU as usize], 0, window, Namer::new(Kallsyms::parse(SYMS), IdleStates::default()));
     e.set_probe_tids(CPU, &[PROBE]);
     e
 }

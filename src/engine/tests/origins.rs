@@ -11,7 +11,7 @@ const CALLSITE: u64 = 0xffff_ffff_8100_5000;
 
 fn origins_engine(cpus: &[usize]) -> Engine {
     let syms = format!("{SYMS}ffffffff81004000 t flush_tlb_func\nffffffff81005000 t flush_tlb_mm_range\n");
-    let mut e = Engine::new(cpus, 0, 1024, Namer::new(Kallsyms::parse(&syms)));
+    let mut e = Engine::new(cpus, 0, 1024, Namer::new(Kallsyms::parse(&syms), IdleStates::default()));
     for &c in cpus {
         e.set_probe_tids(c as u32, &[PROBE]);
     }

@@ -9,7 +9,7 @@ const US: u64 = 1_000;
 
 fn wakeup_engine(slack: u64) -> Engine {
     let syms = format!("{SYMS}ffffffff81003000 t hrtimer_wakeup\n");
-    let mut e = Engine::new(&[CPU as usize], 0, 1024, Namer::new(Kallsyms::parse(&syms)));
+    let mut e = Engine::new(&[CPU as usize], 0, 1024, Namer::new(Kallsyms::parse(&syms), IdleStates::default()));
     e.set_probe_tids(CPU, &[PROBE]);
     e.set_probe_slack(CPU, slack);
     e
