@@ -5,6 +5,7 @@ mod bench;
 mod build;
 mod deps;
 mod dist;
+mod hermetic;
 mod lint;
 mod proc;
 mod run;
@@ -49,6 +50,8 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The unit tests again on made-up hosts (another cpuidle driver or none, 256 or 1 CPUs, another uid), as root.
+    Hermetic,
     /// cargo fmt --check and cargo clippy --all-targets -D warnings, alone.
     Lint,
     /// Regenerate bpf/vmlinux.h from /sys/kernel/btf/vmlinux.
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Run { args } => run::run(&args),
         Command::Test { args } => test_cmd::run(&args),
         Command::Lint => lint::run(),
+        Command::Hermetic => hermetic::run(),
         Command::Vmlinux => vmlinux::run(),
         Command::Dist { check } => dist::run(check),
     };

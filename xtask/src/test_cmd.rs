@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 
-use crate::{deps, dist, lint, proc};
+use crate::{deps, dist, hermetic, lint, proc, vmtest};
 
 const CARGO_TEST: &[&str] = &["test", "--workspace", "--all-targets"];
 
@@ -62,10 +62,15 @@ pub fn run(test_args: &[String]) -> Result<()> {
     if !st.success() {
         bail!("tests failed ({}) after {secs:.1}s; {} skipped", proc::describe(st), skipped.len());
     }
-    // The package for production machines, built and checked as a user
-    // would install it (only with the whole suite: a filter skips it).
+    // Only with the whole suite (a filter skips them): the unit tests
+    // again on made-up hosts, then the package for production machines,
+    // built and checked as a user would install it.
     if test_args.is_empty() {
+        hermetic::run()?;
         dist::run(true)?;
+        // That binary on a stock kernel it was not built on: Debian 12's
+        // 6.1, tuned, in one VM (the whole matrix: `cargo xtask vmtest`).
+        vmtest::run(&vmtest::Options::for_test())?;
     }
     let secs = start.elapsed().as_secs_f64();
     match skipped.len() {
