@@ -11,10 +11,29 @@ use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
+/// The one check for a path jitterwatch writes at (a file or the trace
+/// directory): a symbolic link as its last component is refused, because
+/// anyone can plant one in /tmp pointing at what root owns. `what` names
+/// the path in the error ("the CSV", "--trace-dir").
+pub fn refuse_link(path: &Path, what: &str) -> io::Result<()> {
+    match path.symlink_metadata() {
+        Ok(m) if m.file_type().is_symlink() => Err(link_refused(path, what)),
+        _ => Ok(()),
+    }
+}
+
+fn link_refused(path: &Path, what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("cannot write {what} {}: it is a symbolic link (refused: write to the real path)", path.display()),
+    )
+}
+
 /// Opens `path` for writing from the start, as described above; `what`
 /// names it in errors ("the CSV").
 pub fn create(path: &Path, what: &str) -> io::Result<File> {
     let fail = |e: io::Error, why: &str| io::Error::new(e.kind(), format!("cannot write {what} {}: {why}", path.display()));
+    refuse_link(path, what)?;
     let existed = path.symlink_metadata().is_ok();
     let f = OpenOptions::new()
         .write(true)
@@ -23,7 +42,8 @@ pub fn create(path: &Path, what: &str) -> io::Result<File> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => fail(e, "it is a symbolic link (refused: write to the real path)"),
+            // A link planted after the check above.
+            Some(libc::ELOOP) => link_refused(path, what),
             _ => {
                 let why = e.to_string();
                 fail(e, &why)

@@ -140,26 +140,32 @@ fn sigquit_stops_like_sigterm() {
     read_csv(&csv);
 }
 
-/// A symlink planted where the CSV goes (as `nobody` could in /tmp) is
-/// refused with one line, and the file it points to is untouched.
+/// A symlink planted where the CSV or the trace directory goes (as
+/// `nobody` could in /tmp) is refused with the same one line, and what it
+/// points to is untouched.
 #[test]
-fn a_planted_symlink_for_the_csv_is_refused() {
-    if !require_root_btf("a_planted_symlink_for_the_csv_is_refused") {
+fn a_planted_symlink_for_the_csv_or_the_trace_dir_is_refused() {
+    if !require_root_btf("a_planted_symlink_for_the_csv_or_the_trace_dir_is_refused") {
         return;
     }
     let _g = lock();
     let dir = tempfile::tempdir().unwrap();
     let precious = dir.path().join("precious");
     std::fs::write(&precious, "root's file\n").unwrap();
-    let csv = dir.path().join("out.csv");
-    std::os::unix::fs::symlink(&precious, &csv).unwrap();
+    let roots_dir = dir.path().join("roots-dir");
+    std::fs::create_dir(&roots_dir).unwrap();
     let cpu = last_cpu().to_string();
-    let (status, _, err) =
-        run_bin(&["--cpus", &cpu, "--no-tui", "--duration", "1s", "--csv", csv.to_str().unwrap()], Duration::from_secs(20));
-    assert!(!status.success(), "a symlinked CSV was accepted: {err}");
-    assert!(err.contains("symbolic link"), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "not one line: {err}");
+    for (flag, target) in [("--csv", &precious), ("--trace-dir", &roots_dir)] {
+        let link = dir.path().join(format!("planted{flag}"));
+        std::os::unix::fs::symlink(target, &link).unwrap();
+        let (status, _, err) =
+            run_bin(&["--cpus", &cpu, "--no-tui", "--duration", "1s", flag, link.to_str().unwrap()], Duration::from_secs(20));
+        assert!(!status.success(), "a symlinked {flag} was accepted: {err}");
+        assert!(err.contains("is a symbolic link (refused: write to the real path)"), "{flag}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "not one line: {err}");
+    }
     assert_eq!(std::fs::read_to_string(&precious).unwrap(), "root's file\n");
+    assert_eq!(std::fs::read_dir(&roots_dir).unwrap().count(), 0, "something was written through the link");
 }
 
 /// Any user can name a thread `jw-probe-N`: that blocks nothing. Two

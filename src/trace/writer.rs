@@ -106,8 +106,11 @@ impl Writer {
     /// `announce`: say a failure on stderr as it happens (not under the
     /// live screen).
     pub fn start(dir: &Path, format: Format, announce: bool) -> Result<Self> {
+        crate::output::refuse_link(dir, "--trace-dir")?;
         let existed = dir.exists();
         fs::create_dir_all(dir).with_context(|| format!("--trace-dir: cannot create {}", dir.display()))?;
+        // Again: a link planted between the check and the creation.
+        crate::output::refuse_link(dir, "--trace-dir")?;
         if !existed {
             crate::output::give_dir_to_sudo_user(dir);
         }
@@ -178,6 +181,32 @@ mod tests {
         // 2026-11-23 16:03:12.345678 UTC
         assert_eq!(utc(1_795_449_792_345_678_901), "20261123T160312.345678Z");
         assert_eq!(utc(951_782_400_000_000_000), "20000229T000000.000000Z", "a leap day");
+    }
+
+    /// A link planted where the directory would be (in /tmp, by another
+    /// user) is refused with the CSV's words, and nothing is made through it.
+    #[test]
+    fn a_trace_dir_that_is_a_link_is_refused_like_the_csv() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("roots-own");
+        std::fs::create_dir(&target).unwrap();
+        let sym = d.path().join("traces");
+        std::os::unix::fs::symlink(&target, &sym).unwrap();
+        let e = Writer::start(&sym, Format::Json, false).err().expect("refused");
+        assert_eq!(
+            e.to_string(),
+            format!("cannot write --trace-dir {}: it is a symbolic link (refused: write to the real path)", sym.display())
+        );
+        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "nothing written through the link");
+        let dangling = d.path().join("dangling");
+        std::os::unix::fs::symlink(d.path().join("not-yet"), &dangling).unwrap();
+        assert!(Writer::start(&dangling, Format::Json, false).is_err());
+        assert!(!d.path().join("not-yet").exists(), "no directory made through the link");
+        let csv = crate::output::create(&sym, "the CSV").unwrap_err();
+        assert_eq!(
+            csv.to_string(),
+            format!("cannot write the CSV {}: it is a symbolic link (refused: write to the real path)", sym.display())
+        );
     }
 
     #[test]
