@@ -115,7 +115,10 @@ fn an_unwritable_stderr_costs_nothing() {
     serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON summary");
     let raw = std::fs::read(&csv).unwrap();
     assert!(raw.starts_with(b"time_ns,") && raw.ends_with(b"\n"), "CSV incomplete: {} bytes", raw.len());
-    read_csv(&csv);
+    // Rows, not a header alone: every tick (HZ >= 100) passes the default
+    // threshold of a few loop floors (about 1500 rows in 1 s here).
+    let rows = read_csv(&csv);
+    assert!(rows.len() >= 50, "{} rows in 1 s: the CSV was not written", rows.len());
 }
 
 /// SIGQUIT stops the run like SIGTERM: no core, the CSV ends on a whole row.
@@ -137,7 +140,10 @@ fn sigquit_stops_like_sigterm() {
     assert!(t.elapsed() < Duration::from_secs(3), "took {:?} to stop", t.elapsed());
     assert!(String::from_utf8_lossy(&out.stdout).contains("hiccups"), "no summary");
     assert!(std::fs::read(&csv).unwrap().ends_with(b"\n"));
-    read_csv(&csv);
+    // Whole rows, not a header alone: every tick (HZ >= 100) passes the
+    // default threshold (about 1900 rows in 1.5 s here).
+    let rows = read_csv(&csv);
+    assert!(rows.len() >= 50, "{} rows in 1.5 s at the default threshold", rows.len());
 }
 
 /// A symlink planted where the CSV or the trace directory goes (as
@@ -267,6 +273,10 @@ fn a_watched_cpu_going_offline_ends_the_run_cleanly() {
     assert!(v["notes"].to_string().contains("went offline"), "{v}");
     // No row from after the CPU left (the gap spanning the move included).
     let rows = read_csv(&csv);
+    // Rows from before it left (every tick passes the default threshold:
+    // thousands here), or nothing was checked.
+    let before = rows.iter().filter(|r| r.time_ns < off_at).count();
+    assert!(before >= 50, "{before} rows from the 1.5 s before the CPU went offline: nothing was checked");
     let late: Vec<_> = rows.iter().filter(|r| r.time_ns + r.gap_ns > off_at + 1_000_000_000).collect();
     assert!(late.is_empty(), "{} rows end well after the CPU went offline", late.len());
 }

@@ -202,7 +202,11 @@ fn the_watched_process_exiting_ends_the_run_cleanly() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
     assert!(v["notes"].to_string().contains("exited"), "{v}");
     assert!(std::fs::read(&csv).unwrap().ends_with(b"\n"));
-    read_csv(&csv);
+    // Whole rows, not a header alone: what interrupts the busy loop for
+    // 1.5 s (the tick first) passes the 1 µs default threshold (about 850
+    // rows here).
+    let rows = read_csv(&csv);
+    assert!(!rows.is_empty(), "no rows in 1.5 s of a busy loop: the CSV was not written");
 }
 
 /// What passive mode cannot watch: one line, non-zero exit.

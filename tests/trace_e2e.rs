@@ -130,6 +130,11 @@ fn the_recorder_stays_under_its_cap_in_a_context_switch_storm() {
     }
     let _g = lock();
     let cpu = last_cpu();
+    // What the recorder holds on a quiet CPU: what it reserves at start.
+    let quiet = tempfile::tempdir().unwrap();
+    let (code, v, err) = run_with(cpu, &["--duration", "1s", "--trace-dir", quiet.path().to_str().unwrap(), "--trace-above", "5ms"], || {});
+    assert_eq!(code, Some(0), "{err}");
+    let quiet_peak = v["traces"]["peak_bytes"].as_u64().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let args = ["--duration", "4s", "--trace-dir", dir.path().to_str().unwrap(), "--trace-above", "5ms"];
@@ -141,8 +146,11 @@ fn the_recorder_stays_under_its_cap_in_a_context_switch_storm() {
     });
     assert_eq!(code, Some(0), "{err}");
     let (t, events) = (&v["traces"], v["events"].as_u64().unwrap());
-    eprintln!("{events} events; recorder {t}");
+    eprintln!("{events} events; recorder {t}; {quiet_peak} bytes at peak when quiet");
     assert!(events > 100_000, "a storm: {events} events");
+    // The storm's events went into the recorder: it held more than when
+    // quiet (a recorder fed nothing stays under any cap).
+    assert!(t["peak_bytes"].as_u64().unwrap() > quiet_peak, "held no more than when quiet ({quiet_peak} bytes): {t}");
     assert!(t["peak_bytes"].as_u64().unwrap() <= t["cap_bytes"].as_u64().unwrap(), "{t}");
     assert_eq!(t["evicted"], 0, "pruned by age, never by the cap: {t}");
 }

@@ -238,6 +238,8 @@ mod tests {
         let s = run_for(1, 30);
         let n = s.wake.as_ref().unwrap().wakeups.load(Relaxed);
         let gaps: Vec<Interval> = std::iter::from_fn(|| s.queue.pop()).collect();
+        // 30 periods: some wake-ups, or the checks below check nothing.
+        assert!(n >= 10, "only {n} wake-ups in 30 ms");
         assert_eq!(gaps.len() as u64, n);
         assert!(gaps.iter().all(|g| g.source == Source::WakeupProbe && g.t1 > g.t0), "{gaps:?}");
         assert!(gaps.windows(2).all(|p| p[1].t0 - p[0].t0 >= 1_000_000), "one deadline a period");

@@ -161,6 +161,8 @@ fn cpu_filter_cycles_through_each_cpu() {
     }
     assert_eq!(seen, vec![None, Some(6), Some(7), None]);
     a.apply(Action::CycleCpu);
+    // CPU 6's five: vmstat_update, the tick, kworker, unexplained and evil.
+    assert_eq!(a.culprits().len(), 5, "CPU 6's culprits");
     assert!(a.culprits().iter().all(|c| c.key.cpu == 6));
     let s = text(&draw(&a, 80, 24));
     assert!(s.contains("cpu 6 (c)") && !s.contains("24:virtio0"), "{s}");
