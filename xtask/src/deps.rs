@@ -27,6 +27,9 @@ const DEPS: &[(&str, Option<&str>)] = &[
     ("rt-tests", Some("cyclictest")),
     // The Prometheus server and promtool the metrics test scrapes with.
     ("prometheus", Some("promtool")),
+    // `cargo xtask vmtest`: the VMs, and the shell inside them.
+    ("qemu-system-x86", Some("qemu-system-x86_64")),
+    ("busybox-static", None),
 ];
 
 /// Wait for a dpkg lock held by someone else instead of failing at once.

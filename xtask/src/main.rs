@@ -11,6 +11,7 @@ mod proc;
 mod run;
 mod test_cmd;
 mod vmlinux;
+mod vmtest;
 
 use std::process::ExitCode;
 
@@ -62,6 +63,21 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Boot the dist binary in qemu on stock Debian kernels (fetched and cached), untuned and tuned, and check it there.
+    Vmtest {
+        /// Only this kernel (repeatable): debian11, debian12, debian12-rt, debian12-bpo, debian13, debian13-rt, sid.
+        #[arg(long = "kernel", value_name = "NAME")]
+        kernels: Vec<String>,
+        /// Only this mode.
+        #[arg(long, value_parser = ["tuned", "untuned"])]
+        mode: Option<String>,
+        /// VMs at a time (default: one per host core).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Use target/dist/out/jitterwatch as it is, without `cargo xtask dist` first.
+        #[arg(long)]
+        no_build: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -76,6 +92,9 @@ fn main() -> ExitCode {
         Command::Hermetic => hermetic::run(),
         Command::Vmlinux => vmlinux::run(),
         Command::Dist { check } => dist::run(check),
+        Command::Vmtest { kernels, mode, jobs, no_build } => {
+            vmtest::run(&vmtest::Options { kernels, modes: vmtest::modes(mode.as_deref()), jobs, build: !no_build })
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,118 @@
+#!/bin/sh
+# PID 1 of a vmtest VM (busybox sh, from an initramfs with no disk): mounts
+# what jitterwatch reads, runs the checks on the CPU the kernel command line
+# names (jw.cpu=N; jw.mode=tuned|untuned says how it was booted) and prints
+# one line per check on the serial console for `cargo xtask vmtest`:
+#   JWTEST check=NAME result=pass|fail detail=TEXT
+#   JWTEST metric=NAME count=N from=UPTIME to=UPTIME   (or ns=DURATION)
+# then `JWTEST end`, and powers off.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mkdir -p /proc /sys /dev /run /tmp
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mkdir -p /sys/fs/bpf && mount -t bpf bpf /sys/fs/bpf 2>/dev/null
+ulimit -l unlimited
+
+CPU=3
+MODE=untuned
+for w in $(cat /proc/cmdline); do
+	case $w in
+	jw.cpu=*) CPU=${w#jw.cpu=} ;;
+	jw.mode=*) MODE=${w#jw.mode=} ;;
+	esac
+done
+
+say() { echo "JWTEST $*"; }
+# One line of at most 300 bytes, from a file's last lines.
+oneline() { tail -n "${2:-3}" "$1" 2>/dev/null | tr '\n\t' '  ' | cut -c1-300; }
+check() { # NAME OK(0|1) DETAIL
+	if [ "$2" = 0 ]; then r=pass; else r=fail; fi
+	say "check=$1 result=$r detail=$3"
+}
+up() { cut -d' ' -f1 /proc/uptime; }
+loc() { awk -v c="$CPU" '$1 == "LOC:" { print $(c + 2) }' /proc/interrupts; }
+# Waits (up to 60 s) for jitterwatch's start line in a stderr file ($1),
+# or for its process ($2) to end.
+started() {
+	i=0
+	while [ $i -lt 600 ] && kill -0 "$2" 2>/dev/null && ! grep -q 'watching' "$1" 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+num() { sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2" | head -n 1; }
+
+say "boot kernel=$(uname -r) mode=$MODE cpu=$CPU cpus=$(grep -c ^processor /proc/cpuinfo) uptime=$(up)"
+
+# The spin probe, headless, with the CSV and the JSON summary; the kernel's
+# own tick count (LOC) on the CPU is read over the same seconds.
+jitterwatch --cpus "$CPU" --duration 3s --no-tui --csv /tmp/h.csv --json >/tmp/run.json 2>/tmp/run.err &
+J=$!
+started /tmp/run.err $J
+L0=$(loc)
+T0=$(up)
+wait $J
+RC=$?
+L1=$(loc)
+T1=$(up)
+if grep -q '"events"' /tmp/run.json; then
+	check load 0 "$(grep -m1 watching /tmp/run.err | cut -c1-200)"
+else
+	check load 1 "$(oneline /tmp/run.err)"
+fi
+check exit "$RC" "status $RC"
+EV=$(num events /tmp/run.json)
+KINDS=$(tail -n +2 /tmp/h.csv 2>/dev/null | cut -d, -f9 | tr ';' '\n' | cut -d: -f1 | grep -v '^unexplained$' | sort -u | tr '\n' ' ')
+[ "${EV:-0}" -gt 0 ] && [ -n "$KINDS" ]
+check events $? "events=${EV:-none} kinds=$KINDS"
+HEAD='time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes'
+ROWS=$(tail -n +2 /tmp/h.csv 2>/dev/null | wc -l)
+BAD=$(tail -n +2 /tmp/h.csv 2>/dev/null | grep -v '"' | awk -F, 'NF < 9 || $4 + $5 != $3' | wc -l)
+head -n 1 /tmp/h.csv 2>/dev/null | grep -q "^$HEAD" && [ "$ROWS" -gt 0 ] && [ "$BAD" = 0 ]
+check csv $? "rows=$ROWS bad=$BAD header=$(head -n 1 /tmp/h.csv 2>/dev/null | cut -c1-40)"
+say "metric=jw_ticks count=$(grep -c 'irq:local_timer' /tmp/h.csv 2>/dev/null) ns=$(num duration_ns /tmp/run.json)"
+say "metric=kernel_ticks count=$((${L1:-0} - ${L0:-0})) from=$T0 to=$T1"
+
+jitterwatch doctor --cpus "$CPU" >/tmp/doctor.out 2>/tmp/doctor.err
+RC=$?
+N=$(wc -l </tmp/doctor.out)
+[ "$RC" -le 1 ] && [ "$N" -gt 0 ]
+check doctor $? "status $RC, $N lines $(oneline /tmp/doctor.err 1)"
+
+# Passive mode, a busy thread already running on the CPU before the attach.
+taskset -c "$CPU" /bin/jwbusy &
+B=$!
+sleep 1
+jitterwatch --pid $B --duration 3s --no-tui --json >/tmp/p1.json 2>/tmp/p1.err
+RC=$?
+kill $B
+N=$(grep -c '"tid"' /tmp/p1.json)
+[ "$RC" = 0 ] && [ "$N" -gt 0 ]
+check passive-running $? "status $RC, threads=$N hiccups=$(num hiccups /tmp/p1.json) $(oneline /tmp/p1.err 1)"
+
+# Passive mode, a thread started after the attach.
+jitterwatch --comm jwbusy --cpus "$CPU" --duration 4s --no-tui --json >/tmp/p2.json 2>/tmp/p2.err &
+J=$!
+started /tmp/p2.err $J
+taskset -c "$CPU" /bin/jwbusy &
+B=$!
+wait $J
+RC=$?
+kill $B
+N=$(grep -c '"tid"' /tmp/p2.json)
+[ "$RC" = 0 ] && [ "$N" -gt 0 ]
+check passive-new $? "status $RC, threads=$N hiccups=$(num hiccups /tmp/p2.json) $(oneline /tmp/p2.err 1)"
+
+# The wake-up probe.
+jitterwatch --cpus "$CPU" --probe wakeup --duration 3s --no-tui --json >/tmp/w.json 2>/tmp/w.err
+RC=$?
+grep -q '"wakeup"' /tmp/w.json && [ "$RC" = 0 ]
+check wakeup-probe $? "status $RC, hiccups=$(num hiccups /tmp/w.json) $(oneline /tmp/w.err 1)"
+
+say "end uptime=$(up)"
+sync
+poweroff -f

@@ -1,0 +1,329 @@
+//! The stock kernels vmtest boots, fetched with apt from Debian's archive
+//! and cached: each suite gets a private apt root (its own sources.list,
+//! lists and empty dpkg status, so the host's apt configuration and
+//! installed packages are left alone), the suite's metapackage
+//! (linux-image-amd64, linux-image-rt-amd64) names the versioned image, and
+//! `apt-get download` fetches it. Since 7.x sid splits the image: the
+//! versioned linux-image-* is empty and depends on linux-binary-* (vmlinuz)
+//! and linux-base-* (config). Only vmlinuz and the config are kept; a
+//! kernel already in the cache is never fetched again.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+use crate::proc;
+
+/// A kernel of the matrix: what `--kernel NAME` selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelSpec {
+    pub name: &'static str,
+    /// The Debian suite whose archive has it.
+    pub suite: &'static str,
+    /// The metapackage that points at the suite's current image.
+    pub meta: &'static str,
+}
+
+impl KernelSpec {
+    /// PREEMPT_RT: IRQs run in threads (booted with `noirqdebug`).
+    pub fn is_rt(&self) -> bool {
+        self.meta.contains("-rt-")
+    }
+}
+
+const fn k(name: &'static str, suite: &'static str, meta: &'static str) -> KernelSpec {
+    KernelSpec { name, suite, meta }
+}
+
+/// Oldest first: Debian 11 (5.10), 12 (6.1, 6.1-rt), 12's backports
+/// (6.12), 13 (6.12, 6.12-rt) and sid.
+pub const KERNELS: &[KernelSpec] = &[
+    k("debian11", "bullseye", "linux-image-amd64"),
+    k("debian12", "bookworm", "linux-image-amd64"),
+    k("debian12-rt", "bookworm", "linux-image-rt-amd64"),
+    k("debian12-bpo", "bookworm-backports", "linux-image-amd64"),
+    k("debian13", "trixie", "linux-image-amd64"),
+    k("debian13-rt", "trixie", "linux-image-rt-amd64"),
+    k("sid", "sid", "linux-image-amd64"),
+];
+
+/// The kernels named (all of them for an empty list), or an error naming
+/// the known ones.
+pub fn select(names: &[String]) -> Result<Vec<KernelSpec>> {
+    if names.is_empty() {
+        return Ok(KERNELS.to_vec());
+    }
+    names
+        .iter()
+        .map(|n| {
+            KERNELS
+                .iter()
+                .copied()
+                .find(|k| k.name == n)
+                .with_context(|| format!("no kernel {n:?}; known: {}", KERNELS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")))
+        })
+        .collect()
+}
+
+/// A fetched kernel: its image and config, and what `uname -r` will say.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    pub spec: KernelSpec,
+    pub vmlinuz: PathBuf,
+    pub config: PathBuf,
+    pub release: String,
+}
+
+/// The kernel from the cache, fetched first if it is not there.
+pub fn fetch(spec: KernelSpec, cache: &Path) -> Result<Kernel> {
+    let dir = cache.join("kernels").join(spec.name);
+    let (vmlinuz, config, rel) = (dir.join("vmlinuz"), dir.join("config"), dir.join("release"));
+    if !(vmlinuz.is_file() && config.is_file() && rel.is_file()) {
+        download(spec, cache, &dir).with_context(|| format!("fetching the {} kernel ({} {})", spec.name, spec.suite, spec.meta))?;
+    }
+    let release = std::fs::read_to_string(&rel)?.trim().to_string();
+    Ok(Kernel { spec, vmlinuz, config, release })
+}
+
+fn download(spec: KernelSpec, cache: &Path, dir: &Path) -> Result<()> {
+    let apt = AptRoot::new(&cache.join("apt").join(spec.suite), spec.suite)?;
+    let image = depends(&apt.show(spec.meta)?)
+        .into_iter()
+        .find(|d| d.starts_with("linux-image-"))
+        .with_context(|| format!("{} in {} names no linux-image-* package", spec.meta, spec.suite))?;
+    let pkgs = packages_for(&image, &apt.show(&image)?);
+    let debs = cache.join("debs");
+    std::fs::create_dir_all(&debs)?;
+    let tmp = dir.with_extension("part");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)?;
+    let (mut vmlinuz, mut config) = (None, None);
+    for pkg in &pkgs {
+        println!("vmtest: fetching {pkg} ({})", spec.suite);
+        let deb = apt.download(pkg, &debs)?;
+        let listing = run_out(Command::new("dpkg-deb").arg("--fsys-tarfile").arg(&deb).stdout(Stdio::piped()), Some("tar -t"))?;
+        let found = kernel_files(&listing);
+        for (slot, want) in [(&mut vmlinuz, found.vmlinuz), (&mut config, found.config)] {
+            if let Some((path, release)) = want {
+                extract(&deb, &path, &tmp)?;
+                *slot = Some((tmp.join(path.trim_start_matches("./")), release));
+            }
+        }
+    }
+    let (Some((v, release)), Some((c, _))) = (vmlinuz, config) else {
+        bail!("{} held no vmlinuz and config", pkgs.join(" and "));
+    };
+    std::fs::rename(v, tmp.join("vmlinuz"))?;
+    std::fs::rename(c, tmp.join("config"))?;
+    std::fs::write(tmp.join("release"), format!("{release}\n"))?;
+    for unpacked in ["boot", "usr", "lib"] {
+        let _ = std::fs::remove_dir_all(tmp.join(unpacked));
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::rename(&tmp, dir)?;
+    // Keep the unpacked files only: the .debs (60-90 MB each) go.
+    for pkg in &pkgs {
+        for e in std::fs::read_dir(&debs)?.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&format!("{pkg}_")) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `dpkg-deb --fsys-tarfile DEB | tar -x PATH` into `into`.
+fn extract(deb: &Path, path: &str, into: &Path) -> Result<()> {
+    let tar = format!("tar -x -C '{}' '{path}'", into.display());
+    run_out(Command::new("dpkg-deb").arg("--fsys-tarfile").arg(deb).stdout(Stdio::piped()), Some(&tar)).map(drop)
+}
+
+/// Runs `cmd`, piped into the shell command `then` when given; its stdout.
+fn run_out(cmd: &mut Command, then: Option<&str>) -> Result<String> {
+    let Some(then) = then else {
+        let out = cmd.output().with_context(|| format!("running {}", proc::show(cmd)))?;
+        if !out.status.success() {
+            bail!("{} failed: {}", proc::show(cmd), String::from_utf8_lossy(&out.stderr).trim());
+        }
+        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+    };
+    let mut first = cmd.spawn().with_context(|| format!("running {}", proc::show(cmd)))?;
+    let input = first.stdout.take().context("no pipe")?;
+    let out = Command::new("sh").args(["-c", then]).stdin(input).output()?;
+    let st = first.wait()?;
+    if !st.success() || !out.status.success() {
+        bail!("{} | {then} failed: {}", proc::show(cmd), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A private apt configuration for one suite of deb.debian.org.
+struct AptRoot {
+    opts: Vec<String>,
+}
+
+impl AptRoot {
+    fn new(dir: &Path, suite: &str) -> Result<Self> {
+        for sub in ["lists/partial", "cache/archives/partial"] {
+            std::fs::create_dir_all(dir.join(sub))?;
+        }
+        let sources = dir.join("sources.list");
+        std::fs::write(&sources, sources_list(suite))?;
+        let status = dir.join("status");
+        if !status.exists() {
+            std::fs::write(&status, "")?;
+        }
+        let d = |p: &str| dir.join(p).display().to_string();
+        let opts = [
+            format!("Dir::Etc::SourceList={}", sources.display()),
+            "Dir::Etc::SourceParts=/dev/null".to_string(),
+            format!("Dir::State::Lists={}", d("lists")),
+            format!("Dir::State::status={}", status.display()),
+            format!("Dir::Cache={}", d("cache")),
+            "Acquire::Languages=none".to_string(),
+            // Only the package lists: not the AppStream data the host's
+            // apt.conf.d may ask for.
+            "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false".to_string(),
+            "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false".to_string(),
+            "Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false".to_string(),
+            "DPkg::Lock::Timeout=120".to_string(),
+        ]
+        .into_iter()
+        .flat_map(|o| ["-o".to_string(), o])
+        .collect();
+        let apt = Self { opts };
+        let fresh = std::fs::read_dir(dir.join("lists"))?.flatten().any(|e| e.file_name().to_string_lossy().ends_with("_Packages"));
+        if !fresh {
+            println!("vmtest: apt-get update for {suite} (private lists in {})", dir.display());
+            proc::check(Command::new("apt-get").args(&apt.opts).args(["-q", "update"]).stdout(Stdio::null()))?;
+        }
+        Ok(apt)
+    }
+
+    fn show(&self, pkg: &str) -> Result<String> {
+        run_out(Command::new("apt-cache").args(&self.opts).args(["show", "--no-all-versions", pkg]), None)
+    }
+
+    /// Downloads `pkg` into `dir`; the .deb's path.
+    fn download(&self, pkg: &str, dir: &Path) -> Result<PathBuf> {
+        // apt's sandbox user cannot write into root's target/: download as
+        // root (it warns, that is all).
+        proc::check(Command::new("apt-get").args(&self.opts).args(["-q", "download", pkg]).current_dir(dir).stdout(Stdio::null()))?;
+        std::fs::read_dir(dir)?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&format!("{pkg}_"))))
+            .with_context(|| format!("apt-get download {pkg} left no .deb in {}", dir.display()))
+    }
+}
+
+/// The one-line sources.list of a suite.
+pub fn sources_list(suite: &str) -> String {
+    format!("deb http://deb.debian.org/debian {suite} main\n")
+}
+
+/// The package names in the Depends field of `apt-cache show` output
+/// (alternatives and versions dropped; the first stanza only).
+pub fn depends(show: &str) -> Vec<String> {
+    let stanza = show.split("\n\n").next().unwrap_or("");
+    let Some(line) = stanza.lines().find_map(|l| l.strip_prefix("Depends:")) else { return Vec::new() };
+    line.split(',').filter_map(|alt| alt.split('|').next()).filter_map(|d| d.split_whitespace().next()).map(str::to_string).collect()
+}
+
+/// The packages holding the kernel of `image`: the image itself, or, where
+/// it is split (sid since 7.x), its linux-binary-* and linux-base-*.
+pub fn packages_for(image: &str, show: &str) -> Vec<String> {
+    let deps = depends(show);
+    let part = |prefix: &str| deps.iter().find(|d| d.starts_with(prefix)).cloned();
+    match (part("linux-binary-"), part("linux-base-")) {
+        (Some(bin), Some(base)) => vec![bin, base],
+        _ => vec![image.to_string()],
+    }
+}
+
+/// Where a package's tar listing holds the kernel image and its config,
+/// each with the kernel release its path names.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct KernelFiles {
+    pub vmlinuz: Option<(String, String)>,
+    pub config: Option<(String, String)>,
+}
+
+pub fn kernel_files(listing: &str) -> KernelFiles {
+    let mut found = KernelFiles::default();
+    for path in listing.lines().map(str::trim) {
+        let bare = path.trim_start_matches("./");
+        let hit = |file: &str| -> Option<String> {
+            // ./boot/vmlinuz-REL, or ./usr/lib/modules/REL/vmlinuz
+            if let Some(rel) = bare.strip_prefix(&format!("boot/{file}-")) {
+                return Some(rel.to_string());
+            }
+            let rest = bare.strip_prefix("usr/lib/modules/").or_else(|| bare.strip_prefix("lib/modules/"))?;
+            let (rel, name) = rest.split_once('/')?;
+            (name == file).then(|| rel.to_string())
+        };
+        if let Some(rel) = hit("vmlinuz") {
+            found.vmlinuz = Some((path.to_string(), rel));
+        } else if let Some(rel) = hit("config") {
+            found.config = Some((path.to_string(), rel));
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_kernels_by_name() {
+        assert_eq!(select(&[]).unwrap().len(), KERNELS.len());
+        let one = select(&["debian12".to_string()]).unwrap();
+        assert_eq!(one[0].suite, "bookworm");
+        assert!(!one[0].is_rt());
+        assert!(select(&["debian13-rt".to_string()]).unwrap()[0].is_rt());
+        let err = select(&["rhel9".to_string()]).unwrap_err().to_string();
+        assert!(err.contains("debian11") && err.contains("sid"), "{err}");
+    }
+
+    #[test]
+    fn reads_depends() {
+        let show = "Package: linux-image-amd64\nVersion: 6.1.176-1\n\
+                    Depends: linux-image-6.1.0-50-amd64 (= 6.1.176-1)\nDescription: x\n\n\
+                    Package: linux-image-amd64\nDepends: other\n";
+        assert_eq!(depends(show), ["linux-image-6.1.0-50-amd64"]);
+        assert!(depends("Package: x\n").is_empty());
+    }
+
+    #[test]
+    fn split_sid_images_fetch_binary_and_base() {
+        let sid = "Package: linux-image-7.2.13+deb14-amd64\nDepends: dracut | initramfs-tools (>= 0.120+deb8u2) | linux-initramfs-tool, \
+                   linux-base-7.2.13+deb14-amd64 (= 7.2.13-1), linux-binary-7.2.13+deb14-amd64 (= 7.2.13-1), \
+                   linux-modules-7.2.13+deb14-amd64 (= 7.2.13-1)\n";
+        assert_eq!(
+            packages_for("linux-image-7.2.13+deb14-amd64", sid),
+            ["linux-binary-7.2.13+deb14-amd64", "linux-base-7.2.13+deb14-amd64"]
+        );
+        let whole = "Package: linux-image-6.1.0-50-amd64\nDepends: kmod, linux-base (>= 4.3~), initramfs-tools (>= 0.120+deb8u2) | linux-initramfs-tool\n";
+        assert_eq!(packages_for("linux-image-6.1.0-50-amd64", whole), ["linux-image-6.1.0-50-amd64"]);
+    }
+
+    #[test]
+    fn finds_vmlinuz_and_config_in_either_layout() {
+        let old = "./\n./boot/\n./boot/System.map-6.1.0-50-amd64\n./boot/config-6.1.0-50-amd64\n./boot/vmlinuz-6.1.0-50-amd64\n./lib/modules/6.1.0-50-amd64/kernel/x.ko\n";
+        let f = kernel_files(old);
+        assert_eq!(f.vmlinuz, Some(("./boot/vmlinuz-6.1.0-50-amd64".into(), "6.1.0-50-amd64".into())));
+        assert_eq!(f.config, Some(("./boot/config-6.1.0-50-amd64".into(), "6.1.0-50-amd64".into())));
+        let bin = kernel_files("./usr/lib/modules/7.2.13+deb14-amd64/\n./usr/lib/modules/7.2.13+deb14-amd64/vmlinuz\n");
+        assert_eq!(bin.vmlinuz.unwrap().1, "7.2.13+deb14-amd64");
+        assert_eq!(bin.config, None);
+        let base = kernel_files("./usr/lib/modules/7.2.13+deb14-amd64/System.map\n./usr/lib/modules/7.2.13+deb14-amd64/config\n");
+        assert_eq!(base.config.unwrap().0, "./usr/lib/modules/7.2.13+deb14-amd64/config");
+    }
+
+    #[test]
+    fn one_suite_per_sources_list() {
+        assert_eq!(sources_list("bookworm-backports"), "deb http://deb.debian.org/debian bookworm-backports main\n");
+    }
+}

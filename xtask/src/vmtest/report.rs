@@ -1,0 +1,203 @@
+//! What a VM said on its serial console (the guest script's `JWTEST` lines),
+//! and the table of every VM: kernel × mode × check, with the tick rate
+//! jitterwatch saw on the watched CPU beside the kernel's own LOC count.
+
+use std::fmt::Write;
+
+/// The checks, in the table's column order.
+pub const CHECKS: &[&str] = &["load", "events", "csv", "doctor", "passive-running", "passive-new", "wakeup-probe", "exit"];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    pub name: String,
+    pub pass: bool,
+    pub detail: String,
+}
+
+/// One VM's results.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VmResult {
+    /// `uname -r`, from the boot line.
+    pub release: Option<String>,
+    pub checks: Vec<Check>,
+    /// Ticks per second on the watched CPU: jitterwatch's, the kernel's.
+    pub jw_ticks: Option<f64>,
+    pub kernel_ticks: Option<f64>,
+    /// The script reached its end (else the VM crashed or hung).
+    pub ended: bool,
+}
+
+impl VmResult {
+    pub fn passed(&self) -> bool {
+        self.ended && CHECKS.iter().all(|c| self.check(c).is_some_and(|k| k.pass))
+    }
+
+    pub fn check(&self, name: &str) -> Option<&Check> {
+        self.checks.iter().find(|c| c.name == name)
+    }
+}
+
+/// `key=value` words of a JWTEST line; `detail=` takes the rest of it.
+fn fields(line: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while !rest.is_empty() {
+        if let Some(v) = rest.strip_prefix("detail=") {
+            out.push(("detail", v.trim_end()));
+            break;
+        }
+        let (word, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+        if let Some((k, v)) = word.split_once('=') {
+            out.push((k, v));
+        }
+        rest = tail;
+    }
+    out
+}
+
+/// Parses a serial log. Kernel messages may share it: a JWTEST line is
+/// found wherever it starts in a line.
+pub fn parse(serial: &str) -> VmResult {
+    let mut r = VmResult::default();
+    for line in serial.lines() {
+        let Some(at) = line.find("JWTEST ") else { continue };
+        let body = line[at + 7..].trim_end_matches('\r');
+        let f = fields(body);
+        let get = |k: &str| f.iter().find(|(key, _)| *key == k).map(|(_, v)| *v);
+        let num = |k: &str| get(k).and_then(|v| v.parse::<f64>().ok());
+        if body.starts_with("boot ") {
+            r.release = get("kernel").map(str::to_string);
+        } else if body.starts_with("end") {
+            r.ended = true;
+        } else if let (Some(name), Some(result)) = (get("check"), get("result")) {
+            r.checks.push(Check { name: name.to_string(), pass: result == "pass", detail: get("detail").unwrap_or("").to_string() });
+        } else if let Some(metric) = get("metric") {
+            let rate = match (num("count"), num("ns"), num("from"), num("to")) {
+                (Some(c), Some(ns), _, _) if ns > 0.0 => Some(c / (ns / 1e9)),
+                (Some(c), None, Some(from), Some(to)) if to > from => Some(c / (to - from)),
+                _ => None,
+            };
+            match metric {
+                "jw_ticks" => r.jw_ticks = rate,
+                "kernel_ticks" => r.kernel_ticks = rate,
+                _ => {}
+            }
+        }
+    }
+    r
+}
+
+/// One row of the table.
+pub struct Row<'a> {
+    pub kernel: &'a str,
+    pub mode: &'a str,
+    pub result: &'a VmResult,
+    pub secs: f64,
+}
+
+fn rate(v: Option<f64>) -> String {
+    match v {
+        Some(r) if r < 10.0 => format!("{r:.1}"),
+        Some(r) => format!("{r:.0}"),
+        None => "-".to_string(),
+    }
+}
+
+/// The table (Markdown), then one line per failed check with its detail.
+pub fn table(rows: &[Row<'_>]) -> String {
+    let mut s = String::from("| kernel | release | mode |");
+    for c in CHECKS {
+        let _ = write!(s, " {c} |");
+    }
+    s += " ticks/s (jitterwatch) | ticks/s (kernel LOC) | VM s |\n|---|---|---|";
+    s += &"---|".repeat(CHECKS.len() + 3);
+    s.push('\n');
+    let mut notes = String::new();
+    for row in rows {
+        let r = row.result;
+        let _ = write!(s, "| {} | {} | {} |", row.kernel, r.release.as_deref().unwrap_or("?"), row.mode);
+        for c in CHECKS {
+            let cell = match r.check(c) {
+                Some(k) if k.pass => "pass",
+                Some(k) => {
+                    let _ = writeln!(notes, "{} {} {c}: {}", row.kernel, row.mode, k.detail);
+                    "FAIL"
+                }
+                None => "-",
+            };
+            let _ = write!(s, " {cell} |");
+        }
+        let _ = writeln!(s, " {} | {} | {:.0} |", rate(r.jw_ticks), rate(r.kernel_ticks), row.secs);
+        if !r.ended {
+            let what =
+                if r.release.is_none() { "never reached the guest script (no boot line)" } else { "stopped before the end of the checks" };
+            let _ = writeln!(notes, "{} {}: the VM {what}", row.kernel, row.mode);
+        }
+    }
+    s + &notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "SeaBIOS\r\nJWTEST boot kernel=6.1.0-50-amd64 mode=tuned cpu=3 cpus=4 uptime=4.82\r\n\
+        JWTEST check=load result=pass detail=jitterwatch: watching CPU 3; threshold\r\n\
+        [   6.1] some kernel line JWTEST check=exit result=fail detail=status 1\n\
+        JWTEST check=csv result=pass detail=rows=12 bad=0 header=time_ns,cpu\n\
+        JWTEST metric=jw_ticks count=3 ns=3000000000\n\
+        JWTEST metric=kernel_ticks count=4 from=10.00 to=12.00\n\
+        JWTEST end uptime=20.1\n";
+
+    #[test]
+    fn parses_checks_and_rates() {
+        let r = parse(LOG);
+        assert_eq!(r.release.as_deref(), Some("6.1.0-50-amd64"));
+        assert!(r.ended);
+        assert_eq!(r.checks.len(), 3);
+        assert!(r.check("load").unwrap().pass);
+        assert_eq!(r.check("load").unwrap().detail, "jitterwatch: watching CPU 3; threshold");
+        let exit = r.check("exit").unwrap();
+        assert!(!exit.pass);
+        assert_eq!(exit.detail, "status 1");
+        assert_eq!(r.jw_ticks, Some(1.0));
+        assert_eq!(r.kernel_ticks, Some(2.0));
+        assert!(!r.passed());
+    }
+
+    #[test]
+    fn a_vm_that_never_booted_has_nothing() {
+        let r = parse("qemu: could not load kernel\n");
+        assert_eq!(r, VmResult::default());
+        assert!(!r.passed());
+        let r = parse("JWTEST metric=jw_ticks count=3 ns=0\n");
+        assert_eq!(r.jw_ticks, None);
+    }
+
+    #[test]
+    fn renders_a_row_per_vm_and_the_failures_below() {
+        let ok = VmResult {
+            release: Some("5.10.0-32-amd64".into()),
+            checks: CHECKS.iter().map(|c| Check { name: c.to_string(), pass: true, detail: String::new() }).collect(),
+            jw_ticks: Some(0.74),
+            kernel_ticks: Some(152.4),
+            ended: true,
+        };
+        assert!(ok.passed());
+        let bad = parse(LOG);
+        let t = table(&[
+            Row { kernel: "debian11", mode: "untuned", result: &ok, secs: 41.2 },
+            Row { kernel: "debian12", mode: "tuned", result: &bad, secs: 30.0 },
+        ]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("| kernel | release | mode | load | events |"), "{t}");
+        assert_eq!(lines[1].matches("---").count(), CHECKS.len() + 6);
+        assert!(lines[2].starts_with("| debian11 | 5.10.0-32-amd64 | untuned | pass |"), "{t}");
+        assert!(lines[2].ends_with("| 0.7 | 152 | 41 |"), "{t}");
+        assert!(lines[3].contains("| tuned | pass | - | pass | - |"), "{t}");
+        assert!(t.contains("debian12 tuned exit: status 1\n"), "{t}");
+        let hung = VmResult { release: Some("x".into()), ..Default::default() };
+        let t = table(&[Row { kernel: "sid", mode: "tuned", result: &hung, secs: 600.0 }]);
+        assert!(t.contains("sid tuned: the VM stopped before the end of the checks"), "{t}");
+    }
+}
