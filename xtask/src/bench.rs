@@ -1,5 +1,7 @@
-//! `cargo xtask bench [--quick]`: measures jitterwatch's own cost and writes
-//! BENCHMARKS.md at the repository root.
+//! `cargo xtask bench [--quick]`: measures jitterwatch's own cost, appends
+//! the run's figures to bench-history.jsonl and writes BENCHMARKS.md at the
+//! repository root. `--report-only` redraws BENCHMARKS.md from the history
+//! without measuring (its sections 1–8 are kept: they need a run).
 //!
 //! Eight figures, most as ratios within one run with alternation and
 //! repetitions (this VM's host pauses vCPUs; medians and ranges matter):
@@ -19,12 +21,18 @@
 
 mod assets;
 mod capacity;
+mod details;
+mod figures;
+mod history;
 mod machine;
 mod measure;
 mod quiet;
 mod recorder;
 mod replay;
 mod report;
+mod results;
+mod summary;
+mod targets;
 mod util;
 mod verdicts;
 mod wakeup;
@@ -40,7 +48,10 @@ use crate::{deps, proc};
 /// Internal: the sudo'd re-run, after the user's build.
 const BUILT: &str = "--built";
 
-pub fn run(quick: bool, built: bool) -> Result<()> {
+pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
+    if report_only {
+        return redraw();
+    }
     let started = Instant::now();
     if !proc::is_root() {
         // Build as the user (target/ stays theirs), measure as root.
@@ -129,16 +140,47 @@ pub fn run(quick: bool, built: bool) -> Result<()> {
     let wakeup = wakeup::wakeup(&cx)?;
     check("figure 8");
 
-    let results = report::Results { floor, machine, bpf, cap, mem, replay, wakeup, recorder: rec, bt_probes };
+    let results = results::Results { floor, machine, bpf, cap, mem, replay, wakeup, recorder: rec, bt_probes };
     let mut mc = machine_info(watched, house, started.elapsed().as_secs_f64(), quick);
     mc.quiet = if seen.is_empty() { quiet } else { format!("{quiet}; **seen during the bench**: {}", seen.join(", ")) };
-    let md = report::markdown(&mc, &results);
+    let figures = figures::from_results(&results, quick);
+    let entry = history::Entry { commit: commit(), date: utc_now(), source: None, machine: mc, figures };
+    // The history first: a failure writing the report loses no run.
+    let hist = proc::root().join(history::FILE);
+    history::append(&hist, &entry)?;
+    give_back(&hist);
+    let all = history::load(&hist)?;
+    let details = details::markdown(&entry.machine, &results, &entry.figures);
     let out = proc::root().join("BENCHMARKS.md");
-    let md = md + &kept_history(&out);
-    std::fs::write(&out, md).with_context(|| format!("writing {}", out.display()))?;
+    std::fs::write(&out, report::markdown(&entry, &details, &all)).with_context(|| format!("writing {}", out.display()))?;
     give_back(&out);
-    verdicts::print(&results);
-    println!("bench: wrote {} in {:.0} s", out.display(), started.elapsed().as_secs_f64());
+    summary::print(&entry.figures);
+    println!("bench: appended to {} and wrote {} in {:.0} s", hist.display(), out.display(), started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// `--report-only`: BENCHMARKS.md redrawn from the history, its sections
+/// 1–8 (a run's details, which the history does not hold) kept as they are.
+fn redraw() -> Result<()> {
+    let hist = proc::root().join(history::FILE);
+    let all = history::load(&hist)?;
+    let Some(latest) = all.last() else { bail!("{} holds no run: run `cargo xtask bench` first", hist.display()) };
+    let out = proc::root().join("BENCHMARKS.md");
+    let old = std::fs::read_to_string(&out).unwrap_or_default();
+    let details = report::kept_details(&old);
+    if details.is_empty() {
+        println!("bench: {} has no sections 1–8 to keep; the next `cargo xtask bench` writes them", out.display());
+    }
+    std::fs::write(&out, report::markdown(latest, details, &all)).with_context(|| format!("writing {}", out.display()))?;
+    summary::print(&latest.figures);
+    println!(
+        "bench: redrew {} from the {} run(s) in {} (latest {} `{}`)",
+        out.display(),
+        all.len(),
+        hist.display(),
+        latest.date,
+        latest.commit
+    );
     Ok(())
 }
 
@@ -206,7 +248,29 @@ fn first_line(cmd: &mut Command) -> String {
         .unwrap_or_default()
 }
 
-fn machine_info(watched: usize, house: usize, runtime_s: f64, quick: bool) -> report::Machine {
+/// git's stdout for `args` in the repository, trimmed (None on failure).
+fn git(args: &[&str]) -> Option<String> {
+    // As root under sudo the tree is someone else's: git would refuse it.
+    let o = Command::new("git").arg("-c").arg("safe.directory=*").arg("-C").arg(proc::root()).args(args).output().ok()?;
+    o.status.success().then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// HEAD's short hash, "-dirty" when the tree has changes beyond the files
+/// the bench itself writes.
+fn commit() -> String {
+    let short = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    let bench_writes = [":!BENCHMARKS.md".to_string(), format!(":!{}", history::FILE)];
+    let mut args = vec!["status", "--porcelain", "--", "."];
+    args.extend(bench_writes.iter().map(String::as_str));
+    let dirty = git(&args).is_some_and(|s| !s.is_empty());
+    history::commit_label(&short, dirty)
+}
+
+fn utc_now() -> String {
+    first_line(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"]))
+}
+
+fn machine_info(watched: usize, house: usize, runtime_s: f64, quick: bool) -> results::Machine {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default().trim().to_string();
     let cpuinfo = read("/proc/cpuinfo");
     let cpu_model = cpuinfo
@@ -218,49 +282,23 @@ fn machine_info(watched: usize, house: usize, runtime_s: f64, quick: bool) -> re
         _ if cpuinfo.contains(" hypervisor") => "guest (hypervisor CPU flag)".into(),
         _ => "none detected".into(),
     };
-    let root = proc::root();
-    let mut commit = first_line(Command::new("git").arg("-C").arg(root).args(["rev-parse", "--short", "HEAD"]));
-    let dirty = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["status", "--porcelain", "--", ".", ":!BENCHMARKS.md"])
-        .output()
-        .map(|o| !o.stdout.is_empty())
-        .unwrap_or(false);
-    if dirty {
-        commit.push_str(" + uncommitted changes");
-    }
     let tools = format!(
         "{}; {}; gcc {}",
         first_line(Command::new("perf").arg("--version")),
         first_line(Command::new("bpftrace").arg("--version")),
         first_line(Command::new("gcc").arg("-dumpfullversion"))
     );
-    report::Machine {
-        date: first_line(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"])),
+    results::Machine {
         kernel: read("/proc/sys/kernel/osrelease"),
         cpu_model,
         nproc: online_cpus().map(|v| v.len()).unwrap_or(0),
         clocksource: read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
         virt,
-        commit,
         tools,
         watched,
         house,
         runtime_s,
         quick,
         quiet: String::new(),
-    }
-}
-
-/// The hand-kept record of optimisations (its heading to the end of the
-/// file) survives each regeneration of BENCHMARKS.md.
-const HISTORY: &str = "## Before and after";
-
-fn kept_history(path: &std::path::Path) -> String {
-    let old = std::fs::read_to_string(path).unwrap_or_default();
-    match old.find(HISTORY) {
-        Some(i) => format!("\n{}", &old[i..]),
-        None => String::new(),
     }
 }

@@ -38,6 +38,9 @@ enum Command {
         /// Internal: the sudo'd re-run after the user's build.
         #[arg(long, hide = true)]
         built: bool,
+        /// Redraw BENCHMARKS.md from bench-history.jsonl without measuring.
+        #[arg(long, conflicts_with = "quick")]
+        report_only: bool,
     },
     /// Deps, build, then run target/release/jitterwatch ARGS as root (sudo -E if needed).
     Run {
@@ -85,7 +88,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Deps => deps::run(),
         Command::Build => build::run(),
-        Command::Bench { quick, built } => bench::run(quick, built),
+        Command::Bench { quick, built, report_only } => bench::run(quick, built, report_only),
         Command::Run { args } => run::run(&args),
         Command::Test { args } => test_cmd::run(&args),
         Command::Lint => lint::run(),

@@ -1,17 +1,25 @@
-//! The summary rows of BENCHMARKS.md and the terminal: each figure, what
-//! was measured, its target and the verdict.
+//! Each figure's verdict against its target (targets.rs), from its values
+//! alone (figures.rs). A verdict reads "met" or "MISSED" only over real
+//! samples: a value that is absent, NaN, infinite, or not above 0 where
+//! only a positive time, rate, size or ratio makes sense is "not
+//! measured"; a value present but inside the noise that would decide it
+//! is "unresolved". This module uses results, figures and targets, never
+//! the report.
 
-use super::report::{unwatched_total, Results};
-use super::util::grouped;
-use super::util::Spread;
+use super::figures::{get, Figures};
+use super::replay::SIZES;
+use super::results::{hook_part, NoPart};
+use super::targets as t;
 
-/// A figure's verdict. A measurement that did not happen is never a
-/// number standing for it: its verdict is `NotMeasured`, never `Met`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     Met,
     Missed,
+    /// No real sample: the figure (or a value it needs) is absent, had no
+    /// samples, or is NaN, infinite or impossible (a negative time).
     NotMeasured,
+    /// Measured, but the noise measured beside it does not let it decide.
+    Unresolved,
     /// Reported, with no target.
     Reported,
 }
@@ -22,266 +30,194 @@ impl Verdict {
             Verdict::Met => "met",
             Verdict::Missed => "**MISSED**",
             Verdict::NotMeasured => "not measured",
+            Verdict::Unresolved => "unresolved",
             Verdict::Reported => "—",
         }
     }
 }
 
-/// A real sample: finite and above 0 (every figure here is a positive
-/// time, rate, size or ratio; 0 is what an absent sample defaults to).
-fn sample(v: f64) -> Option<f64> {
-    (v.is_finite() && v > 0.0).then_some(v)
+/// A positive quantity (a time, rate, size or ratio), if it is a real
+/// sample: finite and above 0. 0 is what an absent sample defaults to, and
+/// a negative one is a timestamp that was never set, not noise.
+fn positive(v: Option<f64>) -> Result<f64, Verdict> {
+    match v {
+        Some(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(Verdict::NotMeasured),
+    }
 }
 
-/// Every value sampled and each at most its limit.
-fn at_most(checks: &[(f64, f64)]) -> Verdict {
-    if checks.iter().any(|&(v, _)| sample(v).is_none()) {
-        return Verdict::NotMeasured;
+/// Every value a real sample and each at most its limit.
+fn at_most(checks: &[(Option<f64>, f64)]) -> Verdict {
+    let mut met = true;
+    for &(v, limit) in checks {
+        match positive(v) {
+            Ok(x) => met &= x <= limit,
+            Err(v) => return v,
+        }
     }
-    if checks.iter().all(|&(v, limit)| v <= limit) {
+    if met {
         Verdict::Met
     } else {
         Verdict::Missed
     }
 }
 
-/// Every value sampled and each at least its floor.
-fn at_least(checks: &[(f64, f64)]) -> Verdict {
-    if checks.iter().any(|&(v, _)| sample(v).is_none()) {
-        return Verdict::NotMeasured;
-    }
-    if checks.iter().all(|&(v, floor)| v >= floor) {
-        Verdict::Met
-    } else {
-        Verdict::Missed
-    }
+/// Figure 1: the probe's floor and its period between hiccups over the C
+/// loop's, each at most the target.
+pub fn probe(floor_ratio: Option<f64>, quiet_ratio: Option<f64>) -> Verdict {
+    at_most(&[(floor_ratio, t::PROBE_VS_C_LOOP), (quiet_ratio, t::PROBE_VS_C_LOOP)])
 }
 
-/// Figure 7: every size replayed at ≥ `rate` events/s per core, and the
-/// largest sizes (where the fixed part no longer counts) within `mem`
-/// bytes per CPU. A size not replayed leaves it unmeasured.
-fn replay(rows: &[super::replay::Row], sizes: &[usize], rate: f64, mem: f64) -> Verdict {
-    let Some(found) = sizes.iter().map(|&n| rows.iter().find(|r| r.cpus == n)).collect::<Option<Vec<_>>>() else {
-        return Verdict::NotMeasured;
-    };
-    let big: Vec<(f64, f64)> = found.iter().filter(|r| r.cpus >= 64).map(|r| (r.mem_per_cpu.median, mem)).collect();
-    match (at_least(&found.iter().map(|r| (r.per_core.median, rate)).collect::<Vec<_>>()), at_most(&big)) {
-        (Verdict::NotMeasured, _) | (_, Verdict::NotMeasured) => Verdict::NotMeasured,
-        (Verdict::Met, Verdict::Met) => Verdict::Met,
-        _ => Verdict::Missed,
-    }
-}
-
-/// Figure 4: 0 drops up to `target` events/s. A load that never reached
-/// the target leaves it unmeasured (the host was too slow to load-test
-/// it), unless drops came below it, which misses it whatever the rest.
-fn capacity(max_clean: f64, max_rate: f64, target: f64) -> Verdict {
-    match (sample(max_clean), sample(max_rate)) {
-        (Some(clean), _) if clean >= target => Verdict::Met,
-        (_, Some(rate)) if rate >= target => Verdict::Missed,
-        (Some(clean), Some(rate)) if clean < rate => Verdict::Missed,
+/// Figures with no target (1b, 3, 4b, 8): reported when every value is a
+/// real sample, else not measured.
+pub fn reported(values: &[Option<f64>]) -> Verdict {
+    match values.iter().try_for_each(|&v| positive(v).map(drop)) {
+        Ok(()) if !values.is_empty() => Verdict::Reported,
         _ => Verdict::NotMeasured,
     }
 }
 
-pub(super) fn pct(ratio: f64) -> f64 {
-    100.0 * (1.0 - ratio)
+/// Figure 2's parts, % of the unwatched CPU.
+#[derive(Debug, Clone, Copy)]
+pub struct Unwatched {
+    /// jitterwatch's own threads (schedstat): never 0 while it runs.
+    pub own: Option<f64>,
+    /// The switch hook's paired reading, its null and the null's half-spread.
+    pub hook: Option<f64>,
+    pub hook_null: Option<f64>,
+    pub hook_null_half_spread: Option<f64>,
+    /// The default programs' early returns (figure 3 with the load there).
+    pub bpf_early: Option<f64>,
+    /// bpftrace's BPF run time on the same tracepoints: the peer.
+    pub bpftrace: Option<f64>,
 }
 
-/// The switch hook's part of figure 2, % of the unwatched CPU, from its
-/// paired measurement and the same harness opening nothing (the null).
-/// A reading within the null's spread of the null is that close to 0 and
-/// counts as what it read (at least 0: a hook cannot speed the CPU up); a
-/// reading further below the null than its spread is a bias the harness
-/// does not explain: unresolved, never counted as 0.
-pub fn hook_part(hook: &Spread, null: &Spread) -> Result<f64, String> {
-    let spread = (null.max - null.min) / 2.0;
-    if !(hook.median.is_finite() && null.median.is_finite() && spread.is_finite()) {
-        return Err("not measured".into());
-    }
-    if hook.median < null.median - spread {
-        return Err(format!("reads {:+.2}% against a null of {:+.2} ± {spread:.2}%", hook.median, null.median));
-    }
-    Ok(hook.median.max(0.0))
+/// Figure 2: the total of the parts at most the target and below bpftrace,
+/// each comparison decided only outside the hook's null spread. A hook
+/// reading further below its null than that spread leaves it unresolved.
+pub fn unwatched(u: Unwatched) -> Verdict {
+    let judge = || -> Result<Verdict, Verdict> {
+        let (own, early, bt) = (positive(u.own)?, positive(u.bpf_early)?, positive(u.bpftrace)?);
+        let (Some(h), Some(n), Some(s)) = (u.hook, u.hook_null, u.hook_null_half_spread) else {
+            return Err(Verdict::NotMeasured);
+        };
+        let hook = hook_part(h, n, s).map_err(|e| match e {
+            NoPart::NotMeasured => Verdict::NotMeasured,
+            NoPart::BelowNull(_) => Verdict::Unresolved,
+        })?;
+        let total = own + hook + early;
+        let limit = t::UNWATCHED_COST_PCT;
+        Ok(if total + s <= limit && total + s < bt {
+            Verdict::Met
+        } else if total - s > limit || total - s >= bt {
+            Verdict::Missed
+        } else {
+            Verdict::Unresolved
+        })
+    };
+    judge().unwrap_or_else(|v| v)
 }
 
-/// The summary rows: figure, measured, target, verdict.
-pub fn verdicts(r: &Results) -> Vec<(String, String, &'static str, Verdict)> {
-    let f = &r.floor;
-    let m = &r.machine;
-    let mean_txt = format!("period between hiccups {:.1} vs {:.1} ns = {:.3}×", f.jw_quiet.median, f.c_quiet.median, f.ratio_quiet.median);
-    let s = &f.startup;
-    let mem_mib = r.mem.mem.max_rss_kb.max(r.mem.mem.hwm_kb) as f64 / 1024.0;
-    vec![
-        (
-            "1. Probe floor".into(),
-            format!(
-                "floor {:.0} vs {:.0} ns = {:.2}×; {mean_txt}; auto threshold {:.0} ns",
-                f.jw_floor.median, f.c_min.median, f.ratio_floor.median, f.threshold.median
-            ),
-            "≤ 1.1× the C loop",
-            at_most(&[(f.ratio_floor.median, 1.1), (f.ratio_quiet.median, 1.1)]),
-        ),
-        match &f.tsc {
-            Some(t) => (
-                "1b. Probe floor, `--clock tsc`".into(),
-                format!(
-                    "floor {:.0} vs {:.0} ns = {:.2}×; auto threshold {:.0} ns",
-                    t.floor.median, f.c_min.median, t.ratio_floor.median, t.threshold.median
-                ),
-                "≤ 0.6× the C loop",
-                at_most(&[(t.ratio_floor.median, 0.6)]),
-            ),
-            None => {
-                ("1b. Probe floor, `--clock tsc`".into(), "the TSC is not usable here".into(), "≤ 0.6× the C loop", Verdict::NotMeasured)
+/// Figure 2's total, % (None while a part is missing or unresolved).
+pub fn unwatched_total(u: Unwatched) -> Option<f64> {
+    let hook = hook_part(u.hook?, u.hook_null?, u.hook_null_half_spread?).ok()?;
+    let total = u.own? + hook + u.bpf_early?;
+    total.is_finite().then_some(total)
+}
+
+/// Figure 4: 0 drops up to the target rate. `max_clean` is the highest
+/// rate drained with 0 drops (0: every run dropped), `max_rate` the highest
+/// reached. A load that never reached the target leaves it unmeasured (the
+/// host was too slow to load-test it), unless drops came below it, which
+/// misses it whatever the rest.
+pub fn capacity(max_clean: Option<f64>, max_rate: Option<f64>) -> Verdict {
+    let Ok(rate) = positive(max_rate) else { return Verdict::NotMeasured };
+    let clean = match max_clean {
+        Some(c) if c.is_finite() && (0.0..=rate).contains(&c) => c,
+        _ => return Verdict::NotMeasured,
+    };
+    let target = t::CAPACITY_EVENTS_PER_SEC;
+    if clean >= target {
+        Verdict::Met
+    } else if rate >= target || clean < rate {
+        Verdict::Missed
+    } else {
+        Verdict::NotMeasured
+    }
+}
+
+/// Figure 5: peak RSS, MiB.
+pub fn memory(peak_mib: Option<f64>) -> Verdict {
+    at_most(&[(peak_mib, t::PEAK_RSS_MIB)])
+}
+
+/// Figure 6: exec to the first sample and to the first event, ms.
+pub fn startup(first_sample_ms: Option<f64>, first_event_ms: Option<f64>) -> Verdict {
+    at_most(&[(first_sample_ms, t::STARTUP_MS), (first_event_ms, t::STARTUP_MS)])
+}
+
+/// Figure 7: per replayed size (CPUs, events/s per core, bytes per CPU),
+/// every size in `sizes` at the rate target, and from
+/// REPLAY_MEMORY_FROM_CPUS up within the memory target.
+pub fn replay(rows: &[(usize, Option<f64>, Option<f64>)], sizes: &[usize]) -> Verdict {
+    let mut checks = vec![];
+    for &n in sizes {
+        let Some(&(_, rate, mem)) = rows.iter().find(|r| r.0 == n) else { return Verdict::NotMeasured };
+        match positive(rate) {
+            Ok(r) => checks.push(r >= t::REPLAY_EVENTS_PER_CORE),
+            Err(v) => return v,
+        }
+        if n >= t::REPLAY_MEMORY_FROM_CPUS {
+            match positive(mem) {
+                Ok(m) => checks.push(m <= t::REPLAY_BYTES_PER_CPU),
+                Err(v) => return v,
             }
-        },
-        (
-            "2. Cost to an unwatched CPU".into(),
-            format!(
-                "{} by parts (own threads {:.2}% + switch event {} + BPF early returns {:.2}%) vs bpftrace's BPF \
-                 run time alone {:.2}%; end to end {:.1}% (bpftrace {:.1}%, a bare spinning vCPU {:.1}%), host noise ±{:.0}%",
-                unwatched_total(r).map_or("unresolved".into(), |t| format!("{t:.2}%")),
-                m.jw_threads_pct.median,
-                match hook_part(&m.hook_pct, &m.hook_null_pct) {
-                    Ok(v) => format!("{v:.2}%"),
-                    Err(_) => format!("unresolved ({:+.2}%, null {:+.2}%)", m.hook_pct.median, m.hook_null_pct.median),
-                },
-                r.bpf.busy_pct_unwatched(),
-                m.bt_bpf_pct.median,
-                m.jw_cost_pct(),
-                m.bt_cost_pct(),
-                m.spin_cost_pct(),
-                100.0 * (m.null.max - m.null.min) / 2.0
-            ),
-            "≤ 1% and below bpftrace",
-            match unwatched_total(r) {
-                // An unresolved part: the total is not known.
-                None => Verdict::NotMeasured,
-                Some(total) => match at_most(&[(total.max(f64::MIN_POSITIVE), 1.0), (m.bt_bpf_pct.median, f64::INFINITY)]) {
-                    Verdict::Met if total >= m.bt_bpf_pct.median => Verdict::Missed,
-                    v => v,
-                },
-            },
-        ),
-        (
-            "3. BPF run time per event".into(),
-            r.bpf
-                .watched
-                .iter()
-                .find(|p| p.name == "on_switch_out" || p.name == "on_sched_switch")
-                .map_or("n/a".into(), |p| format!("{} {:.0} ns/run (all programs below)", p.name, p.ns_per_run.median)),
-            "(reported)",
-            Verdict::Reported,
-        ),
-        (
-            "4. Ring-buffer capacity".into(),
-            format!("0 drops up to {} events/s (highest reached {})", grouped(r.cap.max_clean), grouped(r.cap.max_rate)),
-            "0 drops at ≥ 500k events/s",
-            capacity(r.cap.max_clean, r.cap.max_rate, 500_000.0),
-        ),
-        ("5. Peak RSS".into(), format!("{mem_mib:.1} MiB"), "≤ 32 MiB", at_most(&[(mem_mib, 32.0)])),
-        (
-            "7. Many CPUs, by replay".into(),
-            {
-                let at = |n: usize| r.replay.iter().find(|x| x.cpus == n);
-                let show = |n: usize| {
-                    at(n).map_or(format!("{n} CPUs not measured"), |x| {
-                        format!("{n} CPUs {:.1} M/s, {:.0} KiB/CPU", x.per_core.median / 1e6, x.mem_per_cpu.median / 1024.0)
-                    })
-                };
-                format!("events/s per consumer core and memory: {}", super::replay::SIZES.map(show).join("; "))
-            },
-            "≥ 5 M events/s per core; ≤ 1 MiB per CPU at 64 and 256",
-            replay(&r.replay, &super::replay::SIZES, 5e6, 1024.0 * 1024.0),
-        ),
-        (
-            "8. Wake-up probe vs cyclictest".into(),
-            r.wakeup
-                .iter()
-                .map(|w| {
-                    format!(
-                        "{}: p99 {:.0} vs {:.0} µs, max {:.0} vs {:.0} µs",
-                        w.condition, w.jitterwatch[2].median, w.cyclictest[2].median, w.jitterwatch[3].median, w.cyclictest[3].median
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
-            "(reported: jitterwatch vs cyclictest)",
-            Verdict::Reported,
-        ),
-        (
-            "6. Start-up".into(),
-            format!("first sample {:.0} ms, first event {:.0} ms after exec", s.to_first_sample.median, s.to_first_event.median),
-            "≤ 1 s",
-            at_most(&[(s.to_first_sample.median, 1000.0), (s.to_first_event.median, 1000.0)]),
-        ),
-    ]
+        }
+    }
+    if checks.is_empty() {
+        Verdict::NotMeasured
+    } else if checks.iter().all(|&ok| ok) {
+        Verdict::Met
+    } else {
+        Verdict::Missed
+    }
 }
 
-/// The figures, for the terminal.
-pub fn print(r: &Results) {
-    println!("\nbench: results (medians)");
-    for (fig, got, target, v) in verdicts(r) {
-        println!("  {fig:<30} {got}  [target {target}: {}]", v.as_str().trim_matches('*'));
+/// Figure 2's parts out of the figures.
+pub fn unwatched_parts(f: &Figures) -> Unwatched {
+    let g = |k: &str| get(f, "2", k);
+    Unwatched {
+        own: g("own_threads_pct"),
+        hook: g("hook_pct"),
+        hook_null: g("hook_null_pct"),
+        hook_null_half_spread: g("hook_null_half_spread_pct"),
+        bpf_early: g("bpf_early_returns_pct"),
+        bpftrace: g("bpftrace_bpf_pct"),
+    }
+}
+
+/// The verdict of figure `id` in `f`. A figure absent from `f` (an older
+/// history line) is not measured.
+pub fn judge(id: &str, f: &Figures) -> Verdict {
+    let Some(fig) = f.get(id) else { return Verdict::NotMeasured };
+    let g = |k: &str| fig.get(k);
+    match id {
+        "1" => probe(g("floor_ratio"), g("quiet_ratio")),
+        "1b" => reported(&[g("floor_ratio")]),
+        "2" => unwatched(unwatched_parts(f)),
+        "3" => reported(&[g("switch_ns_per_run")]),
+        "4" => capacity(g("max_clean_events_per_sec"), g("max_events_per_sec")),
+        "5" => memory(g("peak_rss_mib")),
+        "6" => startup(g("first_sample_ms"), g("first_event_ms")),
+        "7" => {
+            let rows: Vec<_> =
+                SIZES.iter().map(|&n| (n, g(&format!("events_per_core_sec_{n}")), g(&format!("bytes_per_cpu_{n}")))).collect();
+            replay(&rows, &SIZES)
+        }
+        // 4b, 8 and any other: reported, over every value they hold.
+        _ => reported(&fig.values.values().copied().collect::<Vec<_>>()),
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_absent_sample_is_never_met() {
-        assert_eq!(at_most(&[(0.9, 1.1)]), Verdict::Met);
-        assert_eq!(at_most(&[(1.2, 1.1)]), Verdict::Missed);
-        assert_eq!(at_most(&[(0.0, 32.0)]), Verdict::NotMeasured, "peak RSS with no sample");
-        assert_eq!(at_most(&[(f64::NAN, 1.1)]), Verdict::NotMeasured);
-        assert_eq!(at_most(&[(5.0, 1000.0), (0.0, 1000.0)]), Verdict::NotMeasured, "start-up with no first event");
-        assert_eq!(at_most(&[(-0.7, 1.0)]), Verdict::NotMeasured, "a negative cost is not a measurement of 0");
-    }
-
-    fn spread(median: f64, min: f64, max: f64) -> Spread {
-        Spread { median, min, max, n: 5 }
-    }
-
-    #[test]
-    fn a_hook_reading_below_its_null_is_unresolved_not_zero() {
-        let null = spread(0.0, -0.1, 0.1);
-        assert_eq!(hook_part(&spread(0.05, 0.0, 0.1), &null), Ok(0.05));
-        assert_eq!(hook_part(&spread(-0.05, -0.1, 0.0), &null), Ok(0.0), "within the null: that close to 0");
-        let e = hook_part(&spread(-0.9, -1.1, -0.7), &null).unwrap_err();
-        assert!(e.contains("-0.90%"), "{e}");
-        assert_eq!(hook_part(&spread(f64::NAN, 0.0, 0.0), &null), Err("not measured".into()));
-    }
-
-    #[test]
-    fn replay_needs_every_size_and_both_limits() {
-        use crate::bench::replay::Row;
-        let row = |cpus, rate, mem| Row {
-            cpus,
-            events: 1e7,
-            per_core: spread(rate, rate, rate),
-            mem_per_cpu: spread(mem, mem, mem),
-            stream: (2e4, 2e3, 60.0),
-        };
-        let good = vec![row(1, 12e6, 2e6), row(64, 11e6, 3e5), row(256, 6e6, 3e5)];
-        assert_eq!(replay(&good, &[1, 64, 256], 5e6, 1048576.0), Verdict::Met, "1 CPU's fixed part is not judged");
-        assert_eq!(replay(&good[..2], &[1, 64, 256], 5e6, 1048576.0), Verdict::NotMeasured, "256 CPUs not replayed");
-        let slow = vec![row(1, 12e6, 2e6), row(64, 11e6, 3e5), row(256, 4e6, 3e5)];
-        assert_eq!(replay(&slow, &[1, 64, 256], 5e6, 1048576.0), Verdict::Missed);
-        let fat = vec![row(1, 12e6, 2e6), row(64, 11e6, 3e6), row(256, 6e6, 3e5)];
-        assert_eq!(replay(&fat, &[1, 64, 256], 5e6, 1048576.0), Verdict::Missed);
-        let nan = vec![row(1, f64::NAN, 2e6), row(64, 11e6, 3e5), row(256, 6e6, 3e5)];
-        assert_eq!(replay(&nan, &[1, 64, 256], 5e6, 1048576.0), Verdict::NotMeasured);
-    }
-
-    #[test]
-    fn capacity_needs_the_target_reached() {
-        assert_eq!(capacity(679_228.0, 679_228.0, 500_000.0), Verdict::Met);
-        assert_eq!(capacity(246_946.0, 246_946.0, 500_000.0), Verdict::NotMeasured, "the load never got there");
-        assert_eq!(capacity(200_000.0, 600_000.0, 500_000.0), Verdict::Missed, "drops before the target");
-        assert_eq!(capacity(200_000.0, 300_000.0, 500_000.0), Verdict::Missed, "drops below the target");
-        assert_eq!(capacity(0.0, 0.0, 500_000.0), Verdict::NotMeasured);
-    }
-}
+mod tests;

@@ -14,7 +14,7 @@ use super::util::{self, Bg, Spread};
 
 /// One condition: its name, SCHED_FIFO priority (None: SCHED_OTHER) and
 /// whether the pipe load runs on the CPU.
-const CONDITIONS: [(&str, Option<u32>, bool); 4] = [
+pub(super) const CONDITIONS: [(&str, Option<u32>, bool); 4] = [
     ("idle, SCHED_OTHER", None, false),
     ("idle, FIFO 80", Some(80), false),
     ("pipe load, SCHED_OTHER", None, true),

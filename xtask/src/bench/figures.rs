@@ -1,0 +1,260 @@
+//! Each figure of a run as named numbers, with the method that measured
+//! it: what the history records per run, and all the verdicts and the
+//! summary table read. Built from a run's results; read back from the
+//! history. A value is None (null in the history) when not measured.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::replay::SIZES;
+use super::results::Results;
+use super::util::Spread;
+
+/// One figure: how it was measured, and its values by name.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    /// What measured it. Change it whenever the measurement changes, so
+    /// that the history says a change of figure may be a change of method.
+    pub method: String,
+    pub values: BTreeMap<String, Option<f64>>,
+}
+
+impl Figure {
+    pub fn new(method: impl Into<String>) -> Figure {
+        Figure { method: method.into(), values: BTreeMap::new() }
+    }
+
+    pub fn with(mut self, key: &str, v: Option<f64>) -> Figure {
+        self.values.insert(key.to_string(), v);
+        self
+    }
+
+    /// A value as recorded: None when absent or null (NaN kept as read).
+    pub fn get(&self, key: &str) -> Option<f64> {
+        self.values.get(key).copied().flatten()
+    }
+}
+
+/// The figures by id ("1", "1b", "2", … "8"), in that order.
+pub type Figures = BTreeMap<String, Figure>;
+
+/// A value of figure `id`, None when the figure or the value is absent.
+pub fn get(f: &Figures, id: &str, key: &str) -> Option<f64> {
+    f.get(id).and_then(|x| x.get(key))
+}
+
+/// The median of a spread with samples, else None.
+fn med(s: &Spread) -> Option<f64> {
+    (s.n > 0).then_some(s.median)
+}
+
+/// A value that is NaN when unsampled.
+fn val(x: f64) -> Option<f64> {
+    (!x.is_nan()).then_some(x)
+}
+
+/// "idle, SCHED_OTHER" → "idle_sched_other": a wake-up condition as a key.
+pub fn slug(s: &str) -> String {
+    let mut o = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            o.push(c.to_ascii_lowercase());
+        } else if !o.ends_with('_') {
+            o.push('_');
+        }
+    }
+    o.trim_matches('_').to_string()
+}
+
+/// Each figure's method, from the parameters a run used. The seeded
+/// history entry's methods are these with the parameters of that run.
+pub mod method {
+    pub fn probe(reps: usize, secs: f64) -> String {
+        format!("v1: jitterwatch --clock vdso vs a C clock_gettime loop, alternated, {reps} × {secs} s")
+    }
+    pub fn probe_tsc(reps: usize, secs: f64) -> String {
+        format!("v1: jitterwatch --clock tsc vs the same C loop, a third run per repetition, {reps} × {secs} s")
+    }
+    pub fn unwatched(reps: usize, hook_runs: usize) -> String {
+        format!(
+            "v1: by parts (own threads by schedstat + the switch event by paired batches, {hook_runs} runs, against a null + \
+             the default programs' early returns from figure 3); bpftrace's BPF run time; end to end {reps} × 5 conditions"
+        )
+    }
+    pub fn bpf(reps: usize, secs: f64) -> String {
+        format!("v1: --bpf-stats --wake-origins under perf bench sched pipe -T, on the watched then the other CPU, {reps} × {secs} s")
+    }
+    pub fn capacity(secs: f64, strong: &str) -> String {
+        format!("v1: context-switch storms stepped up and down, {secs} s each, strong storms {strong}")
+    }
+    pub fn recorder(runs: usize) -> String {
+        format!("v1: --trace-dir on and off alternated under perf pipe and the storm, {runs} runs")
+    }
+    pub fn memory(secs: f64, load: &str) -> String {
+        format!("v1: {secs} s under {load}, VmRSS every 100 ms")
+    }
+    pub fn startup(runs: usize) -> String {
+        format!("v1: CLOCK_MONOTONIC at spawn to the summary's timestamps, figure 1's {runs} runs")
+    }
+    pub fn replay(events_per_cpu_sec: f64) -> String {
+        format!("v1: replay-bench at 1, 8, 64, 256 CPUs, {events_per_cpu_sec:.0} events/s per CPU stream, pinned to the housekeeping CPU")
+    }
+    pub fn wakeup(reps: usize) -> String {
+        format!("v1: cyclictest -i 1000 and --probe wakeup --period 1ms, alternated, {reps} repetitions per condition")
+    }
+}
+
+/// A run's figures. `quick` marks every method: a quick run's figures are
+/// not comparable with a full run's.
+pub fn from_results(r: &Results, quick: bool) -> Figures {
+    let q = |m: String| if quick { format!("{m} (quick)") } else { m };
+    let mut o = Figures::new();
+    let f = &r.floor;
+    o.insert(
+        "1".into(),
+        Figure::new(q(method::probe(f.reps, f.secs)))
+            .with("floor_ratio", med(&f.ratio_floor))
+            .with("quiet_ratio", med(&f.ratio_quiet))
+            .with("floor_ns", med(&f.jw_floor))
+            .with("c_floor_ns", med(&f.c_min))
+            .with("quiet_ns", med(&f.jw_quiet))
+            .with("c_quiet_ns", med(&f.c_quiet))
+            .with("threshold_ns", med(&f.threshold)),
+    );
+    let t = f.tsc.as_ref();
+    o.insert(
+        "1b".into(),
+        Figure::new(q(method::probe_tsc(f.reps, f.secs)))
+            .with("floor_ratio", t.and_then(|t| med(&t.ratio_floor)))
+            .with("quiet_ratio", t.and_then(|t| med(&t.ratio_quiet)))
+            .with("floor_ns", t.and_then(|t| med(&t.floor)))
+            .with("threshold_ns", t.and_then(|t| med(&t.threshold))),
+    );
+    let m = &r.machine;
+    let half = |s: &Spread| (s.n > 0).then_some((s.max - s.min) / 2.0);
+    o.insert(
+        "2".into(),
+        Figure::new(q(method::unwatched(m.reps, m.hook_pct.n)))
+            .with("own_threads_pct", med(&m.jw_threads_pct))
+            .with("hook_pct", med(&m.hook_pct))
+            .with("hook_null_pct", med(&m.hook_null_pct))
+            .with("hook_null_half_spread_pct", half(&m.hook_null_pct))
+            .with("bpf_early_returns_pct", val(r.bpf.busy_pct_unwatched()))
+            .with("opt_in_pct", val(r.bpf.opt_in_pct_unwatched()))
+            .with("bpftrace_bpf_pct", med(&m.bt_bpf_pct))
+            .with("end_to_end_pct", val(m.jw_cost_pct()))
+            .with("bpftrace_end_to_end_pct", val(m.bt_cost_pct()))
+            .with("spin_end_to_end_pct", val(m.spin_cost_pct()))
+            .with("noise_pct", half(&m.null).map(|x| 100.0 * x)),
+    );
+    let b = &r.bpf;
+    let switch = b.watched.iter().find(|p| p.name == "on_switch_out" || p.name == "on_sched_switch");
+    o.insert(
+        "3".into(),
+        Figure::new(q(method::bpf(b.reps, b.secs)))
+            .with("switch_ns_per_run", switch.and_then(|p| med(&p.ns_per_run)))
+            .with("events_per_sec", med(&b.watched_events_per_sec)),
+    );
+    let c = &r.cap;
+    let strong = c.runs.iter().find_map(|x| match x.load {
+        super::capacity::Load::PingPong { policy, .. } if policy != super::capacity::Policy::Other => Some(policy.describe()),
+        _ => None,
+    });
+    o.insert(
+        "4".into(),
+        Figure::new(q(method::capacity(c.secs, strong.unwrap_or("none"))))
+            .with("max_clean_events_per_sec", val(c.max_clean))
+            .with("max_events_per_sec", val(c.max_rate))
+            .with("lag_max_ms", val(c.lag_max_ms)),
+    );
+    o.insert("4b".into(), recorder(&r.recorder, &q));
+    let me = &r.mem;
+    let peak_kb = me.mem.max_rss_kb.max(me.mem.hwm_kb);
+    o.insert(
+        "5".into(),
+        Figure::new(q(method::memory(me.secs, &me.load.describe())))
+            .with("peak_rss_mib", (me.mem.samples > 0).then_some(peak_kb as f64 / 1024.0))
+            .with("rss_end_mib", (me.mem.samples > 0).then_some(me.rss_end_kb as f64 / 1024.0)),
+    );
+    let s = &f.startup;
+    o.insert(
+        "6".into(),
+        Figure::new(q(method::startup(s.to_first_sample.n)))
+            .with("main_ms", med(&s.to_main))
+            .with("first_sample_ms", med(&s.to_first_sample))
+            .with("first_event_ms", med(&s.to_first_event)),
+    );
+    let mut seven = Figure::new(q(method::replay(r.replay.first().map_or(f64::NAN, |x| x.stream.0))));
+    for n in SIZES {
+        let row = r.replay.iter().find(|x| x.cpus == n);
+        seven = seven
+            .with(&format!("events_per_core_sec_{n}"), row.and_then(|x| med(&x.per_core)))
+            .with(&format!("bytes_per_cpu_{n}"), row.and_then(|x| med(&x.mem_per_cpu)));
+    }
+    o.insert("7".into(), seven);
+    let mut eight = Figure::new(q(method::wakeup(r.wakeup.first().map_or(0, |w| w.cyclictest[0].n))));
+    for cond in super::wakeup::CONDITIONS.map(|c| c.0) {
+        let row = r.wakeup.iter().find(|w| w.condition == cond);
+        let k = slug(cond);
+        for (stat, i) in [("p99", 2), ("max", 3)] {
+            eight = eight
+                .with(&format!("{k}_jw_{stat}_us"), row.and_then(|w| med(&w.jitterwatch[i])))
+                .with(&format!("{k}_ct_{stat}_us"), row.and_then(|w| med(&w.cyclictest[i])));
+        }
+    }
+    o.insert("8".into(), eight);
+    o
+}
+
+/// 4b: the consumer's ns/event with the recorder off and on, per load
+/// ("pipe", then the storm), and the storm's peak kept bytes per CPU.
+fn recorder(runs: &[super::recorder::Run], q: &dyn Fn(String) -> String) -> Figure {
+    let mut fig = Figure::new(q(method::recorder(runs.len())));
+    let mut loads: Vec<String> = runs.iter().map(|r| r.load.describe()).collect();
+    loads.dedup();
+    for (name, load) in ["pipe", "storm"].iter().zip(loads.iter().map(Some).chain(std::iter::repeat(None))) {
+        let of = |on: bool, f: fn(&super::recorder::Run) -> f64| {
+            let v: Vec<f64> = runs.iter().filter(|r| Some(&r.load.describe()) == load && r.on == on).map(f).collect();
+            med(&Spread::of(&v))
+        };
+        fig = fig
+            .with(&format!("{name}_off_ns_per_event"), of(false, |r| r.ns_per_event))
+            .with(&format!("{name}_on_ns_per_event"), of(true, |r| r.ns_per_event));
+        if *name == "storm" {
+            fig = fig.with("storm_peak_mib", of(true, |r| r.peak_bytes / 1048576.0)).with("cap_mib", of(true, |r| r.cap_bytes / 1048576.0));
+        }
+    }
+    fig
+}
+
+#[cfg(test)]
+mod tests {
+    use super::method;
+
+    /// The seeded line (transcribed from the run of a8ac5ba) carries the
+    /// methods today's code gives that run's parameters, so the next run
+    /// is compared with it as the same method.
+    #[test]
+    fn the_seed_carries_todays_methods() {
+        let seed = crate::bench::history::parse(include_str!("../../../bench-history.jsonl")).unwrap().remove(0);
+        assert_eq!(seed.source.as_deref(), Some("transcribed from BENCHMARKS.md"));
+        let m = |id: &str| seed.figures[id].method.clone();
+        assert_eq!(m("1"), method::probe(11, 1.0));
+        assert_eq!(m("1b"), method::probe_tsc(11, 1.0));
+        assert_eq!(m("2"), method::unwatched(7, 3));
+        assert_eq!(m("3"), method::bpf(3, 3.0));
+        assert_eq!(m("4"), method::capacity(3.0, "SCHED_FIFO 1"));
+        assert_eq!(m("4b"), method::recorder(12));
+        assert_eq!(m("5"), method::memory(30.0, "futex ping-pong × 4 pairs, SCHED_FIFO 1"));
+        assert_eq!(m("6"), method::startup(11));
+        assert_eq!(m("7"), method::replay(24_000.0));
+        assert_eq!(m("8"), method::wakeup(3));
+    }
+
+    #[test]
+    fn condition_keys() {
+        assert_eq!(super::slug("idle, SCHED_OTHER"), "idle_sched_other");
+        assert_eq!(super::slug("pipe load, FIFO 80"), "pipe_load_fifo_80");
+    }
+}

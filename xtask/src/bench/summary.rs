@@ -1,0 +1,137 @@
+//! The summary rows (figure, measured, target, verdict), from a run's
+//! figures alone, so that the history can redraw them for any past run.
+
+use super::figures::{get, slug, Figures};
+use super::replay::SIZES;
+use super::targets;
+use super::util::grouped;
+use super::verdicts::{judge, unwatched_parts, unwatched_total, Verdict};
+
+/// The figures in the order the tables list them, with their names.
+pub const FIGURES: [(&str, &str); 10] = [
+    ("1", "1. Probe floor"),
+    ("1b", "1b. Probe floor, `--clock tsc`"),
+    ("2", "2. Cost to an unwatched CPU"),
+    ("3", "3. BPF run time per event"),
+    ("4", "4. Ring-buffer capacity"),
+    ("4b", "4b. Flight recorder, consumer cost"),
+    ("5", "5. Peak RSS"),
+    ("6", "6. Start-up"),
+    ("7", "7. Many CPUs, by replay"),
+    ("8", "8. Wake-up probe vs cyclictest"),
+];
+
+pub struct Row {
+    pub name: &'static str,
+    pub measured: String,
+    pub target: String,
+    pub verdict: Verdict,
+}
+
+/// A number with `prec` decimals, or "n/a".
+fn n(v: Option<f64>, prec: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.prec$}"),
+        _ => "n/a".into(),
+    }
+}
+
+/// A rate with thousands separators, or "n/a".
+fn g(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), grouped)
+}
+
+/// What figure `id` measured, in words and numbers.
+pub fn measured(id: &str, f: &Figures) -> String {
+    let v = |k: &str| get(f, id, k);
+    if f.get(id).is_none_or(|x| x.values.values().all(Option::is_none)) {
+        return if id == "1b" { "the TSC is not usable here".into() } else { "not measured".into() };
+    }
+    match id {
+        "1" => format!(
+            "floor {} vs {} ns = {}×; period between hiccups {} vs {} ns = {}×; auto threshold {} ns",
+            n(v("floor_ns"), 0),
+            n(v("c_floor_ns"), 0),
+            n(v("floor_ratio"), 2),
+            n(v("quiet_ns"), 1),
+            n(v("c_quiet_ns"), 1),
+            n(v("quiet_ratio"), 3),
+            n(v("threshold_ns"), 0)
+        ),
+        "1b" => format!(
+            "floor {} vs {} ns = {}×; period between hiccups {}×; auto threshold {} ns",
+            n(v("floor_ns"), 0),
+            n(get(f, "1", "c_floor_ns"), 0),
+            n(v("floor_ratio"), 2),
+            n(v("quiet_ratio"), 3),
+            n(v("threshold_ns"), 0)
+        ),
+        "2" => {
+            let p = unwatched_parts(f);
+            let hook = match (p.hook, p.hook_null, p.hook_null_half_spread) {
+                (Some(h), Some(nl), Some(s)) => match super::results::hook_part(h, nl, s) {
+                    Ok(x) => format!("{x:.2}%"),
+                    Err(_) => format!("unresolved ({h:+.2}%, null {nl:+.2}%)"),
+                },
+                _ => "not measured".into(),
+            };
+            format!(
+                "{} by parts (own threads {}% + switch event {hook} + BPF early returns {}%) vs bpftrace's BPF run time alone {}%; \
+                 end to end {}% (bpftrace {}%, a bare spinning vCPU {}%), host noise ±{}%",
+                unwatched_total(p).map_or("unresolved".into(), |t| format!("{t:.2}%")),
+                n(p.own, 2),
+                n(p.bpf_early, 2),
+                n(p.bpftrace, 2),
+                n(v("end_to_end_pct"), 1),
+                n(v("bpftrace_end_to_end_pct"), 1),
+                n(v("spin_end_to_end_pct"), 1),
+                n(v("noise_pct"), 0)
+            )
+        }
+        "3" => format!(
+            "switch program {} ns/run at {} events/s (every program in section 3)",
+            n(v("switch_ns_per_run"), 0),
+            g(v("events_per_sec"))
+        ),
+        "4" => format!("0 drops up to {} events/s (highest reached {})", g(v("max_clean_events_per_sec")), g(v("max_events_per_sec"))),
+        "4b" => format!(
+            "consumer ns/event, recorder off → on: perf pipe {} → {}, storm {} → {}; storm's peak {} of {} MiB per CPU",
+            n(v("pipe_off_ns_per_event"), 0),
+            n(v("pipe_on_ns_per_event"), 0),
+            n(v("storm_off_ns_per_event"), 0),
+            n(v("storm_on_ns_per_event"), 0),
+            n(v("storm_peak_mib"), 1),
+            n(v("cap_mib"), 0)
+        ),
+        "5" => format!("{} MiB", n(v("peak_rss_mib"), 1)),
+        "6" => format!("first sample {} ms, first event {} ms after exec", n(v("first_sample_ms"), 0), n(v("first_event_ms"), 0)),
+        "7" => {
+            let show = |c: usize| match (v(&format!("events_per_core_sec_{c}")), v(&format!("bytes_per_cpu_{c}"))) {
+                (None, None) => format!("{c} CPUs not measured"),
+                (r, m) => format!("{c} CPUs {} M/s, {} KiB/CPU", n(r.map(|x| x / 1e6), 1), n(m.map(|x| x / 1024.0), 0)),
+            };
+            format!("events/s per consumer core and memory: {}", SIZES.map(show).join("; "))
+        }
+        "8" => super::wakeup::CONDITIONS
+            .map(|c| {
+                let k = slug(c.0);
+                let s = |x: &str| n(v(&format!("{k}_{x}_us")), 0);
+                format!("{}: p99 {} vs {} µs, max {} vs {} µs", c.0, s("jw_p99"), s("ct_p99"), s("jw_max"), s("ct_max"))
+            })
+            .join("; "),
+        _ => "not measured".into(),
+    }
+}
+
+/// Every figure's row.
+pub fn rows(f: &Figures) -> Vec<Row> {
+    FIGURES.iter().map(|&(id, name)| Row { name, measured: measured(id, f), target: targets::text(id), verdict: judge(id, f) }).collect()
+}
+
+/// The figures, for the terminal.
+pub fn print(f: &Figures) {
+    println!("\nbench: results (medians)");
+    for r in rows(f) {
+        println!("  {:<36} {}  [target {}: {}]", r.name, r.measured, r.target, r.verdict.as_str().trim_matches('*'));
+    }
+}

@@ -1,0 +1,154 @@
+//! Every figure's verdict over the inputs that are not a measurement:
+//! absent, no samples (NaN), NaN, infinite, 0 and negative. None may read
+//! "met" or "MISSED". No host is read: the inputs are values.
+
+use super::*;
+use crate::bench::figures::Figure;
+
+/// The inputs that are not a real sample of a positive quantity.
+const BAD: [Option<f64>; 6] = [None, Some(f64::NAN), Some(f64::INFINITY), Some(f64::NEG_INFINITY), Some(0.0), Some(-0.7)];
+
+fn undecided(v: Verdict) -> bool {
+    matches!(v, Verdict::NotMeasured | Verdict::Unresolved)
+}
+
+#[test]
+fn figure_1_needs_both_ratios() {
+    assert_eq!(probe(Some(1.0), Some(1.084)), Verdict::Met);
+    assert_eq!(probe(Some(1.0), Some(1.2)), Verdict::Missed);
+    for bad in BAD {
+        assert_eq!(probe(bad, Some(1.0)), Verdict::NotMeasured, "{bad:?}");
+        assert_eq!(probe(Some(1.0), bad), Verdict::NotMeasured, "{bad:?}");
+    }
+}
+
+#[test]
+fn reported_figures_are_never_judged() {
+    assert_eq!(reported(&[Some(0.4)]), Verdict::Reported);
+    assert_eq!(reported(&[]), Verdict::NotMeasured);
+    for bad in BAD {
+        assert_eq!(reported(&[Some(0.4), bad]), Verdict::NotMeasured, "{bad:?}");
+    }
+}
+
+fn parts() -> Unwatched {
+    Unwatched {
+        own: Some(0.3),
+        hook: Some(0.05),
+        hook_null: Some(0.0),
+        hook_null_half_spread: Some(0.1),
+        bpf_early: Some(0.06),
+        bpftrace: Some(1.6),
+    }
+}
+
+#[test]
+fn figure_2_decides_only_outside_its_noise() {
+    assert_eq!(unwatched(parts()), Verdict::Met, "0.41% ± 0.1 against 1% and bpftrace's 1.6%");
+    assert_eq!(unwatched(Unwatched { own: Some(1.45), ..parts() }), Verdict::Missed, "1.56% ± 0.1");
+    assert_eq!(unwatched(Unwatched { own: Some(0.9), ..parts() }), Verdict::Unresolved, "1.01% ± 0.1 straddles 1%");
+    assert_eq!(unwatched(Unwatched { bpftrace: Some(0.45), ..parts() }), Verdict::Unresolved, "0.41% ± 0.1 vs bpftrace 0.45%");
+    assert_eq!(unwatched(Unwatched { bpftrace: Some(0.2), ..parts() }), Verdict::Missed, "above bpftrace");
+    // Today's BENCHMARKS.md: the hook reads −2.81% against a null of +0.06 ± 0.09%.
+    let below = Unwatched { own: Some(1.45), hook: Some(-2.81), hook_null: Some(0.06), hook_null_half_spread: Some(0.09), ..parts() };
+    assert_eq!(unwatched(below), Verdict::Unresolved);
+    assert_eq!(unwatched_total(below), None);
+}
+
+#[test]
+fn figure_2_is_never_met_on_nothing() {
+    // The old bug: a total of 0 (own threads unread, no programs) read "met".
+    let nothing = Unwatched { own: Some(0.0), hook: Some(0.0), bpf_early: Some(0.0), ..parts() };
+    assert_eq!(unwatched(nothing), Verdict::NotMeasured);
+    let nan = Unwatched { own: Some(f64::NAN), hook: Some(f64::NAN), bpf_early: Some(f64::NAN), ..parts() };
+    assert_eq!(unwatched(nan), Verdict::NotMeasured);
+    type Set = fn(&mut Unwatched, Option<f64>);
+    let fields: [(&str, Set); 6] = [
+        ("own", |u, v| u.own = v),
+        ("hook", |u, v| u.hook = v),
+        ("hook_null", |u, v| u.hook_null = v),
+        ("hook_null_half_spread", |u, v| u.hook_null_half_spread = v),
+        ("bpf_early", |u, v| u.bpf_early = v),
+        ("bpftrace", |u, v| u.bpftrace = v),
+    ];
+    for (name, set) in fields {
+        for bad in BAD {
+            let mut u = parts();
+            set(&mut u, bad);
+            let v = unwatched(u);
+            // The hook is a difference: 0 is a reading, and a negative one
+            // within its null's spread is that close to 0.
+            let reading = matches!(name, "hook" | "hook_null") && bad.is_some_and(f64::is_finite)
+                || name == "hook_null_half_spread" && bad == Some(0.0);
+            if reading {
+                assert!(v == Verdict::Met || undecided(v), "{name} = {bad:?}: {v:?}");
+            } else {
+                assert!(undecided(v), "{name} = {bad:?}: {v:?}");
+            }
+        }
+    }
+    // Negative because of noise: further below the null than its spread.
+    assert_eq!(unwatched(Unwatched { hook: Some(-0.7), ..parts() }), Verdict::Unresolved);
+    assert_eq!(unwatched(Unwatched { hook: Some(-0.05), ..parts() }), Verdict::Met, "within the null: counted as 0");
+}
+
+#[test]
+fn figure_4_needs_the_target_reached() {
+    assert_eq!(capacity(Some(679_228.0), Some(679_228.0)), Verdict::Met);
+    assert_eq!(capacity(Some(313_687.0), Some(313_687.0)), Verdict::NotMeasured, "the load never got there");
+    assert_eq!(capacity(Some(200_000.0), Some(600_000.0)), Verdict::Missed, "drops before the target");
+    assert_eq!(capacity(Some(200_000.0), Some(300_000.0)), Verdict::Missed, "drops below the target");
+    assert_eq!(capacity(Some(0.0), Some(300_000.0)), Verdict::Missed, "every run dropped: a measurement");
+    for bad in BAD {
+        assert_eq!(capacity(Some(600_000.0), bad), Verdict::NotMeasured, "max rate {bad:?}");
+        if bad != Some(0.0) {
+            assert_eq!(capacity(bad, Some(600_000.0)), Verdict::NotMeasured, "max clean {bad:?}");
+        }
+    }
+    assert_eq!(capacity(Some(700_000.0), Some(600_000.0)), Verdict::NotMeasured, "clean above the most reached: inconsistent");
+}
+
+#[test]
+fn figure_5_and_6_need_real_samples() {
+    assert_eq!(memory(Some(27.2)), Verdict::Met);
+    assert_eq!(memory(Some(40.0)), Verdict::Missed);
+    assert_eq!(startup(Some(223.0), Some(221.0)), Verdict::Met);
+    assert_eq!(startup(Some(223.0), Some(1500.0)), Verdict::Missed);
+    for bad in BAD {
+        assert_eq!(memory(bad), Verdict::NotMeasured, "{bad:?}");
+        assert_eq!(startup(Some(5.0), bad), Verdict::NotMeasured, "first event {bad:?}");
+        assert_eq!(startup(bad, Some(5.0)), Verdict::NotMeasured, "first sample {bad:?}");
+    }
+}
+
+#[test]
+fn figure_7_needs_every_size_and_both_limits() {
+    let sizes = [1, 64, 256];
+    let good = [(1, Some(12e6), Some(2e6)), (64, Some(11e6), Some(3e5)), (256, Some(6e6), Some(3e5))];
+    assert_eq!(replay(&good, &sizes), Verdict::Met, "1 CPU's fixed part is not judged");
+    assert_eq!(replay(&good[..2], &sizes), Verdict::NotMeasured, "256 CPUs not replayed");
+    assert_eq!(replay(&[good[0], good[1], (256, Some(4e6), Some(3e5))], &sizes), Verdict::Missed);
+    assert_eq!(replay(&[good[0], (64, Some(11e6), Some(3e6)), good[2]], &sizes), Verdict::Missed);
+    assert_eq!(replay(&[], &[]), Verdict::NotMeasured);
+    for bad in BAD {
+        assert_eq!(replay(&[(1, bad, Some(2e6)), good[1], good[2]], &sizes), Verdict::NotMeasured, "rate {bad:?}");
+        assert_eq!(replay(&[good[0], good[1], (256, Some(6e6), bad)], &sizes), Verdict::NotMeasured, "memory {bad:?}");
+        assert_eq!(replay(&[good[0], good[1], (256, Some(4e6), bad)], &sizes), Verdict::NotMeasured, "a miss needs the rest measured too");
+    }
+}
+
+#[test]
+fn judge_reads_absent_and_null_figures_as_not_measured() {
+    let mut f = Figures::new();
+    for id in ["1", "1b", "2", "3", "4", "4b", "5", "6", "7", "8"] {
+        assert_eq!(judge(id, &f), Verdict::NotMeasured, "figure {id} absent");
+    }
+    f.insert("5".into(), Figure::new("m").with("peak_rss_mib", None));
+    assert_eq!(judge("5", &f), Verdict::NotMeasured);
+    f.insert("5".into(), Figure::new("m").with("peak_rss_mib", Some(27.2)));
+    assert_eq!(judge("5", &f), Verdict::Met);
+    f.insert("8".into(), Figure::new("m").with("idle_sched_other_jw_p99_us", Some(139.0)).with("idle_sched_other_ct_p99_us", None));
+    assert_eq!(judge("8", &f), Verdict::NotMeasured);
+    f.insert("1b".into(), Figure::new("m").with("floor_ratio", Some(0.4)));
+    assert_eq!(judge("1b", &f), Verdict::Reported, "no target chosen before its result");
+}
