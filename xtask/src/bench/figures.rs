@@ -132,6 +132,8 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
             .with("threshold_ns", t.and_then(|t| med(&t.threshold))),
     );
     let m = &r.machine;
+    // No program seen under the load on the other CPU: nothing measured there.
+    let progs = !r.bpf.unwatched.is_empty();
     let half = |s: &Spread| (s.n > 0).then_some((s.max - s.min) / 2.0);
     o.insert(
         "2".into(),
@@ -140,8 +142,8 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
             .with("hook_pct", med(&m.hook_pct))
             .with("hook_null_pct", med(&m.hook_null_pct))
             .with("hook_null_half_spread_pct", half(&m.hook_null_pct))
-            .with("bpf_early_returns_pct", val(r.bpf.busy_pct_unwatched()))
-            .with("opt_in_pct", val(r.bpf.opt_in_pct_unwatched()))
+            .with("bpf_early_returns_pct", progs.then(|| r.bpf.busy_pct_unwatched()))
+            .with("opt_in_pct", progs.then(|| r.bpf.opt_in_pct_unwatched()))
             .with("bpftrace_bpf_pct", med(&m.bt_bpf_pct))
             .with("end_to_end_pct", val(m.jw_cost_pct()))
             .with("bpftrace_end_to_end_pct", val(m.bt_cost_pct()))
@@ -161,12 +163,14 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
         super::capacity::Load::PingPong { policy, .. } if policy != super::capacity::Policy::Other => Some(policy.describe()),
         _ => None,
     });
+    // The maxima start at 0: without a run that counted events, 0 is no value.
+    let ran = c.runs.iter().any(|x| x.stall_ms == 0 && x.events_per_sec.is_finite());
     o.insert(
         "4".into(),
         Figure::new(q(method::capacity(c.secs, strong.unwrap_or("none"))))
-            .with("max_clean_events_per_sec", val(c.max_clean))
-            .with("max_events_per_sec", val(c.max_rate))
-            .with("lag_max_ms", val(c.lag_max_ms)),
+            .with("max_clean_events_per_sec", ran.then_some(c.max_clean))
+            .with("max_events_per_sec", ran.then_some(c.max_rate))
+            .with("lag_max_ms", ran.then_some(c.lag_max_ms)),
     );
     o.insert("4b".into(), recorder(&r.recorder, &q));
     let me = &r.mem;
@@ -229,32 +233,4 @@ fn recorder(runs: &[super::recorder::Run], q: &dyn Fn(String) -> String) -> Figu
 }
 
 #[cfg(test)]
-mod tests {
-    use super::method;
-
-    /// The seeded line (transcribed from the run of a8ac5ba) carries the
-    /// methods today's code gives that run's parameters, so the next run
-    /// is compared with it as the same method.
-    #[test]
-    fn the_seed_carries_todays_methods() {
-        let seed = crate::bench::history::parse(include_str!("../../../bench-history.jsonl")).unwrap().remove(0);
-        assert_eq!(seed.source.as_deref(), Some("transcribed from BENCHMARKS.md"));
-        let m = |id: &str| seed.figures[id].method.clone();
-        assert_eq!(m("1"), method::probe(11, 1.0));
-        assert_eq!(m("1b"), method::probe_tsc(11, 1.0));
-        assert_eq!(m("2"), method::unwatched(7, 3));
-        assert_eq!(m("3"), method::bpf(3, 3.0));
-        assert_eq!(m("4"), method::capacity(3.0, "SCHED_FIFO 1"));
-        assert_eq!(m("4b"), method::recorder(12));
-        assert_eq!(m("5"), method::memory(30.0, "futex ping-pong × 4 pairs, SCHED_FIFO 1"));
-        assert_eq!(m("6"), method::startup(11));
-        assert_eq!(m("7"), method::replay(24_000.0));
-        assert_eq!(m("8"), method::wakeup(3));
-    }
-
-    #[test]
-    fn condition_keys() {
-        assert_eq!(super::slug("idle, SCHED_OTHER"), "idle_sched_other");
-        assert_eq!(super::slug("pipe load, FIFO 80"), "pipe_load_fifo_80");
-    }
-}
+mod tests;
