@@ -127,6 +127,12 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
         Ok(Err(e)) => return Err(e),
         Err(_) => return Err(collector.finish().err().unwrap_or_else(|| anyhow::anyhow!("the collector stopped early"))),
     }
+    // Passive mode: a thread already running on an isolated CPU may never
+    // switch, so /proc says where the found threads are now that tracing is on.
+    let at_attach = target.as_ref().map(|t| passive::at_attach(root, t));
+    if let Some(a) = &at_attach {
+        let _ = collector.commands.send(crate::collector::Command::Seed(a.running.clone(), crate::clock::now_ns()));
+    }
     if let (Some(ep), Some(slot)) = (endpoint, metrics_slot) {
         let addr = ep.addr;
         ep.serve(slot, housekeeping)?;
@@ -149,19 +155,9 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
         say!("SMI count not read: {why}; SMIs stay unexplained");
     }
     let exited = target.as_ref().map(passive::watch_exits);
-    if let Some(t) = &target {
-        let names: Vec<&str> = t.threads.iter().map(|(_, n)| n.as_str()).take(8).collect();
-        let more = t.threads.len().saturating_sub(names.len());
-        say!(
-            "passive: watching {} thread{} ({}{}) on CPU {}, no probe; threshold {threshold} ns; host pauses are invisible without a probe",
-            t.threads.len(),
-            if t.threads.len() == 1 { "" } else { "s" },
-            names.join(", "),
-            if more > 0 { format!(", {more} more") } else { String::new() },
-            cpulist::Display(&cpus)
-        );
-        for n in &t.notes {
-            say!("{n}");
+    if let (Some(t), Some(a)) = (&target, &at_attach) {
+        for line in passive::start_lines(t, a, threshold) {
+            say!("{line}");
         }
     } else if let (ProbeKind::Wakeup { period_ns }, false) = (kind, tui) {
         let how = if args.threshold.is_some() { "as given" } else { "2 × the median latency of the first 100 ms, at least 10 µs" };

@@ -12,6 +12,8 @@ pub struct Stat {
     /// Raw bytes, as the kernel keeps them (untrusted: escape to show).
     pub comm: Vec<u8>,
     pub flags: u64,
+    /// Field 3: `R` running or runnable, `S` sleeping, `D`, `Z`…
+    pub state: u8,
     /// The CPU it last ran on (`processor`, field 39).
     pub last_cpu: Option<usize>,
 }
@@ -25,9 +27,10 @@ pub fn parse_stat(raw: &[u8]) -> Option<Stat> {
     let rest = std::str::from_utf8(raw.get(close + 1..)?).ok()?;
     let f: Vec<&str> = rest.split_whitespace().collect();
     // f[0] is field 3 (state): field n is f[n - 3].
+    let state = *f.first()?.as_bytes().first()?;
     let flags = f.get(6)?.parse().ok()?;
     let last_cpu = f.get(36).and_then(|v| v.parse().ok());
-    Some(Stat { comm, flags, last_cpu })
+    Some(Stat { comm, flags, state, last_cpu })
 }
 
 /// The CPUs a thread may run on, from /proc/…/status.
@@ -45,7 +48,7 @@ mod tests {
         let s = b"77 (a) b) (c\xff) S 2 0 0 0 -1 69238880 0 0 0 0 0 0 0 0 20 0 1 0 9 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 1 0 0 0 0 0";
         let st = parse_stat(s).unwrap();
         assert_eq!(st.comm, b"a) b) (c\xff");
-        assert_eq!((st.flags, st.last_cpu), (69238880, Some(1)));
+        assert_eq!((st.flags, st.state, st.last_cpu), (69238880, b'S', Some(1)));
         assert_eq!(allowed_cpus("Name:\tx\nCpus_allowed_list:\t2-3,5\n"), Some(vec![2, 3, 5]));
     }
 }

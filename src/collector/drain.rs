@@ -102,6 +102,13 @@ impl Drain {
         }
     }
 
+    /// Passive mode: threads already running when tracing began.
+    pub fn seed(&mut self, seeds: &[crate::passive::Seed], at: u64) {
+        if let Some(t) = &mut self.tracker {
+            t.seed(seeds, at);
+        }
+    }
+
     /// Passive mode: the watched threads as known at `now`, into the stats.
     pub fn update_threads(&mut self, now: u64) {
         if let Some(t) = &self.tracker {

@@ -41,12 +41,15 @@ const PUBLISH_NS: u64 = 1_000_000_000;
 pub const WINDOW: usize = 1 << 16;
 
 /// What the screen or main thread asks of the collector.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     /// Start the aggregates afresh.
     Reset,
     /// The sources have stopped: drain what is left, explain it, finish.
     Stop,
+    /// Passive mode: the watched threads /proc showed running on watched
+    /// CPUs once tracing began, and when that was read.
+    Seed(Vec<crate::passive::Seed>, u64),
 }
 
 pub struct Config {
@@ -196,6 +199,7 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], na
         loop {
             match rx.try_recv() {
                 Ok(Command::Reset) => drain.stats.reset(now_ns()),
+                Ok(Command::Seed(seeds, at)) => drain.seed(&seeds, at),
                 Ok(Command::Stop) | Err(TryRecvError::Disconnected) => last = true,
                 Err(TryRecvError::Empty) => break,
             }

@@ -13,10 +13,10 @@ use std::path::Path;
 use anyhow::{bail, Result};
 
 pub use filter::Filter;
-pub use tracker::{ThreadInfo, Tracker};
+pub use tracker::{Found, ThreadInfo, Tracker};
 
 use crate::cpulist;
-use crate::procfs::{allowed_cpus, parse_stat, PF_KTHREAD};
+use crate::procfs::{allowed_cpus, parse_stat};
 use crate::sanitize::visible_bytes;
 
 /// Passive mode's default threshold: there is no loop floor to scale.
@@ -33,6 +33,8 @@ pub struct Target {
     pub cpus: Vec<usize>,
     /// Threads found at start (tid, escaped name), for the start-up line.
     pub threads: Vec<(u32, String)>,
+    /// The same threads' (tgid, tid), to look for them again once attached.
+    pub found: Vec<(u32, u32)>,
     /// Said once at start (threads partly outside `--cpus`).
     pub notes: Vec<String>,
 }
@@ -69,20 +71,16 @@ fn pids(root: &Path) -> Vec<u32> {
 /// given; `online`: the online CPUs.
 pub fn resolve(root: &Path, filter: Filter, cpus_arg: Option<&[usize]>, online: &[usize]) -> Result<Target> {
     let mut found: Vec<(u32, u32, Vec<u8>)> = Vec::new();
-    let user_task = |pid: u32, what: &str| -> Result<(u64, Vec<u8>)> {
+    // Kernel threads are watched like any other (osnoise/N, ksoftirqd/N):
+    // --tid, --pid and --comm agree on them.
+    let task = |pid: u32, what: &str| -> Result<(u64, Vec<u8>)> {
         let Some((flags, comm)) = stat(root, &format!("proc/{pid}/stat")) else {
             bail!("{what} {pid}: no such process");
         };
-        if flags & PF_KTHREAD != 0 {
-            bail!(
-                "{what} {pid} is a kernel thread ({}): passive mode watches user threads; use --cpus with the probe for kernel activity",
-                visible_bytes(&comm)
-            );
-        }
         Ok((flags, comm))
     };
     for &pid in &filter.tgids {
-        user_task(pid, "--pid")?;
+        task(pid, "--pid")?;
         for tid in tasks(root, pid) {
             if let Some((_, comm)) = stat(root, &format!("proc/{pid}/task/{tid}/stat")) {
                 found.push((pid, tid, comm));
@@ -90,7 +88,7 @@ pub fn resolve(root: &Path, filter: Filter, cpus_arg: Option<&[usize]>, online: 
         }
     }
     for &tid in &filter.tids {
-        let (_, comm) = user_task(tid, "--tid")?;
+        let (_, comm) = task(tid, "--tid")?;
         // /proc/TID works for any thread; its process is its Tgid.
         let tgid = read(root, &format!("proc/{tid}/status"))
             .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok()))
@@ -100,8 +98,8 @@ pub fn resolve(root: &Path, filter: Filter, cpus_arg: Option<&[usize]>, online: 
     if let Some(name) = &filter.comm {
         for pid in pids(root) {
             for tid in tasks(root, pid) {
-                if let Some((flags, comm)) = stat(root, &format!("proc/{pid}/task/{tid}/stat")) {
-                    if flags & PF_KTHREAD == 0 && &comm == name {
+                if let Some((_, comm)) = stat(root, &format!("proc/{pid}/task/{tid}/stat")) {
+                    if &comm == name {
                         found.push((pid, tid, comm));
                     }
                 }
@@ -149,7 +147,86 @@ pub fn resolve(root: &Path, filter: Filter, cpus_arg: Option<&[usize]>, online: 
         }
     };
     let threads = found.iter().map(|(_, tid, comm)| (*tid, visible_bytes(comm))).collect();
-    Ok(Target { filter, cpus, threads, notes })
+    let found = found.iter().map(|&(tgid, tid, _)| (tgid, tid)).collect();
+    Ok(Target { filter, cpus, threads, found, notes })
+}
+
+/// A watched thread running (or runnable) on a watched CPU when tracing
+/// began: on an isolated CPU it may never switch, so no event would ever
+/// say it is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seed {
+    pub tid: u32,
+    pub tgid: u32,
+    pub comm: crate::record::Comm,
+    pub cpu: u32,
+}
+
+/// What /proc says, once attached, of the threads found at start.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct AtAttach {
+    /// Running or runnable on a watched CPU.
+    pub running: Vec<Seed>,
+    /// Found at start, gone by the time tracing began: (tid, escaped name).
+    pub gone: Vec<(u32, String)>,
+}
+
+/// Looks at the threads `t` found again, now that tracing has begun.
+pub fn at_attach(root: &Path, t: &Target) -> AtAttach {
+    let mut r = AtAttach::default();
+    for (&(tgid, tid), (_, name)) in t.found.iter().zip(&t.threads) {
+        let Some(st) = fs::read(root.join(format!("proc/{tgid}/task/{tid}/stat"))).ok().and_then(|b| parse_stat(&b)) else {
+            r.gone.push((tid, name.clone()));
+            continue;
+        };
+        match st.last_cpu {
+            Some(cpu) if st.state == b'R' && t.cpus.contains(&cpu) => {
+                let mut comm = [0u8; crate::record::COMM_LEN];
+                let n = st.comm.len().min(comm.len() - 1);
+                comm[..n].copy_from_slice(&st.comm[..n]);
+                r.running.push(Seed { tid, tgid, comm, cpu: cpu as u32 });
+            }
+            _ => {}
+        }
+    }
+    r
+}
+
+/// The start-up lines: what is watched and how each thread was found, or
+/// that nothing matches yet and what it waits for.
+pub fn start_lines(t: &Target, at: &AtAttach, threshold_ns: u64) -> Vec<String> {
+    let cpus = cpulist::Display(&t.cpus);
+    let alive = t.threads.len() - at.gone.len();
+    let mut lines = vec![if alive == 0 {
+        let what = match &t.filter.comm {
+            Some(c) => format!("a thread named {}", visible_bytes(c)),
+            None => "a thread of the watched processes".to_string(),
+        };
+        format!("passive: no thread matches yet: waiting for {what} to run on CPU {cpus} (no probe; threshold {threshold_ns} ns)")
+    } else {
+        let names: Vec<&str> =
+            t.threads.iter().filter(|(tid, _)| !at.gone.iter().any(|g| g.0 == *tid)).map(|(_, n)| n.as_str()).take(8).collect();
+        let more = alive.saturating_sub(names.len());
+        format!(
+            "passive: watching {alive} thread{} ({}{}) on CPU {cpus}, no probe; threshold {threshold_ns} ns; host pauses are invisible without a probe",
+            if alive == 1 { "" } else { "s" },
+            names.join(", "),
+            if more > 0 { format!(", {more} more") } else { String::new() },
+        )
+    }];
+    for s in &at.running {
+        lines.push(format!(
+            "passive: {}[{}] is running on CPU {} (read from /proc at attach): watched from now, no context switch needed",
+            visible_bytes(&s.comm[..s.comm.iter().position(|&b| b == 0).unwrap_or(s.comm.len())]),
+            s.tid,
+            s.cpu
+        ));
+    }
+    for (tid, name) in &at.gone {
+        lines.push(format!("passive: {name}[{tid}] ended before tracing began: it is not watched"));
+    }
+    lines.extend(t.notes.iter().cloned());
+    lines
 }
 
 /// `resolve` on the live system, `--cpus` parsed and checked first.

@@ -29,6 +29,30 @@ enum State {
     Sleeping,
 }
 
+/// How passive mode learnt of a thread: said in the summary, so a user
+/// knows why a thread is (or is not yet) watched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Found {
+    /// Running on a watched CPU when tracing began (read from /proc): on
+    /// an isolated CPU it may never switch.
+    RunningAtAttach,
+    /// At a context switch into or out of it.
+    Switch,
+    /// At its wake-up.
+    Wakeup,
+}
+
+impl Found {
+    pub fn words(self) -> &'static str {
+        match self {
+            Found::RunningAtAttach => "found running at attach (from /proc)",
+            Found::Switch => "found at a context switch",
+            Found::Wakeup => "found at a wake-up",
+        }
+    }
+}
+
 /// What passive mode knows of a watched thread besides its hiccups.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadInfo {
@@ -41,6 +65,7 @@ pub struct ThreadInfo {
     /// (from CPU, to CPU, times), in the order first seen.
     pub migrations: Vec<(u32, u32, u64)>,
     pub last_cpu: Option<u32>,
+    pub found: Found,
 }
 
 struct Thread {
@@ -60,6 +85,9 @@ struct Cpu {
     /// The last interruption, ended, not yet emitted: the next activity
     /// may continue it.
     pending: Option<(u64, u64, u32)>,
+    /// A context switch was seen here: what runs is known from events,
+    /// not from /proc.
+    switched: bool,
 }
 
 pub struct Tracker {
@@ -103,8 +131,31 @@ impl Tracker {
         out(Interval { cpu, t0, t1, source, victim: Some(Victim { tid, comm }), smis: 0 });
     }
 
+    /// Threads /proc showed on a watched CPU once tracing began (`at`):
+    /// each runs there from `at`, unless an event has already said what
+    /// runs on that CPU or who the thread is.
+    pub fn seed(&mut self, seeds: &[super::Seed], at: u64) {
+        for s in seeds {
+            let cpu = s.cpu;
+            if !self.watched(cpu) || self.cpus[cpu as usize].switched || self.threads.contains_key(&s.tid) {
+                continue;
+            }
+            let info = ThreadInfo {
+                tid: s.tid,
+                tgid: s.tgid,
+                comm: s.comm,
+                runnable_ns: 0,
+                migrations: Vec::new(),
+                last_cpu: Some(cpu),
+                found: Found::RunningAtAttach,
+            };
+            self.threads.insert(s.tid, Thread { info, state: State::Running { cpu, since: at } });
+            self.cpus[cpu as usize].running = Some(s.tid);
+        }
+    }
+
     /// The thread, seen now as `task` on `cpu`; None if it is not watched.
-    fn thread(&mut self, task: &Task, cpu: u32) -> Option<&mut Thread> {
+    fn thread(&mut self, task: &Task, cpu: u32, how: Found) -> Option<&mut Thread> {
         if !self.threads.contains_key(&task.pid) {
             if !self.filter.matches(task.pid, task.tgid, &task.comm) {
                 return None;
@@ -112,8 +163,15 @@ impl Tracker {
             if !self.watched(cpu) && !self.seen_elsewhere.iter().any(|&(t, _)| t == task.pid) {
                 self.seen_elsewhere.push((task.pid, cpu));
             }
-            let info =
-                ThreadInfo { tid: task.pid, tgid: task.tgid, comm: task.comm, runnable_ns: 0, migrations: Vec::new(), last_cpu: None };
+            let info = ThreadInfo {
+                tid: task.pid,
+                tgid: task.tgid,
+                comm: task.comm,
+                runnable_ns: 0,
+                migrations: Vec::new(),
+                last_cpu: None,
+                found: how,
+            };
             self.threads.insert(task.pid, Thread { info, state: State::Sleeping });
         }
         let t = self.threads.get_mut(&task.pid)?;
@@ -130,7 +188,7 @@ impl Tracker {
         match ev.payload {
             Payload::Switch { prev, next, prev_state, .. } => self.switch(cpu, ts, &prev, &next, prev_state, out),
             Payload::Wakeup { task, target_cpu, .. } => {
-                if let Some(t) = self.thread(&task, target_cpu) {
+                if let Some(t) = self.thread(&task, target_cpu, Found::Wakeup) {
                     // Waking a thread that is runnable already changes nothing.
                     if t.state == State::Sleeping {
                         t.state = State::Woken { cpu: target_cpu, at: ts };
@@ -211,16 +269,17 @@ impl Tracker {
             }
             c.depth = 0;
             c.running = None;
+            c.switched = true;
         }
         self.close_pending(cpu, out);
-        if let Some(t) = self.thread(prev, cpu) {
+        if let Some(t) = self.thread(prev, cpu, Found::Switch) {
             if let State::Running { since, .. } = t.state {
                 t.info.runnable_ns += ts.saturating_sub(since);
             }
             // TASK_RUNNING (0): switched out while it still wanted the CPU.
             t.state = if prev_state == 0 { State::Preempted { cpu, since: ts } } else { State::Sleeping };
         }
-        let Some(t) = self.thread(next, cpu) else { return };
+        let Some(t) = self.thread(next, cpu, Found::Switch) else { return };
         if let Some(from) = t.info.last_cpu.filter(|&f| f != cpu) {
             match t.info.migrations.iter_mut().find(|m| m.0 == from && m.1 == cpu) {
                 Some(m) => m.2 += 1,

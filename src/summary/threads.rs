@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::cause::{Kind, LOST, UNEXPLAINED};
 use crate::interval::Source;
+use crate::passive::Found;
 use crate::stats::Threads;
 
 /// Causes listed per thread.
@@ -35,6 +36,8 @@ pub struct ThreadRow {
     pub lost_pct: Option<f64>,
     pub top_causes: Vec<ThreadCause>,
     pub migrations: Vec<Migration>,
+    /// How passive mode learnt of it (None: no event or /proc read did).
+    pub found: Option<Found>,
 }
 
 #[derive(Serialize)]
@@ -82,6 +85,7 @@ pub fn rows(threads: &Threads) -> Vec<ThreadRow> {
                     .collect(),
                 migrations: info
                     .map_or_else(Vec::new, |i| i.migrations.iter().map(|&(from, to, count)| Migration { from, to, count }).collect()),
+                found: info.map(|i| i.found),
             }
         })
         .collect()
@@ -92,8 +96,17 @@ pub fn write_text(rows: &[ThreadRow], out: &mut dyn Write) -> io::Result<()> {
         let lost = t.lost_pct.map_or_else(|| "no runnable time seen".to_string(), |p| format!("{p:.3}% of its runnable time lost"));
         writeln!(
             out,
-            "thread {}: {} hiccups (interrupted {}, preempted {}, wakeup {}), p50 {} ns, p99 {} ns, p99.9 {} ns, max {} ns; {lost}",
-            t.name, t.hiccups, t.interrupted, t.preempted, t.wakeup, t.p50_ns, t.p99_ns, t.p999_ns, t.max_ns
+            "thread {}: {} hiccups (interrupted {}, preempted {}, wakeup {}), p50 {} ns, p99 {} ns, p99.9 {} ns, max {} ns; {lost}{}",
+            t.name,
+            t.hiccups,
+            t.interrupted,
+            t.preempted,
+            t.wakeup,
+            t.p50_ns,
+            t.p99_ns,
+            t.p999_ns,
+            t.max_ns,
+            t.found.map_or(String::new(), |f| format!("; {}", f.words()))
         )?;
         if !t.migrations.is_empty() {
             let m: Vec<String> = t.migrations.iter().map(|m| format!("{}→{} ×{}", m.from, m.to, m.count)).collect();

@@ -301,6 +301,7 @@ fn passive_mode_shows_its_threads_and_victims() {
         runnable_ns: 4 * S,
         migrations: vec![(6, 7, 2)],
         last_cpu: Some(7),
+        found: crate::passive::Found::Switch,
     }));
     s.update_counters(Counters::new(&[6, 7]), START + 10 * S);
     let app = App::new(info(), Snapshot::of(&s), false);
