@@ -90,6 +90,7 @@ impl Fx {
         fx.task(1, "init", 0, "0-2", 0)
             .task(2, "kthreadd", KTHREAD, "0-2", 1)
             .task(30, "ksoftirqd/3", KTHREAD, "3", 3)
+            .task(32, "rcuop/3", KTHREAD, "0-2", 0)
             .task(31, "kworker/3:0-mm_percpu_wq", KTHREAD | NOSET, "3", 3)
             .task(500, "spinner", 0, "3", 3);
         fx
