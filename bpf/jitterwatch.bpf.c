@@ -43,15 +43,23 @@ struct {
  * A record about `cpu` (the current CPU but for wake-ups), if it is
  * watched; the drop counters are the current CPU's, where a failure occurs.
  */
-static __always_inline struct jw_event *reserve_on(__u32 cpu, __u8 kind, __u8 sub)
+static __always_inline struct jw_event *reserve_on(__u64 cpu, __u8 kind, __u8 sub)
 {
 	struct jw_event *e;
-	__u32 me;
+	__u64 me;
 
+	/*
+	 * Each index is 64-bit and pinned in its register before its bound
+	 * check (barrier_var): checked as a 32-bit value, the compiler tests a
+	 * zero-extended copy and indexes with the original, which 6.1's
+	 * verifier cannot bound ("R1 unbounded memory access").
+	 */
+	barrier_var(cpu);
 	/* The early return, first: most calls come from unwatched CPUs. */
 	if (cpu >= JW_MAX_CPUS || !watched[cpu])
 		return NULL;
 	me = bpf_get_smp_processor_id();
+	barrier_var(me);
 	if (me >= JW_MAX_CPUS)
 		return NULL;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -121,6 +129,25 @@ static __always_inline void fill_switch(struct jw_event *e, struct task_struct *
  * CONFIG_KALLSYMS_ALL. The event never fires when the idle task is switched
  * out: each record says how long prev ran, which places that switch.
  */
+/*
+ * The state of a task switched out: before 5.14 task_struct.state (a long),
+ * since then __state.
+ */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return t->__state;
+	return ((struct task_struct___pre514 *)t)->state;
+}
+
+/*
+ * Needs bpf_get_current_task_btf (5.11+): userspace loads it only where
+ * the kernel has that helper, and takes the tracepoint elsewhere.
+ */
 SEC("?perf_event")
 int on_switch_out(struct bpf_perf_event_data *ctx)
 {
@@ -140,7 +167,7 @@ int on_switch_out(struct bpf_perf_event_data *ctx)
 	next = rq->curr;
 	if (!next)
 		return 0;
-	state = prev->__state;
+	state = task_state(prev);
 	/* Both on the rq clock, as updated at the start of each __schedule(). */
 	arrived = prev->sched_info.last_arrival;
 	ran = rq->clock - arrived;
@@ -168,6 +195,24 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
 		return 0;
 	/* Every switch is seen here: no run time is needed to place one. */
 	fill_switch(e, prev, next, prev_state, 0);
+	submit(e);
+	return 0;
+}
+
+/*
+ * The same before 5.18, whose tracepoint has no prev_state argument (the
+ * verifier refuses a read past the last one): the state is read from the
+ * task. Userspace loads one of the two, by the tracepoint's arity.
+ */
+SEC("?tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch_old, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	struct jw_event *e = reserve(JW_SWITCH, preempt);
+
+	if (!e)
+		return 0;
+	fill_switch(e, prev, next, task_state(prev), 0);
 	submit(e);
 	return 0;
 }

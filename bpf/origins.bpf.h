@@ -20,17 +20,19 @@ enum jw_origin_kind _jw_origin_kind = 0;
 __u32 watched_list[JW_MAX_LISTED] = {};
 __u32 watched_n = 0;
 
+/* The sender: current, by helpers every kernel has (no task_struct read). */
 static __always_inline void fill_origin(struct jw_event *e, __u64 callsite, __u64 func, __u32 woken)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
+	__u64 id = bpf_get_current_pid_tgid();
 
-	e->u.org.pid = t->pid;
-	e->u.org.tgid = t->tgid;
+	e->u.org.pid = (__u32)id;
+	e->u.org.tgid = id >> 32;
 	e->u.org.from_cpu = bpf_get_smp_processor_id();
 	e->u.org.woken = woken;
 	e->u.org.callsite = callsite;
 	e->u.org.func = func;
-	__builtin_memcpy(e->u.org.comm, t->comm, JW_COMM_LEN);
+	if (bpf_get_current_comm(e->u.org.comm, sizeof(e->u.org.comm)))
+		e->u.org.comm[0] = 0;
 }
 
 static __always_inline void origin(__u64 cpu, __u8 kind, __u64 callsite, __u64 func, __u32 woken)

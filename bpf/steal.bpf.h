@@ -27,21 +27,46 @@ struct rq___steal {
  * at the first rq clock update after the vCPU runs again (the tick that
  * was due meanwhile), so the increment lands right after its stall.
  */
-static __always_inline void note_steal(__u32 cpu, __u64 ts)
+/*
+ * The current runqueue's steal reading. Typed loads through
+ * bpf_get_current_task_btf (5.11+); before it, probe reads from
+ * bpf_get_current_task. Zero when there is none to read.
+ */
+static __always_inline __u64 read_steal(void)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct cfs_rq *cfs = t->se.cfs_rq;
-	struct jw_event *e;
+	struct task_struct *t;
+	struct cfs_rq *cfs;
 	struct rq *rq;
+
+	if (!bpf_core_field_exists(struct rq___steal, prev_steal_time_rq))
+		return 0;
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf)) {
+		t = (struct task_struct *)bpf_get_current_task();
+		rq = BPF_CORE_READ(t, se.cfs_rq, rq);
+		if (!rq)
+			return 0;
+		return BPF_CORE_READ((struct rq___steal *)rq, prev_steal_time_rq);
+	}
+	t = bpf_get_current_task_btf();
+	cfs = t->se.cfs_rq;
+	if (!cfs)
+		return 0;
+	rq = cfs->rq;
+	if (!rq)
+		return 0;
+	return ((struct rq___steal *)rq)->prev_steal_time_rq;
+}
+
+static __always_inline void note_steal(__u64 cpu, __u64 ts)
+{
+	struct jw_event *e;
 	__u64 steal;
 
-	if (!bpf_core_field_exists(struct rq___steal, prev_steal_time_rq) || !cfs)
+	barrier_var(cpu);
+	if (cpu >= JW_MAX_CPUS)
 		return;
-	rq = cfs->rq;
-	if (!rq || cpu >= JW_MAX_CPUS)
-		return;
-	steal = ((struct rq___steal *)rq)->prev_steal_time_rq;
-	if (steal == steal_seen[cpu])
+	steal = read_steal();
+	if (!steal || steal == steal_seen[cpu])
 		return;
 	e = reserve_on(cpu, JW_STEAL, 0);
 	if (!e)

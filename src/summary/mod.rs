@@ -73,6 +73,33 @@ pub struct CpuRow {
     pub queue_overflows: u64,
     pub ringbuf_drops: u64,
     pub top_causes: Vec<CauseRow>,
+    /// Every cause summed by its kind (irq, softirq, task…), most time
+    /// first: the per-class totals rtla osnoise prints.
+    pub by_kind: Vec<KindRow>,
+}
+
+#[derive(Serialize, Debug, PartialEq, Eq)]
+pub struct KindRow {
+    pub kind: Kind,
+    /// Stalls' shares of that kind (a stall with two IRQs counts two).
+    pub count: u64,
+    pub total_ns: u64,
+}
+
+/// Sums causes by kind, most time first (ties by kind).
+pub fn by_kind(causes: impl IntoIterator<Item = (Kind, u64, u64)>) -> Vec<KindRow> {
+    let mut rows: Vec<KindRow> = Vec::new();
+    for (kind, count, total_ns) in causes {
+        match rows.iter_mut().find(|r| r.kind == kind) {
+            Some(r) => {
+                r.count += count;
+                r.total_ns += total_ns;
+            }
+            None => rows.push(KindRow { kind, count, total_ns }),
+        }
+    }
+    rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then_with(|| a.kind.cmp(&b.kind)));
+    rows
 }
 
 #[derive(Serialize)]
@@ -228,6 +255,7 @@ impl Summary {
                     .collect(),
                 queue_overflows: c.probe.overflow,
                 ringbuf_drops: c.probe.drops,
+                by_kind: by_kind(s.top_causes(Some(c.cpu)).into_iter().map(|(k, st)| (k.cause.kind(), st.count, st.total_ns))),
                 top_causes: s
                     .top_causes(Some(c.cpu))
                     .into_iter()
@@ -352,6 +380,29 @@ mod tests {
         assert_eq!(v["overhead"]["consumer_cpu_ns"], 20_000);
         assert_eq!(v["overhead"]["consumer_ns_per_event"], 50.0);
         assert_eq!(v["overhead"]["setup_cpu_ns"], 30_000_000);
+    }
+
+    /// Per-class totals: every cause of a kind summed, also those past the
+    /// top few, in the JSON and the text.
+    #[test]
+    fn causes_are_summed_by_kind() {
+        let mut s = Stats::new(&[1], 0);
+        let irq = |n: i32| Cause::Irq { irq: n, name: std::sync::Arc::from(&b"dev"[..]) };
+        for i in 0..8 {
+            s.record(&hiccup(1, 10 + i, vec![(irq(30 + i as i32), 300), (Cause::Softirq(3), 100)], 50));
+        }
+        s.record(&hiccup(1, 100, vec![(Cause::Task { comm: comm(b"hog"), pid: Some(7) }, 5_000)], 0));
+        let sum = Summary::from_stats(&s);
+        let k: Vec<(Kind, u64, u64)> = sum.cpus[0].by_kind.iter().map(|r| (r.kind, r.count, r.total_ns)).collect();
+        assert_eq!(k, [(Kind::Task, 1, 5_000), (Kind::Irq, 8, 2_400), (Kind::Softirq, 8, 800), (Kind::Unexplained, 8, 400)]);
+        let mut json = Vec::new();
+        sum.write_json(&mut json).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(v["cpus"][0]["by_kind"][1], serde_json::json!({"kind": "irq", "count": 8, "total_ns": 2400}));
+        let mut text = Vec::new();
+        sum.write_text(&mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("by kind: task 1 × 5.0µs, irq 8 × 2.4µs, softirq 8 × 800ns, unexplained 8 × 400ns"), "{text}");
     }
 
     #[test]

@@ -121,6 +121,8 @@ impl Summary {
             if c.top_causes.is_empty() {
                 continue;
             }
+            let kinds: Vec<String> = c.by_kind.iter().map(|k| format!("{} {} × {}", k.kind, k.count, ns(k.total_ns))).collect();
+            writeln!(out, "  by kind: {}", kinds.join(", "))?;
             writeln!(out, "  {:<11} {:<40} {:>8} {:>14} {:>12} {:>12}", "kind", "name", "count", "total_ns", "max_ns", "p99_ns")?;
             for k in &c.top_causes {
                 // Names are escaped already (Cause::push_name).

@@ -80,6 +80,9 @@ enum Command {
         /// Use target/dist/out/jitterwatch as it is, without `cargo xtask dist` first.
         #[arg(long)]
         no_build: bool,
+        /// Boot this jitterwatch instead (its shared libraries go with it); no build.
+        #[arg(long, value_name = "PATH")]
+        bin: Option<std::path::PathBuf>,
     },
 }
 
@@ -95,8 +98,8 @@ fn main() -> ExitCode {
         Command::Hermetic => hermetic::run(),
         Command::Vmlinux => vmlinux::run(),
         Command::Dist { check } => dist::run(check),
-        Command::Vmtest { kernels, mode, jobs, no_build } => {
-            vmtest::run(&vmtest::Options { kernels, modes: vmtest::modes(mode.as_deref()), jobs, build: !no_build })
+        Command::Vmtest { kernels, mode, jobs, no_build, bin } => {
+            vmtest::run(&vmtest::Options { kernels, modes: vmtest::modes(mode.as_deref()), jobs, build: !no_build && bin.is_none(), bin })
         }
     };
     match result {

@@ -34,12 +34,14 @@ pub struct Options {
     pub jobs: Option<usize>,
     /// Build the dist binary first (else use the one in target/dist).
     pub build: bool,
+    /// Another binary than the dist one.
+    pub bin: Option<PathBuf>,
 }
 
 impl Options {
     /// The one VM `cargo xtask test` boots: Debian 12's stock 6.1, tuned.
     pub fn for_test() -> Self {
-        Self { kernels: vec!["debian12".to_string()], modes: vec![Mode::Tuned], jobs: Some(1), build: false }
+        Self { kernels: vec!["debian12".to_string()], modes: vec![Mode::Tuned], jobs: Some(1), build: false, bin: None }
     }
 }
 
@@ -64,7 +66,7 @@ pub fn run(opts: &Options) -> Result<()> {
     if opts.build {
         dist::run(false)?;
     }
-    let bin = proc::target_dir().join("dist/out/jitterwatch");
+    let bin = opts.bin.clone().unwrap_or_else(|| proc::target_dir().join("dist/out/jitterwatch"));
     if !bin.is_file() {
         bail!("{} is missing: run `cargo xtask dist` first", bin.display());
     }
