@@ -23,6 +23,8 @@ const DEPS: &[(&str, Option<&str>)] = &[
     ("gcc", Some("gcc")),
     // libbpf-sys's vendored libbpf, libelf and zlib build with make.
     ("make", Some("make")),
+    // `cargo xtask dist` checks with `file` that its binary is static.
+    ("file", Some("file")),
     // cyclictest, the anchor beside the wake-up probe in the bench.
     ("rt-tests", Some("cyclictest")),
     // The Prometheus server and promtool the metrics test scrapes with.

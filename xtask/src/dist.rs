@@ -1,13 +1,18 @@
 //! `cargo xtask dist [--check]`: a jitterwatch to copy to production
 //! machines. The binary is built with `--features static` (libbpf, libelf
-//! and zlib linked in; glibc stays dynamic) into target/dist, next to its
-//! man page and shell completions generated from its clap definitions, and
-//! a .deb (cargo-deb) with those, the systemd unit, its defaults file, the
-//! Grafana dashboard and the alert rules. `--check` then runs the binary
-//! from a directory with no build tree (`--version`, `doctor`, a 2 s watch
-//! as root), installs the .deb with dpkg, verifies its unit with
-//! systemd-analyze, and removes the package.
+//! and zlib linked in) and `-C target-feature=+crt-static` (glibc linked
+//! in too: a static-pie with no shared library and no loader) into
+//! target/dist, next to its man page and shell completions generated from
+//! its clap definitions, and a .deb (cargo-deb) with those, the systemd
+//! unit, its defaults file, the Grafana dashboard and the alert rules. The
+//! build fails when `file` or `ldd` finds the binary dynamic, when it links
+//! a glibc name lookup (NSS: a static binary would dlopen the host's
+//! modules for it), or when the .deb declares a dependency. `--check` then
+//! runs the binary from a directory with no build tree (`--version`,
+//! `doctor`, a 2 s watch as root), installs the .deb with dpkg, verifies its
+//! unit with systemd-analyze, and removes the package.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -20,8 +25,42 @@ fn dist_dir() -> PathBuf {
     proc::root().join("target/dist")
 }
 
-/// Libraries the binary must not need at run time.
-const LINKED_IN: &[&str] = &["libbpf", "libelf", "libz"];
+/// The one target: build.rs's vmlinux.h is x86_64 only. Named with
+/// `--target` so that RUSTFLAGS reach the binary and not the build scripts
+/// and proc macros (which cannot be built with crt-static).
+const TARGET: &str = "x86_64-unknown-linux-gnu";
+
+/// Links glibc (libc.a, from libc6-dev) into the binary.
+const CRT_STATIC: &str = "-Ctarget-feature=+crt-static";
+
+/// glibc functions that go through NSS. In a static binary they dlopen the
+/// host's libnss_*.so, which must then match the glibc we linked: none may
+/// be in the binary (jitterwatch takes numeric addresses and reads /proc).
+const NAME_LOOKUPS: &[&str] = &[
+    "getaddrinfo",
+    "getnameinfo",
+    "gethostbyname",
+    "gethostbyname_r",
+    "gethostbyname2",
+    "gethostbyname2_r",
+    "gethostbyaddr",
+    "gethostbyaddr_r",
+    "getservbyname",
+    "getservbyname_r",
+    "getservbyport",
+    "getpwnam",
+    "getpwnam_r",
+    "getpwuid",
+    "getpwuid_r",
+    "getgrnam",
+    "getgrnam_r",
+    "getgrgid",
+    "getgrgid_r",
+    "getgrouplist",
+    "initgroups",
+    "getspnam",
+    "iconv_open",
+];
 
 pub fn run(check: bool) -> Result<()> {
     deps::ensure(false)?;
@@ -29,19 +68,19 @@ pub fn run(check: bool) -> Result<()> {
     // libbpf-sys links libelf.a and libz.a by name: rustc must be told
     // where the system keeps them (libelf-dev and zlib1g-dev).
     let multiarch = output(Command::new("gcc").arg("-print-multiarch"))?;
-    proc::check(
-        proc::cargo().env("CARGO_TARGET_DIR", &target).env("LIBBPF_SYS_LIBRARY_PATH", format!("/usr/lib/{}", multiarch.trim())).args([
-            "build",
-            "--release",
-            "-p",
-            "jitterwatch",
-            "--features",
-            "static",
-        ]),
-    )?;
+    let mut build = proc::cargo();
+    build.env("CARGO_TARGET_DIR", &target).env("LIBBPF_SYS_LIBRARY_PATH", format!("/usr/lib/{}", multiarch.trim()));
+    // Added to the caller's flags, in the form cargo reads first.
+    match std::env::var("CARGO_ENCODED_RUSTFLAGS") {
+        Ok(flags) if !flags.is_empty() => build.env("CARGO_ENCODED_RUSTFLAGS", format!("{flags}\x1f{CRT_STATIC}")),
+        _ => build.env("RUSTFLAGS", format!("{} {CRT_STATIC}", std::env::var("RUSTFLAGS").unwrap_or_default()).trim()),
+    };
+    proc::check(build.args(["build", "--release", "-p", "jitterwatch", "--features", "static", "--target", TARGET]))?;
     // The copy to hand out (and to package): without its debug
     // information (40 MB of it).
-    let built = target.join("release/jitterwatch");
+    let built = target.join(TARGET).join("release/jitterwatch");
+    // cargo-deb finds the assets under release/ (Cargo.toml), not under
+    // the target's directory.
     let assets_dir = target.join("release/assets");
     std::fs::create_dir_all(&assets_dir)?;
     std::fs::create_dir_all(target.join("out"))?;
@@ -49,30 +88,60 @@ pub fn run(check: bool) -> Result<()> {
     proc::check(Command::new("strip").arg("--strip-debug").arg(&built).arg("-o").arg(&stripped))?;
     let bin = target.join("out/jitterwatch");
     std::fs::copy(&stripped, &bin)?;
-    let ldd = output(Command::new("ldd").arg(&bin))?;
-    for lib in LINKED_IN {
-        if ldd.lines().any(|l| l.trim_start().starts_with(lib)) {
-            bail!("{} still needs {lib} at run time:\n{ldd}", bin.display());
-        }
-    }
-    let glibc = max_glibc(&output(Command::new("objdump").arg("-T").arg(&bin))?);
-    // The .deb declares its one dependency (Cargo.toml): keep it true.
-    if let Some(v) = &glibc {
-        if version(v) > version(DECLARED_GLIBC) {
-            bail!("the binary needs glibc {v}, newer than the {DECLARED_GLIBC} the .deb declares: raise it in Cargo.toml and here");
-        }
+    let linked = static_linking(&bin)?;
+    let lookups = name_lookups(&output(Command::new("nm").arg("--defined-only").arg(&bin))?);
+    if !lookups.is_empty() {
+        bail!(
+            "{} links glibc name lookups ({}): statically linked, they would dlopen the host's NSS modules; take numbers, not names",
+            bin.display(),
+            lookups.join(", ")
+        );
     }
     assets(&built, &assets_dir)?;
     let deb = package(&target)?;
-    println!("dist: {}\n{}", bin.display(), ldd.trim_end());
-    if let Some(v) = &glibc {
-        println!("dist: needs glibc {v} or later (the newest symbol version it uses)");
+    // Nothing to depend on: keep Cargo.toml's `depends` empty.
+    let depends = output(Command::new("dpkg-deb").arg("--field").arg(&deb).arg("Depends"))?;
+    if !depends.trim().is_empty() {
+        bail!("{} depends on {}, but the binary is static: empty `depends` in Cargo.toml", deb.display(), depends.trim());
     }
+    let size = std::fs::metadata(&bin)?.len();
+    println!("dist: {} ({:.1} MB): {linked}", bin.display(), size as f64 / 1e6);
     println!("dist: {}", deb.display());
     if check {
         self::check(&bin, &deb)?;
     }
     Ok(())
+}
+
+/// What `file` says of `bin`'s linking, if `file` and `ldd` agree that it
+/// is static; else an error with both outputs.
+fn static_linking(bin: &Path) -> Result<String> {
+    let file = output(Command::new("file").arg("-b").arg(bin))?;
+    // ldd exits 1 on a non-PIE static binary ("not a dynamic executable").
+    let ldd = Command::new("ldd").arg(bin).output().context("running ldd")?;
+    let ldd = format!("{}{}", String::from_utf8_lossy(&ldd.stdout), String::from_utf8_lossy(&ldd.stderr));
+    match file_linking(&file) {
+        Some(how) if ldd_static(&ldd) => Ok(format!("{how}, ldd: {}", ldd.trim())),
+        _ => bail!("{} is not static:\nfile: {}\nldd: {}", bin.display(), file.trim(), ldd.trim_end()),
+    }
+}
+
+/// "static-pie linked" or "statically linked" from `file -b`.
+fn file_linking(file: &str) -> Option<&'static str> {
+    ["static-pie linked", "statically linked"].into_iter().find(|how| file.contains(how))
+}
+
+/// glibc's ldd on a static binary: "statically linked" for a static-pie,
+/// "not a dynamic executable" for the other kind.
+fn ldd_static(ldd: &str) -> bool {
+    let l = ldd.trim();
+    !l.contains("=>") && (l.ends_with("statically linked") || l.ends_with("not a dynamic executable"))
+}
+
+/// The [`NAME_LOOKUPS`] defined in `nm --defined-only` output.
+fn name_lookups(nm: &str) -> Vec<&'static str> {
+    let defined: HashSet<&str> = nm.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    NAME_LOOKUPS.iter().copied().filter(|f| defined.contains(f)).collect()
 }
 
 fn output(cmd: &mut Command) -> Result<String> {
@@ -81,27 +150,6 @@ fn output(cmd: &mut Command) -> Result<String> {
         bail!("{} failed: {}", proc::show(cmd), String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// The glibc the .deb depends on (`depends` in Cargo.toml's
-/// package.metadata.deb).
-const DECLARED_GLIBC: &str = "2.34";
-
-fn version(v: &str) -> Vec<u32> {
-    v.split('.').filter_map(|p| p.parse().ok()).collect()
-}
-
-/// The newest `GLIBC_x.y` symbol version in `objdump -T` output.
-fn max_glibc(dump: &str) -> Option<String> {
-    let mut best: Option<(Vec<u32>, String)> = None;
-    for word in dump.split(|c: char| c.is_whitespace() || c == '(' || c == ')') {
-        let Some(v) = word.strip_prefix("GLIBC_") else { continue };
-        let Ok(parts) = v.split('.').map(str::parse).collect::<Result<Vec<u32>, _>>() else { continue };
-        if best.as_ref().is_none_or(|(b, _)| parts > *b) {
-            best = Some((parts, v.to_string()));
-        }
-    }
-    best.map(|(_, v)| v)
 }
 
 /// The man page (gzipped, as Debian wants) and completions, from the binary.
@@ -182,9 +230,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn newest_glibc_symbol_version() {
-        let dump = "0000 DF *UND* 0000 (GLIBC_2.2.5) memcpy\n0000 DF *UND* 0000 (GLIBC_2.34) __libc_start_main\n0000 DF *UND* 0000 GLIBC_2.17 clock_gettime\n";
-        assert_eq!(max_glibc(dump).as_deref(), Some("2.34"));
-        assert_eq!(max_glibc("nothing"), None);
+    fn static_as_file_and_ldd_say() {
+        let pie = "ELF 64-bit LSB pie executable, x86-64, version 1 (SYSV), static-pie linked, for GNU/Linux 3.2.0, stripped";
+        assert_eq!(file_linking(pie), Some("static-pie linked"));
+        assert_eq!(file_linking("ELF 64-bit LSB executable, x86-64, statically linked, stripped"), Some("statically linked"));
+        let dynamic = "ELF 64-bit LSB pie executable, x86-64, dynamically linked, interpreter /lib64/ld-linux-x86-64.so.2";
+        assert_eq!(file_linking(dynamic), None);
+        assert!(ldd_static("\tstatically linked\n"));
+        assert!(ldd_static("\tnot a dynamic executable\n"));
+        assert!(!ldd_static("\tlinux-vdso.so.1 (0x00007ffd)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f34)\n"));
+    }
+
+    #[test]
+    fn name_lookups_from_nm() {
+        let nm = "00000000005c0a30 t __gconv_open\n0000000000668330 W dlopen\n0000000000644960 t _nss_dns_gethostbyaddr2_r\n";
+        assert!(name_lookups(nm).is_empty());
+        let nm = format!("{nm}0000000000644961 T getaddrinfo\n0000000000644962 W getpwuid_r\n");
+        assert_eq!(name_lookups(&nm), ["getaddrinfo", "getpwuid_r"]);
     }
 }
