@@ -309,12 +309,25 @@ impl Engine {
         if slack > 0 {
             causes.push((Cause::Slack, slack));
         }
+        let mut own_ns = 0;
         for &(ctx, ns) in &self.scratch {
-            if ctx.is_unexplained() || own(&ctx) {
+            if ctx.is_unexplained() {
                 unexplained += ns;
+            } else if own(&ctx) {
+                own_ns += ns;
             } else {
                 causes.push((self.namer.cause(ctx), ns));
             }
+        }
+        // A preempted thread's own time in its gap is the kernel switching
+        // it out (from the interrupt that woke the preemptor to the switch):
+        // charged to the task it switched to, the one that ran longest.
+        // Elsewhere it is the kernel's entry and exit around an interrupt:
+        // not a cause of its own loss.
+        let preemptor = causes.iter_mut().filter(|(c, _)| matches!(c, Cause::Task { .. })).max_by_key(|(_, ns)| *ns);
+        match preemptor {
+            Some((_, ns)) if g.source == Source::Preempted => *ns += own_ns,
+            _ => unexplained += own_ns,
         }
         // An SMI during the gap: the firmware had the CPU, no kernel event
         // can show it, so it takes the time nothing else explains.

@@ -94,6 +94,34 @@ fn a_preemption_by_a_fifo_task_with_a_nested_irq() {
     assert_eq!(h[0].2, ["task:hog[77]=190000", "irq:24=10000"]);
 }
 
+/// An IRQ that woke a FIFO task, the return into schedule(), the task's
+/// run: one gap, every nanosecond charged (the switch to the hog's), as
+/// rtla osnoise counts it. A preemption long after an IRQ stays apart.
+#[test]
+fn an_interruption_that_ends_in_a_preemption_is_one_gap() {
+    let hog = Task { prio: 49, ..task(77, 77, "hog") };
+    let evs = [
+        switch(0, task(0, 0, "swapper/3"), app(), 1),
+        irq(100 * US, true),
+        irq(120 * US, false),
+        switch(140 * US, app(), hog, 0),
+        switch(400 * US, hog, app(), 1),
+        // An IRQ, then a preemption 300 µs later: two gaps.
+        irq(1_000 * US, true),
+        irq(1_010 * US, false),
+        switch(1_310 * US, app(), hog, 0),
+        switch(1_500 * US, hog, app(), 1),
+    ];
+    let (h, t) = run(&evs, US);
+    assert_eq!(h.len(), 3, "{h:?}");
+    assert_eq!((h[0].0, h[0].1), (Source::Preempted, APP));
+    assert_eq!(h[0].2, ["task:hog[77]=280000", "irq:24=20000"], "300 µs from the IRQ's entry, all of it charged");
+    assert_eq!((h[1].0, h[1].2.clone()), (Source::Interrupted, vec!["irq:24=10000".to_string()]));
+    assert_eq!((h[2].0, h[2].2.clone()), (Source::Preempted, vec!["task:hog[77]=190000".to_string()]));
+    // Runnable time counts the preemption from the switch, once.
+    assert_eq!(t.runnable_until(APP, 1_500 * US), 1_500 * US);
+}
+
 #[test]
 fn a_wakeup_delayed_by_a_running_task() {
     let other = task(88, 88, "busy");
