@@ -45,9 +45,9 @@ pub struct WatchArgs {
     /// CPUs to watch, as a kernel cpulist (6,7 or 2-5,8); default: the isolated CPUs
     #[arg(long)]
     pub cpus: Option<String>,
-    /// Smallest gap reported, e.g. 500ns, 2us; default: 8 × the probe's loop floor
-    #[arg(long, value_parser = crate::duration::positive_ns)]
-    pub threshold: Option<u64>,
+    /// Smallest gap reported, e.g. 500ns, 2us; default: max(1us, 8 × the probe's loop floor); auto: 8 × the loop floor (sub-µs gaps too)
+    #[arg(long, value_name = "DUR|auto", value_parser = crate::probe::threshold::parse)]
+    pub threshold: Option<crate::probe::Threshold>,
     /// Stop after this long, e.g. 10s, 5m
     #[arg(long, value_parser = crate::duration::positive)]
     pub duration: Option<Duration>,

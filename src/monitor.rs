@@ -16,7 +16,7 @@ use anyhow::Result;
 use crate::cli::{LoopClockArg, ProbeArg, WatchArgs};
 use crate::collector::{self, Collector, HiccupSink};
 use crate::export::CsvSink;
-use crate::probe::{Probe, ProbeConfig, ProbeKind, Probes, MIN_FLOORS, STOP_BOUND};
+use crate::probe::{Probe, ProbeConfig, ProbeKind, Probes, Threshold, MIN_FLOORS, STOP_BOUND};
 
 /// The wake-up probe's period unless --period says otherwise (cyclictest's -i 1000).
 const DEFAULT_PERIOD_NS: u64 = 1_000_000;
@@ -78,12 +78,14 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
         ProbeArg::Spin => ProbeKind::Spin,
         ProbeArg::Wakeup => ProbeKind::Wakeup { period_ns: args.period.unwrap_or(DEFAULT_PERIOD_NS) },
     };
-    let cfg = ProbeConfig { kind, timer_slack_ns: args.timer_slack, threshold_ns: args.threshold, rt_prio: args.rt, tsc };
+    let rule = args.threshold.unwrap_or(Threshold::Default);
+    let cfg = ProbeConfig { kind, timer_slack_ns: args.timer_slack, threshold: rule, rt_prio: args.rt, tsc };
     let mut probes = match target {
         Some(_) => Probes::new(Vec::new()),
         None => Probes::new(cpus.iter().map(|&c| Probe::spawn(c as u32, cfg)).collect::<Result<Vec<_>>>()?),
     };
-    let threshold = args.threshold.unwrap_or(passive::DEFAULT_THRESHOLD_NS);
+    // Passive mode and the wake-up probe keep their own defaults (auto too).
+    let threshold = rule.given().unwrap_or(passive::DEFAULT_THRESHOLD_NS);
     let tracker = target.as_ref().map(|t| passive::Tracker::new(t.filter.clone(), &cpus, threshold));
     let metrics_slot = endpoint.as_ref().map(|_| crate::metrics::Slot::default());
     let mode = if target.is_some() {
@@ -144,7 +146,7 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
     if let Some(p) = probes.iter().find(|p| p.shared.refused.load(Relaxed)) {
         let (floor, thr) = (p.shared.floor_ns.load(Relaxed), p.shared.threshold_ns.load(Relaxed));
         anyhow::bail!(
-            "--threshold {thr}ns is under {MIN_FLOORS} × CPU {}'s loop floor ({floor} ns): every loop would be a hiccup; use at least {}ns, or leave it out for 8 × the floor",
+            "--threshold {thr}ns is under {MIN_FLOORS} × CPU {}'s loop floor ({floor} ns): every loop would be a hiccup; use at least {}ns, or leave it out for the default",
             p.shared.cpu,
             MIN_FLOORS * floor
         );
@@ -160,7 +162,7 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
             say!("{line}");
         }
     } else if let (ProbeKind::Wakeup { period_ns }, false) = (kind, tui) {
-        let how = if args.threshold.is_some() { "as given" } else { "2 × the median latency of the first 100 ms, at least 10 µs" };
+        let how = if rule.given().is_some() { "as given" } else { "2 × the median latency of the first 100 ms, at least 10 µs" };
         let thr: Vec<String> = probes
             .iter()
             .map(|p| {
@@ -175,13 +177,10 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
             thr.join(", ")
         );
     } else if !tui {
-        let thr: Vec<String> = probes
-            .iter()
-            .map(|p| {
-                format!("{}: {} ns (loop floor {} ns)", p.shared.cpu, p.shared.threshold_ns.load(Relaxed), p.shared.floor_ns.load(Relaxed))
-            })
-            .collect();
-        say!("watching CPU {}; threshold {}", cpulist::Display(&cpus), thr.join(", "));
+        for p in probes.iter() {
+            let (floor, thr) = (p.shared.floor_ns.load(Relaxed), p.shared.threshold_ns.load(Relaxed));
+            say!("watching CPU {}: {}", p.shared.cpu, rule.describe(floor, thr));
+        }
     }
 
     say_traces(&args, &probes, threshold, target.is_some());

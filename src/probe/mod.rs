@@ -12,11 +12,14 @@ use crossbeam_queue::ArrayQueue;
 
 use crate::interval::Interval;
 
+pub mod floor;
 mod smi;
 mod spin;
+pub mod threshold;
 mod wakeup;
 pub use smi::SmiCounter;
 pub use spin::MIN_FLOORS;
+pub use threshold::Threshold;
 pub use wakeup::{Latency, WakeStats};
 
 pub const HIST_BUCKETS: usize = 64;
@@ -24,8 +27,12 @@ pub const HIST_BUCKETS: usize = 64;
 const QUEUE_LEN: usize = 1 << 16;
 /// Loop iterations between publishing the histogram and progress.
 const PUBLISH_EVERY: u32 = 4096;
-/// How long the probe measures its own floor before recording gaps.
+/// How long the probe measures its own floor before recording gaps: at
+/// least this long and [`CALIBRATE_LOOPS`] iterations, at most
+/// [`CALIBRATE_MAX_NS`] (a CPU shared with a busy task).
 const CALIBRATE_NS: u64 = 20_000_000;
+const CALIBRATE_LOOPS: u64 = 1 << 20;
+const CALIBRATE_MAX_NS: u64 = 1_000_000_000;
 
 /// log2 bucket of a loop delta: 0 for 0 ns, k for [2^(k-1), 2^k).
 #[inline(always)]
@@ -42,7 +49,8 @@ pub struct ProbeShared {
     pub hist: [AtomicU64; HIST_BUCKETS],
     /// The last clock reading published: no future gap starts before it.
     pub progress: AtomicU64,
-    /// Smallest loop delta seen (the probe's floor).
+    /// The loop's floor: its period when nothing takes the CPU (a low
+    /// percentile of its iteration time during calibration; [`floor`]).
     pub floor_ns: AtomicU64,
     pub threshold_ns: AtomicU64,
     pub loops: AtomicU64,
@@ -131,8 +139,9 @@ pub struct ProbeConfig {
     pub kind: ProbeKind,
     /// The wake-up probe's timer slack, when set (PR_SET_TIMERSLACK).
     pub timer_slack_ns: Option<u64>,
-    /// None: calibrate as hiccups does (8 × the smallest loop delta).
-    pub threshold_ns: Option<u64>,
+    /// How the threshold is chosen (the spin probe: [`Threshold`]; the
+    /// wake-up probe has its own default, and takes only a given value).
+    pub threshold: Threshold,
     /// SCHED_FIFO priority, when asked for.
     pub rt_prio: Option<i32>,
     /// Read the TSC in the loop instead of clock_gettime (checked usable).

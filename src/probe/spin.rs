@@ -3,14 +3,16 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
+use super::floor::{FloorMeter, BLOCK};
 use super::smi::SMI_MIN_GAP_NS;
-use super::{bucket, ProbeConfig, ProbeShared, CALIBRATE_NS, HIST_BUCKETS, PUBLISH_EVERY};
+use super::{bucket, ProbeConfig, ProbeShared, CALIBRATE_LOOPS, CALIBRATE_MAX_NS, CALIBRATE_NS, HIST_BUCKETS, PUBLISH_EVERY};
 use crate::interval::{Interval, Source};
 use crate::loop_clock::{LoopClock, Tsc, Vdso};
 
-/// The smallest threshold, in loop floors: a loop iteration often takes
-/// up to twice the floor, so anything lower reports the loop itself
-/// (`--threshold 0` made millions of rows a second).
+/// The smallest threshold, in loop floors (the loop's period): a loop
+/// iteration often takes up to twice it (a clock that steps coarser than
+/// the loop), so anything lower reports the loop itself (`--threshold 0`
+/// made millions of rows a second).
 pub const MIN_FLOORS: u64 = 2;
 
 /// How long the TSC's rate is first measured against CLOCK_MONOTONIC; the
@@ -46,12 +48,12 @@ pub(super) fn run(s: &ProbeShared, cfg: ProbeConfig) {
 const REFINE_EVERY: u32 = 10_000;
 
 /// What calibration hands the loop: the histogram and loop count so far,
-/// and the floor and threshold in ns.
+/// the threshold in ns, and the bucket of the loop's common delta.
 struct Calibrated {
     hist: [u64; HIST_BUCKETS],
     loops: u64,
-    floor_ns: u64,
     threshold_ns: u64,
+    common: usize,
 }
 
 fn publish(s: &ProbeShared, hist: &[u64; HIST_BUCKETS], t_ns: u64, loops: u64) {
@@ -62,8 +64,50 @@ fn publish(s: &ProbeShared, hist: &[u64; HIST_BUCKETS], t_ns: u64, loops: u64) {
     s.loops.store(loops, Relaxed);
 }
 
-/// The floor of this loop on this CPU, and the threshold from it; None if
-/// the threshold asked for is under [`MIN_FLOORS`] floors.
+/// Iterations first run with a count of every delta, to find the delta
+/// the loop mostly takes: from then on (calibration proper and the hot
+/// loop) the deltas of its log2 bucket are counted in a register, so the
+/// common iteration touches no memory and calibration runs at the hot
+/// loop's speed (a memory increment per iteration made the TSC loop half
+/// as fast).
+const WARMUP_LOOPS: u32 = 1 << 12;
+/// Deltas under this many clock units are counted one by one in the
+/// warm-up.
+const WARMUP_SMALL: usize = 256;
+
+/// The fullest bucket of a histogram (the first of equals).
+fn fullest(hist: &[u64; HIST_BUCKETS]) -> usize {
+    let max = hist.iter().copied().max().unwrap_or(0);
+    hist.iter().position(|&n| n == max).unwrap_or(0)
+}
+
+/// The smallest difference of `clock`'s readings that converts to at
+/// least `ns`.
+fn first_units_of(clock: impl LoopClock, ns: u64) -> u64 {
+    let mut u = clock.delta_units(ns);
+    while u > 0 && clock.delta_ns(u - 1) >= ns {
+        u -= 1;
+    }
+    while clock.delta_ns(u) < ns {
+        u += 1;
+    }
+    u
+}
+
+/// The deltas, in `clock`'s units, that fall in ns bucket `k`: from the
+/// first, how many (0 for a bucket too long to be the loop's).
+fn units_of_bucket(clock: impl LoopClock, k: usize) -> (u64, u64) {
+    if k > 40 {
+        return (0, 0);
+    }
+    let (lo, hi) = if k == 0 { (0, 1) } else { (1u64 << (k - 1), 1u64 << k) };
+    let lo = first_units_of(clock, lo);
+    (lo, first_units_of(clock, hi) - lo)
+}
+
+/// The floor of this loop on this CPU (its period, [`super::floor`]), and
+/// the threshold from it; None if the threshold asked for is under
+/// [`MIN_FLOORS`] floors.
 fn calibrate(s: &ProbeShared, cfg: ProbeConfig, clock: impl LoopClock) -> Option<Calibrated> {
     let mut hist = [0u64; HIST_BUCKETS];
     let mut prev = clock.read();
@@ -71,60 +115,88 @@ fn calibrate(s: &ProbeShared, cfg: ProbeConfig, clock: impl LoopClock) -> Option
     // In the clock's units, as the hot loop runs: a conversion per
     // iteration would make the floor the conversion's.
     let end = prev + clock.delta_units(CALIBRATE_NS);
-    let mut floor = u64::MAX;
-    let mut loops = 0u64;
-    let mut units = [0u64; HIST_BUCKETS];
-    while prev < end {
+    let end_max = prev + clock.delta_units(CALIBRATE_MAX_NS);
+    let mut small = [0u32; WARMUP_SMALL];
+    for _ in 0..WARMUP_LOOPS {
         let t = clock.read();
         let d = t - prev;
-        floor = floor.min(d);
-        units[bucket(d)] += 1;
-        loops += 1;
+        match small.get_mut(d as usize) {
+            Some(n) => *n += 1,
+            None => hist[bucket(clock.delta_ns(d))] += 1,
+        }
         prev = t;
     }
-    // Each bucket of units lands in the ns bucket of its lower bound.
-    for (k, &n) in units.iter().enumerate().filter(|(_, &n)| n > 0) {
-        let lo = if k == 0 { 0 } else { 1u64 << (k - 1) };
-        hist[bucket(clock.delta_ns(lo))] += n;
+    for (d, &n) in small.iter().enumerate().filter(|(_, &n)| n > 0) {
+        hist[bucket(clock.delta_ns(d as u64))] += u64::from(n);
     }
-    let floor_ns = clock.delta_ns(floor).max(1);
-    let threshold_ns = cfg.threshold_ns.unwrap_or(8 * floor_ns);
+    // The bucket of the commonest delta (a clock coarser than the loop
+    // steps by a few fixed amounts: the commonest, not the smallest).
+    let mode = small.iter().enumerate().max_by_key(|&(d, &n)| (n, std::cmp::Reverse(d))).filter(|(_, &n)| n > 0);
+    let common = mode.map_or_else(|| fullest(&hist), |(d, _)| bucket(clock.delta_ns(d as u64)));
+    let (lo, width) = units_of_bucket(clock, common);
+    let mut loops = u64::from(WARMUP_LOOPS);
+    let mut fast = 0u64;
+    let mut meter = FloorMeter::new();
+    let mut block_start = prev;
+    let mut n = 0u32;
+    loop {
+        let t = clock.read();
+        let d = t - prev;
+        if d.wrapping_sub(lo) < width {
+            fast += 1;
+        } else {
+            hist[bucket(clock.delta_ns(d))] += 1;
+        }
+        prev = t;
+        n += 1;
+        if n == BLOCK {
+            n = 0;
+            loops += u64::from(BLOCK);
+            meter.add_block(t - block_start);
+            block_start = t;
+            if t >= end && (loops >= CALIBRATE_LOOPS || t >= end_max) {
+                break;
+            }
+        }
+    }
+    hist[common] += fast;
+    let floor_ns = meter.floor_ns(|u| clock.delta_ns(u)).unwrap_or(1);
+    let threshold_ns = cfg.threshold.ns(floor_ns);
     s.floor_ns.store(floor_ns, Relaxed);
     let refused = threshold_ns < MIN_FLOORS * floor_ns;
     s.refused.store(refused, Relaxed);
     s.threshold_ns.store(threshold_ns, Relaxed);
     publish(s, &hist, clock.to_ns(prev), loops);
-    (!refused).then_some(Calibrated { hist, loops, floor_ns, threshold_ns })
+    (!refused).then_some(Calibrated { hist, loops, threshold_ns, common })
 }
 
 /// The hot loop, in `clock`'s units; returns the clock as last anchored.
 fn hot<C: LoopClock>(s: &ProbeShared, mut clock: C, c: Calibrated) -> C {
-    let Calibrated { mut hist, mut loops, floor_ns, threshold_ns } = c;
+    let Calibrated { mut hist, mut loops, threshold_ns, common } = c;
     let threshold = clock.delta_units(threshold_ns);
     let mut n = 0u32;
-    let mut floor = clock.delta_units(floor_ns);
-    // Deltas below `fast_limit` all fall in the floor's log2 bucket: they are
-    // counted in a register and folded into the histogram on publish, so the
-    // common iteration touches no memory.
-    let fast_bucket = bucket(floor_ns);
-    let fast_limit = clock.delta_units((1u64 << fast_bucket).min(threshold_ns));
+    // The deltas of the common delta's log2 bucket (under the threshold)
+    // are counted in a register and folded into the histogram on publish,
+    // so the common iteration touches no memory; the others, faster or
+    // slower, take the histogram's path.
+    let (lo, width) = units_of_bucket(clock, common);
+    let width = width.min(threshold.saturating_sub(lo));
     let mut fast = 0u64;
     let mut publishes = 0u32;
     let mut prev = clock.read();
     s.hot_loops.store(loops, Relaxed);
     s.hot_start_ns.store(clock.to_ns(prev), Relaxed);
     // The hot loop: one clock read, a compare, a register increment. The
-    // stop flag, the floor and the figures are looked at every
-    // PUBLISH_EVERY iterations (~100 µs), off the per-iteration path.
+    // stop flag and the figures are looked at every PUBLISH_EVERY
+    // iterations (~100 µs), off the per-iteration path.
     loop {
         let t = clock.read();
         let d = t - prev;
         // Where the next delta starts: after a slow report, its end (the
         // report's own time is not a gap of the CPU's).
         let mut resume = t;
-        if d < fast_limit {
+        if d.wrapping_sub(lo) < width {
             fast += 1;
-            floor = floor.min(d);
         } else {
             hist[bucket(clock.delta_ns(d))] += 1;
             if d >= threshold {
@@ -139,9 +211,8 @@ fn hot<C: LoopClock>(s: &ProbeShared, mut clock: C, c: Calibrated) -> C {
         if n == PUBLISH_EVERY {
             loops += n as u64;
             n = 0;
-            hist[fast_bucket] += fast;
+            hist[common] += fast;
             fast = 0;
-            s.floor_ns.store(clock.delta_ns(floor).max(1), Relaxed);
             publish(s, &hist, clock.to_ns(t), loops);
             if s.stop.load(Relaxed) || !still_on_cpu(s) {
                 break;

@@ -149,10 +149,10 @@ pub(super) fn run(s: &ProbeShared, cfg: ProbeConfig, w: &WakeStats) {
     s.first_sample_ns.store(start, Relaxed);
     let mut next = start + period;
     let mut calibration: Vec<u64> = Vec::with_capacity(256);
-    let mut threshold = cfg.threshold_ns.unwrap_or(u64::MAX);
+    let mut threshold = cfg.threshold.given().unwrap_or(u64::MAX);
     let calibrate_until = start + CALIBRATE_NS;
     let mut loops = 0u64;
-    if let Some(t) = cfg.threshold_ns {
+    if let Some(t) = cfg.threshold.given() {
         s.threshold_ns.store(t, Relaxed);
     }
     while !s.stop.load(Relaxed) {
@@ -208,7 +208,7 @@ mod tests {
         let cfg = ProbeConfig {
             kind: ProbeKind::Wakeup { period_ns: 1_000_000 },
             timer_slack_ns: Some(1),
-            threshold_ns: Some(threshold_ns),
+            threshold: crate::probe::Threshold::Given(threshold_ns),
             rt_prio: None,
             tsc: false,
         };
