@@ -21,6 +21,8 @@ const DEPS: &[(&str, Option<&str>)] = &[
     ("linux-perf", Some("perf")),
     ("bpftrace", Some("bpftrace")),
     ("gcc", Some("gcc")),
+    // The libc.a `cargo xtask dist` links in (gcc only recommends it).
+    ("libc6-dev", None),
     // libbpf-sys's vendored libbpf, libelf and zlib build with make.
     ("make", Some("make")),
     // `cargo xtask dist` checks with `file` that its binary is static.
