@@ -35,7 +35,9 @@ pub fn privileges() -> Result<()> {
 
 pub fn btf(root: &Path) -> Result<()> {
     if !root.join("sys/kernel/btf/vmlinux").exists() {
-        bail!("this kernel has no BTF (/sys/kernel/btf/vmlinux is missing): jitterwatch needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+        bail!(
+            "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing): jitterwatch needs a kernel built with CONFIG_DEBUG_INFO_BTF=y, Linux 5.4 or later (Debian 11, Ubuntu 20.10, RHEL 8.2 and later ship one)"
+        );
     }
     Ok(())
 }
@@ -116,6 +118,7 @@ mod tests {
     #[test]
     fn btf_missing_is_named() {
         let r = root("0-1", "");
-        assert!(btf(r.path()).unwrap_err().to_string().contains("no BTF"));
+        let e = btf(r.path()).unwrap_err().to_string();
+        assert!(e.contains("no BTF") && e.contains("Linux 5.4 or later"), "{e}");
     }
 }

@@ -73,6 +73,8 @@ pub struct Kernel {
     pub vmlinuz: PathBuf,
     pub config: PathBuf,
     pub release: String,
+    /// Built with CONFIG_NO_HZ_FULL (Debian 11's is not: nohz_full= does nothing there).
+    pub nohz_full: bool,
 }
 
 /// The kernel from the cache, fetched first if it is not there.
@@ -83,7 +85,8 @@ pub fn fetch(spec: KernelSpec, cache: &Path) -> Result<Kernel> {
         download(spec, cache, &dir).with_context(|| format!("fetching the {} kernel ({} {})", spec.name, spec.suite, spec.meta))?;
     }
     let release = std::fs::read_to_string(&rel)?.trim().to_string();
-    Ok(Kernel { spec, vmlinuz, config, release })
+    let nohz_full = config_has(&std::fs::read_to_string(&config)?, "CONFIG_NO_HZ_FULL");
+    Ok(Kernel { spec, vmlinuz, config, release, nohz_full })
 }
 
 fn download(spec: KernelSpec, cache: &Path, dir: &Path) -> Result<()> {
@@ -218,6 +221,11 @@ impl AptRoot {
     }
 }
 
+/// Whether a kernel config sets `option` to y.
+pub fn config_has(config: &str, option: &str) -> bool {
+    config.lines().any(|l| l.strip_prefix(option).is_some_and(|v| v == "=y"))
+}
+
 /// The one-line sources.list of a suite.
 pub fn sources_list(suite: &str) -> String {
     format!("deb http://deb.debian.org/debian {suite} main\n")
@@ -320,6 +328,14 @@ mod tests {
         assert_eq!(bin.config, None);
         let base = kernel_files("./usr/lib/modules/7.2.13+deb14-amd64/System.map\n./usr/lib/modules/7.2.13+deb14-amd64/config\n");
         assert_eq!(base.config.unwrap().0, "./usr/lib/modules/7.2.13+deb14-amd64/config");
+    }
+
+    #[test]
+    fn reads_a_config_option() {
+        let config = "CONFIG_NO_HZ_IDLE=y\n# CONFIG_NO_HZ_FULL is not set\nCONFIG_HZ=250\n";
+        assert!(config_has(config, "CONFIG_NO_HZ_IDLE"));
+        assert!(!config_has(config, "CONFIG_NO_HZ_FULL"));
+        assert!(!config_has("CONFIG_NO_HZ_FULL_X=y\n", "CONFIG_NO_HZ_FULL"));
     }
 
     #[test]

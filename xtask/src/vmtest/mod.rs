@@ -163,6 +163,11 @@ fn boot_one(vm: &Vm, kvm: bool, logs: &Path) -> (report::VmResult, f64) {
         }
         break (end, took, r);
     };
+    let mut r = r;
+    let nohz_full = vm.mode == Mode::Tuned && vm.kernel.nohz_full;
+    if let Some(c) = report::ticks_check(nohz_full, &r) {
+        r.checks.push(c);
+    }
     let passed = r.checks.iter().filter(|c| c.pass).count();
     let how = match end {
         qemu::End::Exited(true) => "",

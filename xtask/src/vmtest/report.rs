@@ -5,7 +5,31 @@
 use std::fmt::Write;
 
 /// The checks, in the table's column order.
-pub const CHECKS: &[&str] = &["load", "events", "csv", "doctor", "passive-running", "passive-new", "wakeup-probe", "exit"];
+pub const CHECKS: &[&str] = &["load", "events", "csv", "doctor", "passive-running", "passive-new", "wakeup-probe", "exit", "ticks"];
+
+/// Most ticks a second on a tuned CPU of a kernel with NO_HZ_FULL (the
+/// residual 1 Hz tick of a CPU running one task), and how far from the
+/// kernel's LOC count jitterwatch's rate may be elsewhere.
+const TUNED_MAX: f64 = 2.0;
+const AGREE: f64 = 0.10;
+
+/// The `ticks` check: at most [`TUNED_MAX`] a second over the run where
+/// the CPU is nohz_full, else within [`AGREE`] of the kernel's count over
+/// the same window. None when jitterwatch gave no rate (its run failed:
+/// `load` says why).
+pub fn ticks_check(nohz_full: bool, r: &VmResult) -> Option<Check> {
+    let run = r.jw_ticks?;
+    let (pass, detail) = match (r.jw_window_ticks, r.kernel_ticks) {
+        _ if nohz_full => (run <= TUNED_MAX, format!("{run:.1}/s on a nohz_full CPU (at most {TUNED_MAX}/s)")),
+        (None, _) => (false, "no window inside the run (it ended first)".to_string()),
+        (Some(jw), Some(k)) if k > 0.0 => {
+            let off = (jw - k) / k;
+            (off.abs() <= AGREE, format!("{jw:.1}/s against the kernel's {k:.1}/s ({:+.0}%)", off * 100.0))
+        }
+        (Some(jw), _) => (jw == 0.0, format!("{jw:.1}/s, the kernel counted none")),
+    };
+    Some(Check { name: "ticks".to_string(), pass, detail })
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Check {
@@ -20,8 +44,10 @@ pub struct VmResult {
     /// `uname -r`, from the boot line.
     pub release: Option<String>,
     pub checks: Vec<Check>,
-    /// Ticks per second on the watched CPU: jitterwatch's, the kernel's.
+    /// Ticks per second on the watched CPU: jitterwatch's over its run, and
+    /// over a window inside it where the kernel's own count (LOC) was read.
     pub jw_ticks: Option<f64>,
+    pub jw_window_ticks: Option<f64>,
     pub kernel_ticks: Option<f64>,
     /// The script reached its end (else the VM crashed or hung).
     pub ended: bool,
@@ -79,6 +105,7 @@ pub fn parse(serial: &str) -> VmResult {
             };
             match metric {
                 "jw_ticks" => r.jw_ticks = rate,
+                "jw_window_ticks" => r.jw_window_ticks = rate,
                 "kernel_ticks" => r.kernel_ticks = rate,
                 _ => {}
             }
@@ -127,7 +154,7 @@ pub fn table(rows: &[Row<'_>]) -> String {
             };
             let _ = write!(s, " {cell} |");
         }
-        let _ = writeln!(s, " {} | {} | {:.0} |", rate(r.jw_ticks), rate(r.kernel_ticks), row.secs);
+        let _ = writeln!(s, " {} | {} | {:.0} |", rate(r.jw_window_ticks.or(r.jw_ticks)), rate(r.kernel_ticks), row.secs);
         if !r.ended {
             let what =
                 if r.release.is_none() { "never reached the guest script (no boot line)" } else { "stopped before the end of the checks" };
@@ -166,6 +193,25 @@ mod tests {
     }
 
     #[test]
+    fn tick_rates_are_judged_by_the_cpus_tuning() {
+        let rates = |run: Option<f64>, window: Option<f64>, kernel: Option<f64>| VmResult {
+            jw_ticks: run,
+            jw_window_ticks: window,
+            kernel_ticks: kernel,
+            ..Default::default()
+        };
+        assert!(ticks_check(true, &rates(Some(0.7), Some(0.0), Some(1.0))).unwrap().pass);
+        let busy = ticks_check(true, &rates(Some(145.0), Some(145.0), Some(145.0))).unwrap();
+        assert!(!busy.pass && busy.detail.contains("nohz_full"), "{busy:?}");
+        assert!(ticks_check(false, &rates(Some(100.0), Some(140.0), Some(146.0))).unwrap().pass);
+        let off = ticks_check(false, &rates(Some(150.0), Some(120.0), Some(150.0))).unwrap();
+        assert!(!off.pass && off.detail.ends_with("(-20%)"), "{off:?}");
+        assert!(ticks_check(false, &rates(Some(0.0), Some(0.0), Some(0.0))).unwrap().pass);
+        assert!(!ticks_check(false, &rates(Some(150.0), None, None)).unwrap().pass);
+        assert!(ticks_check(false, &rates(None, None, None)).is_none());
+    }
+
+    #[test]
     fn a_vm_that_never_booted_has_nothing() {
         let r = parse("qemu: could not load kernel\n");
         assert_eq!(r, VmResult::default());
@@ -180,6 +226,7 @@ mod tests {
             release: Some("5.10.0-32-amd64".into()),
             checks: CHECKS.iter().map(|c| Check { name: c.to_string(), pass: true, detail: String::new() }).collect(),
             jw_ticks: Some(0.74),
+            jw_window_ticks: None,
             kernel_ticks: Some(152.4),
             ended: true,
         };
