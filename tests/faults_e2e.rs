@@ -116,7 +116,7 @@ fn an_unwritable_stderr_costs_nothing() {
     let raw = std::fs::read(&csv).unwrap();
     assert!(raw.starts_with(b"time_ns,") && raw.ends_with(b"\n"), "CSV incomplete: {} bytes", raw.len());
     // Rows, not a header alone: every tick (HZ >= 100) passes the default
-    // threshold of a few loop floors (about 1500 rows in 1 s here).
+    // threshold (1 µs; a tick takes ~14 µs here).
     let rows = read_csv(&csv);
     assert!(rows.len() >= 50, "{} rows in 1 s: the CSV was not written", rows.len());
 }
@@ -141,7 +141,7 @@ fn sigquit_stops_like_sigterm() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("hiccups"), "no summary");
     assert!(std::fs::read(&csv).unwrap().ends_with(b"\n"));
     // Whole rows, not a header alone: every tick (HZ >= 100) passes the
-    // default threshold (about 1900 rows in 1.5 s here).
+    // default threshold (1 µs; a tick takes ~14 µs here).
     let rows = read_csv(&csv);
     assert!(rows.len() >= 50, "{} rows in 1.5 s at the default threshold", rows.len());
 }
@@ -232,6 +232,45 @@ fn a_threshold_under_the_loop_floor_is_refused() {
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("--threshold 1ns is under 2 × CPU") && err.contains("loop floor"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// The threshold's rule is said at start in words and followed: by
+/// default max(1 µs, 8 × the loop floor), with `--threshold auto` 8 × the
+/// floor. The floor is the loop's period (a low percentile of its
+/// iteration time), not the smallest delta of two clock reads (1 ns with
+/// the TSC, whose reads the CPU reorders): never above the period between
+/// hiccups, and with `auto` not a small fraction of it either.
+#[test]
+fn the_threshold_rule_is_said_and_followed() {
+    if !require_root_btf("the_threshold_rule_is_said_and_followed") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu().to_string();
+    for auto in [false, true] {
+        let mut args = vec!["--cpus", &cpu, "--no-tui", "--json", "--duration", "1s"];
+        if auto {
+            args.extend(["--threshold", "auto"]);
+        }
+        let (status, out, err) = run_bin(&args, Duration::from_secs(20));
+        assert!(status.success(), "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+        let c = &v["cpus"][0];
+        let (floor, thr, quiet) =
+            (c["loop_floor_ns"].as_u64().unwrap(), c["threshold_ns"].as_u64().unwrap(), c["loop_quiet_mean_ns"].as_f64().unwrap());
+        let line = err.lines().find(|l| l.contains(&format!("watching CPU {cpu}: threshold"))).unwrap_or_else(|| panic!("{err}"));
+        assert!(floor >= 1 && floor as f64 <= quiet, "auto {auto}: floor {floor} ns, {quiet} ns between hiccups");
+        if auto {
+            assert_eq!(thr, 8 * floor, "{line}");
+            assert!(line.contains(&format!("(--threshold auto: 8 × the loop floor of {floor}ns)")), "{line}");
+            // Under 8 × the floor by construction, the period between
+            // hiccups was 9.5 ns against a 1 ns "floor" before.
+            assert!((4 * floor) as f64 >= quiet, "floor {floor} ns, {quiet} ns between hiccups");
+        } else {
+            assert_eq!(thr, (8 * floor).max(1_000), "{line}");
+            assert!(line.contains(&format!("(the default: max(1µs, 8 × the loop floor of {floor}ns)")), "{line}");
+        }
+    }
 }
 
 /// Brings a CPU back online when dropped, whatever the test did.
