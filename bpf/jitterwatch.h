@@ -84,6 +84,17 @@ struct jw_func {
 	__u64 obj; /* the work_struct / hrtimer / csd, to pair entry and exit */
 };
 
+/* A softirq's entry: whether the task it runs on was in a system call. */
+struct jw_softirq {
+	/*
+	 * The current task's system call number (x86's orig_ax in the pt_regs
+	 * at the top of its kernel stack), or negative: it was in user space
+	 * when interrupted, or it is a kernel thread. A softirq run inside the
+	 * watched thread's own system call is its own work, not an interruption.
+	 */
+	__s64 syscall;
+};
+
 struct jw_nmi {
 	__u64 handler;
 	__u64 delta_ns;
@@ -114,6 +125,7 @@ union jw_payload {
 	struct jw_irq irq;
 	struct jw_func fn;
 	struct jw_nmi nmi;
+	struct jw_softirq sirq;
 	struct jw_origin org;
 };
 

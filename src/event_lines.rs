@@ -101,9 +101,14 @@ impl Printer {
                 let (d, _) = self.leave((ev.cpu, 1, irq as u64), ev.ts);
                 ("irq_handler_exit", format!("{} ret={}", self.irq(irq), if ret != 0 { "handled" } else { "unhandled" }), d)
             }
-            Payload::SoftirqEntry { vec } => {
+            Payload::SoftirqEntry { vec, syscall } => {
                 self.enter((ev.cpu, 2, vec as u64), ev.ts, 0);
-                ("softirq_entry", names::softirq(vec).into_owned(), None)
+                let name = names::softirq(vec);
+                let what = match syscall {
+                    Some(nr) => format!("{name} in syscall {nr}"),
+                    None => name.into_owned(),
+                };
+                ("softirq_entry", what, None)
             }
             Payload::SoftirqExit { vec } => {
                 let (d, _) = self.leave((ev.cpu, 2, vec as u64), ev.ts);

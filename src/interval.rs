@@ -25,10 +25,15 @@ pub enum Source {
     /// The wake-up probe: from its deadline to its first clock read after
     /// the sleep (its latency).
     WakeupProbe,
+    /// Passive mode: a softirq the watched thread's own system call ran on
+    /// its CPU (a loopback send's NET_RX inside write()): its own work,
+    /// shown apart from what other CPUs and devices did to it.
+    InSyscall,
 }
 
 impl Source {
-    pub const ALL: [Source; 5] = [Source::Probe, Source::Interrupted, Source::Preempted, Source::Wakeup, Source::WakeupProbe];
+    pub const ALL: [Source; 6] =
+        [Source::Probe, Source::Interrupted, Source::Preempted, Source::Wakeup, Source::WakeupProbe, Source::InSyscall];
 
     /// As the CSV's `source` column writes it.
     pub fn as_str(self) -> &'static str {
@@ -38,6 +43,7 @@ impl Source {
             Source::Preempted => "preempted",
             Source::Wakeup => "wakeup",
             Source::WakeupProbe => "wakeup-probe",
+            Source::InSyscall => "in-syscall",
         }
     }
 }

@@ -98,6 +98,9 @@ pub enum Payload {
     },
     SoftirqEntry {
         vec: u16,
+        /// The system call the task it ran on was in (None: user space, or
+        /// a kernel thread).
+        syscall: Option<u32>,
     },
     SoftirqExit {
         vec: u16,
@@ -219,7 +222,7 @@ impl Event {
                 }
                 jw_kind::JW_IRQ_ENTRY => Payload::IrqEntry { irq: e.u.irq.irq, name: bytes(&e.u.irq.name) },
                 jw_kind::JW_IRQ_EXIT => Payload::IrqExit { irq: e.u.irq.irq, ret: e.u.irq.ret },
-                jw_kind::JW_SOFTIRQ_ENTRY => Payload::SoftirqEntry { vec: e.sub.into() },
+                jw_kind::JW_SOFTIRQ_ENTRY => Payload::SoftirqEntry { vec: e.sub.into(), syscall: u32::try_from(e.u.sirq.syscall).ok() },
                 jw_kind::JW_SOFTIRQ_EXIT => Payload::SoftirqExit { vec: e.sub.into() },
                 jw_kind::JW_WORK_START => Payload::WorkStart { func: e.u.r#fn.func, work: e.u.r#fn.obj },
                 jw_kind::JW_WORK_END => Payload::WorkEnd { func: e.u.r#fn.func, work: e.u.r#fn.obj },

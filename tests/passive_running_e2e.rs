@@ -46,3 +46,66 @@ fn a_thread_busy_before_the_attach_is_watched_from_the_start() {
     let runnable = threads[0]["runnable_ns"].as_u64().unwrap();
     assert!(runnable >= 1_500_000_000, "runnable {runnable} ns of a 2 s run: {}", threads[0]);
 }
+
+/// A thread sending on a loopback TCP socket runs NET_RX inside its own
+/// write() (the loopback device delivers in the sender's context): those
+/// softirqs are its own work, `in-syscall` rows, never interruptions.
+#[test]
+fn softirqs_in_its_own_writes_are_its_own_work() {
+    use std::io::{Read, Write};
+    if !require_root_btf("softirqs_in_its_own_writes_are_its_own_work") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let stop = stop.clone();
+        thread::spawn(move || {
+            pin_self(0);
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 65536];
+            while !stop.load(Relaxed) && s.read(&mut buf).is_ok_and(|n| n > 0) {}
+        })
+    };
+    let tid = Arc::new(AtomicU32::new(0));
+    let name = random_name("jwsend");
+    let writer = {
+        let (stop, tid, name) = (stop.clone(), tid.clone(), name.clone());
+        thread::spawn(move || {
+            pin_self(cpu);
+            set_thread_name(&name);
+            // SAFETY: gettid cannot fail.
+            tid.store(unsafe { libc::gettid() } as u32, Relaxed);
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            let msg = [7u8; 256];
+            while !stop.load(Relaxed) {
+                if s.write_all(&msg).is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    thread::sleep(Duration::from_millis(300));
+    let t = tid.load(Relaxed).to_string();
+    let (child, _dir, csv) = watch_csv(&["--tid", &t, "--no-tui", "--json", "--duration", "2s"], &[]);
+    let out = child.wait_with_output().unwrap();
+    stop.store(true, Relaxed);
+    writer.join().unwrap();
+    reader.join().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    let th = &v["threads"][0];
+    let rows = read_csv(&csv);
+    let own: Vec<&Row> = rows.iter().filter(|r| r.source == "in-syscall").collect();
+    eprintln!("{} in-syscall rows of {}; thread {th}", own.len(), rows.len());
+    assert!(own.len() >= 10, "{} in-syscall rows: {th}", own.len());
+    assert_eq!(th["in_syscall"].as_u64(), Some(own.len() as u64), "{th}");
+    let net_rx = own.iter().filter(|r| r.causes.iter().any(|c| c.0 == "softirq" && c.1 == "NET_RX")).count();
+    assert!(net_rx * 2 >= own.len(), "only {net_rx} of {} in-syscall rows are NET_RX", own.len());
+    // None of it is counted as lost: the CPU's hiccups are the rest.
+    let others = rows.len() - own.len();
+    assert_eq!(v["cpus"][0]["hiccups"].as_u64(), Some(others as u64), "{}", v["cpus"][0]);
+}

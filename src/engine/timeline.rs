@@ -299,7 +299,7 @@ impl Timeline {
             }
             Payload::IrqEntry { irq, .. } => self.enter(ts, Context::Irq(irq), irq as u64, Level::Irq),
             Payload::IrqExit { irq, .. } => self.exit(ts, Context::Irq(irq), |f| f.ctx == Context::Irq(irq)),
-            Payload::SoftirqEntry { vec } => self.enter(ts, Context::Softirq(vec), 0, Level::Irq),
+            Payload::SoftirqEntry { vec, .. } => self.enter(ts, Context::Softirq(vec), 0, Level::Irq),
             Payload::SoftirqExit { vec } => self.exit(ts, Context::Softirq(vec), |f| f.ctx == Context::Softirq(vec)),
             Payload::WorkStart { func, work } => self.enter(ts, Context::Work(func), work, Level::Task),
             Payload::WorkEnd { func, work } => self.exit(ts, Context::Work(func), |f| matches!(f.ctx, Context::Work(_)) && f.id == work),

@@ -156,6 +156,10 @@ impl Exporter {
 
     /// One explained stall. Allocates only for a cause never seen before.
     pub fn record(&mut self, h: &Hiccup) {
+        // Its own system call's work took nothing from the thread.
+        if h.source == crate::interval::Source::InSyscall {
+            return;
+        }
         if let Some(v) = h.victim {
             self.threads.add(&v, 0, h.gap);
         }

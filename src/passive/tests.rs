@@ -65,7 +65,7 @@ fn an_irq_inside_a_watched_slice_is_an_interruption() {
         irq(100 * US, true),
         irq(130 * US, false),
         // Its softirq right after: the same interruption.
-        ev(131 * US, Payload::SoftirqEntry { vec: 1 }),
+        ev(131 * US, Payload::SoftirqEntry { vec: 1, syscall: None }),
         ev(150 * US, Payload::SoftirqExit { vec: 1 }),
         // Much later, another one: a second interruption.
         irq(400 * US, true),
@@ -334,4 +334,45 @@ fn at_attach_finds_the_running_and_the_gone() {
         lines[0],
         "passive: no thread matches yet: waiting for a thread named osnoise/3\\x1b to run on CPU 3 (no probe; threshold 1000 ns)"
     );
+}
+
+/// A softirq the thread's own system call ran (a loopback send's NET_RX
+/// inside write()) is its own work: `in-syscall`, apart from interruptions;
+/// the softirq at an IRQ's exit stays part of that interruption.
+#[test]
+fn a_softirq_in_its_own_syscall_is_its_own_work() {
+    let in_call = |ts, vec| ev(ts, Payload::SoftirqEntry { vec, syscall: Some(1) });
+    let evs = [
+        switch(0, task(0, 0, "swapper/3"), app(), 1),
+        in_call(100 * US, 3),
+        ev(140 * US, Payload::SoftirqExit { vec: 3 }),
+        // An IRQ inside a system call and the softirq at its exit: an
+        // interruption, whatever the thread was doing.
+        irq(500 * US, true),
+        irq(510 * US, false),
+        in_call(511 * US, 1),
+        ev(530 * US, Payload::SoftirqExit { vec: 1 }),
+    ];
+    let (h, _) = run(&evs, US);
+    let got: Vec<(Source, Vec<String>)> = h.iter().map(|x| (x.0, x.2.clone())).collect();
+    assert_eq!(
+        got,
+        [
+            (Source::InSyscall, vec!["softirq:NET_RX=40000".to_string()]),
+            (Source::Interrupted, vec!["softirq:TIMER=19000".to_string(), "irq:24=10000".to_string(), "unexplained:=1000".to_string()]),
+        ]
+    );
+    // In the aggregates: the thread's own work, not a hiccup of the CPU's.
+    let mut s = crate::stats::Stats::new(&[3], 0);
+    let mut engine = Engine::new(&[3], 0, 1024, Namer::new(Kallsyms::empty(), IdleStates::default()));
+    let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[3], US);
+    for e in &evs {
+        tracker.on_event(e, &mut |iv| engine.on_interval(iv));
+        engine.on_event(e);
+    }
+    tracker.flush(10_000 * US, &mut |iv| engine.on_interval(iv));
+    engine.attribute_ready(10_000 * US, |h: Hiccup| s.record(&h));
+    assert_eq!(s.cpus[0].hiccups, 1, "only the interruption is a hiccup");
+    let t = &s.threads.by_tid[&APP];
+    assert_eq!((t.hiccups(), t.lost_ns(), t.of(Source::InSyscall)), (1, 30 * US, (1, 40 * US)));
 }

@@ -93,6 +93,14 @@ struct Thread {
     state: State,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Pending {
+    t0: u64,
+    t1: u64,
+    tid: u32,
+    source: Source,
+}
+
 #[derive(Default, Clone, Copy)]
 struct Cpu {
     /// The watched thread running here, if any.
@@ -100,11 +108,12 @@ struct Cpu {
     /// Interrupt-level frames open.
     depth: u32,
     /// Start of the interruption in progress (depth > 0 while a watched
-    /// thread runs).
-    start: Option<u64>,
+    /// thread runs), and what it is: `Interrupted`, or `InSyscall` when it
+    /// is a softirq the thread's own system call ran.
+    start: Option<(u64, Source)>,
     /// The last interruption, ended, not yet emitted: the next activity
     /// may continue it.
-    pending: Option<(u64, u64, u32)>,
+    pending: Option<Pending>,
     /// A context switch was seen here: what runs is known from events,
     /// not from /proc.
     switched: bool,
@@ -215,11 +224,14 @@ impl Tracker {
                     }
                 }
             }
+            // A softirq raised and run by the thread's own system call
+            // (loopback network sends, block completions): its own work.
+            Payload::SoftirqEntry { syscall: Some(_), .. } => self.enter(cpu, ts, Source::InSyscall, out),
             Payload::IrqEntry { .. }
             | Payload::SoftirqEntry { .. }
             | Payload::HrtimerEntry { .. }
             | Payload::VectorEntry(_)
-            | Payload::CsdEntry { .. } => self.enter(cpu, ts, out),
+            | Payload::CsdEntry { .. } => self.enter(cpu, ts, Source::Interrupted, out),
             Payload::IrqExit { .. }
             | Payload::SoftirqExit { .. }
             | Payload::HrtimerExit { .. }
@@ -228,7 +240,7 @@ impl Tracker {
             Payload::Nmi { delta_ns, .. } => {
                 // Reported at its end; inside other activity it adds nothing.
                 if self.cpus[cpu as usize].depth == 0 {
-                    self.enter(cpu, ts.saturating_sub(delta_ns), out);
+                    self.enter(cpu, ts.saturating_sub(delta_ns), Source::Interrupted, out);
                     self.exit(cpu, ts);
                 }
             }
@@ -241,19 +253,22 @@ impl Tracker {
         }
     }
 
-    fn enter(&mut self, cpu: u32, ts: u64, out: &mut dyn FnMut(Interval)) {
+    /// `what`: the kind of activity this is when it begins a stretch of
+    /// its own (activity that continues a stretch keeps the stretch's kind:
+    /// an IRQ's softirq at its exit is part of the interruption).
+    fn enter(&mut self, cpu: u32, ts: u64, what: Source, out: &mut dyn FnMut(Interval)) {
         let c = self.cpus[cpu as usize];
         let mut next = c;
         next.depth += 1;
         if c.depth == 0 {
             if let Some(tid) = c.running {
                 next.start = match c.pending {
-                    Some((t0, t1, p)) if p == tid && ts <= t1 + MERGE_NS => Some(t0),
-                    Some((t0, t1, p)) => {
-                        self.emit(out, cpu, t0, t1, Source::Interrupted, p);
-                        Some(ts)
+                    Some(p) if p.tid == tid && ts <= p.t1 + MERGE_NS => Some((p.t0, p.source)),
+                    Some(p) => {
+                        self.emit(out, cpu, p.t0, p.t1, p.source, p.tid);
+                        Some((ts, what))
                     }
-                    None => Some(ts),
+                    None => Some((ts, what)),
                 };
                 next.pending = None;
             }
@@ -266,24 +281,30 @@ impl Tracker {
         // An exit whose entry came before tracing began: nothing to close.
         c.depth = c.depth.saturating_sub(1);
         if c.depth == 0 {
-            if let (Some(t0), Some(tid)) = (c.start.take(), c.running) {
-                c.pending = Some((t0, ts.max(t0), tid));
+            if let (Some((t0, source)), Some(tid)) = (c.start.take(), c.running) {
+                c.pending = Some(Pending { t0, t1: ts.max(t0), tid, source });
             }
         }
     }
 
     fn close_pending(&mut self, cpu: u32, out: &mut dyn FnMut(Interval)) {
-        if let Some((t0, t1, tid)) = self.cpus[cpu as usize].pending.take() {
-            self.emit(out, cpu, t0, t1, Source::Interrupted, tid);
+        if let Some(p) = self.cpus[cpu as usize].pending.take() {
+            self.emit(out, cpu, p.t0, p.t1, p.source, p.tid);
         }
     }
 
     fn switch(&mut self, cpu: u32, ts: u64, prev: &Task, next: &Task, prev_state: u32, out: &mut dyn FnMut(Interval)) {
         // The thread's last interruption led to this preemption: one gap.
         let joined = match self.cpus[cpu as usize].pending {
-            Some((t0, t1, tid)) if prev_state == 0 && tid == prev.pid && self.cpus[cpu as usize].start.is_none() && ts <= t1 + JOIN_NS => {
+            Some(p)
+                if p.source == Source::Interrupted
+                    && prev_state == 0
+                    && p.tid == prev.pid
+                    && self.cpus[cpu as usize].start.is_none()
+                    && ts <= p.t1 + JOIN_NS =>
+            {
                 self.cpus[cpu as usize].pending = None;
-                Some(t0)
+                Some(p.t0)
             }
             _ => None,
         };
@@ -292,8 +313,8 @@ impl Tracker {
             let c = &mut self.cpus[cpu as usize];
             // A switch leaves no interrupt frame open; an interruption in
             // progress ends with the thread's run.
-            if let (Some(t0), Some(tid)) = (c.start.take(), c.running) {
-                c.pending = Some((t0, ts.max(t0), tid));
+            if let (Some((t0, source)), Some(tid)) = (c.start.take(), c.running) {
+                c.pending = Some(Pending { t0, t1: ts.max(t0), tid, source });
             }
             c.depth = 0;
             c.running = None;
@@ -336,7 +357,7 @@ impl Tracker {
     pub fn flush(&mut self, upto: u64, out: &mut dyn FnMut(Interval)) {
         for cpu in 0..self.cpus.len() as u32 {
             // Held until a preemption could no longer join it.
-            if self.cpus[cpu as usize].pending.is_some_and(|(_, t1, _)| t1.saturating_add(MERGE_NS.max(JOIN_NS)) <= upto) {
+            if self.cpus[cpu as usize].pending.is_some_and(|p| p.t1.saturating_add(MERGE_NS.max(JOIN_NS)) <= upto) {
                 self.close_pending(cpu, out);
             }
         }
@@ -350,11 +371,11 @@ impl Tracker {
                 continue;
             }
             let mut h = upto;
-            if let Some(t) = c.start {
+            if let Some((t, _)) = c.start {
                 h = h.min(t);
             }
-            if let Some((t0, _, _)) = c.pending {
-                h = h.min(t0);
+            if let Some(p) = c.pending {
+                h = h.min(p.t0);
             }
             for t in self.threads.values() {
                 match t.state {

@@ -214,6 +214,12 @@ impl Stats {
         if self.cpu_mut(h.cpu).is_none() {
             return;
         }
+        // A watched thread's own system call's work took nothing from it:
+        // kept per thread, apart from what the CPU's stalls add up to.
+        if h.source == crate::interval::Source::InSyscall {
+            self.threads.record(h);
+            return;
+        }
         let run = self.run_gaps.entry(h.cpu).or_default();
         run.0 += h.gap;
         run.1 += 1;

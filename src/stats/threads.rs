@@ -16,9 +16,10 @@ const MAX_THREAD_CAUSES: usize = 64;
 
 pub struct ThreadStats {
     pub victim: Victim,
-    /// Per `Source::ALL`: hiccups and their time.
-    pub count: [u64; 4],
-    pub ns: [u64; 4],
+    /// Per `Source::ALL`: hiccups and their time (`InSyscall`: its own
+    /// work, kept apart from what it lost).
+    pub count: [u64; Source::ALL.len()],
+    pub ns: [u64; Source::ALL.len()],
     pub gaps: Histogram<u64>,
     pub max_ns: u64,
     pub causes: HashMap<Cause, u64>,
@@ -28,15 +29,21 @@ pub struct ThreadStats {
 
 impl ThreadStats {
     fn new(victim: Victim) -> Self {
-        ThreadStats { victim, count: [0; 4], ns: [0; 4], gaps: super::histogram(2), max_ns: 0, causes: HashMap::new(), info: None }
+        const N: usize = Source::ALL.len();
+        ThreadStats { victim, count: [0; N], ns: [0; N], gaps: super::histogram(2), max_ns: 0, causes: HashMap::new(), info: None }
     }
 
+    pub fn of(&self, s: Source) -> (u64, u64) {
+        (self.count[index(s)], self.ns[index(s)])
+    }
+
+    /// Hiccups: what others took from it, its own system calls' work apart.
     pub fn hiccups(&self) -> u64 {
-        self.count.iter().sum()
+        self.count.iter().sum::<u64>() - self.of(Source::InSyscall).0
     }
 
     pub fn lost_ns(&self) -> u64 {
-        self.ns.iter().sum()
+        self.ns.iter().sum::<u64>() - self.of(Source::InSyscall).1
     }
 
     /// Share of the time it ran or wanted to that hiccups took, %.
@@ -78,6 +85,10 @@ impl ThreadStats {
     }
 }
 
+fn index(s: Source) -> usize {
+    Source::ALL.iter().position(|&x| x == s).expect("every source is in Source::ALL")
+}
+
 #[derive(Default)]
 pub struct Threads {
     pub by_tid: HashMap<u32, ThreadStats>,
@@ -88,9 +99,12 @@ impl Threads {
         let Some(v) = h.victim else { return };
         let t = self.by_tid.entry(v.tid).or_insert_with(|| ThreadStats::new(v));
         t.victim = v;
-        let k = Source::ALL.iter().position(|&s| s == h.source).unwrap_or(0);
+        let k = index(h.source);
         t.count[k] += 1;
         t.ns[k] += h.gap;
+        if h.source == Source::InSyscall {
+            return;
+        }
         t.gaps.saturating_record(h.gap.max(1));
         t.max_ns = t.max_ns.max(h.gap);
         for (c, ns) in h.all_causes() {

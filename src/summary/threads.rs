@@ -26,6 +26,9 @@ pub struct ThreadRow {
     pub interrupted_ns: u64,
     pub preempted_ns: u64,
     pub wakeup_ns: u64,
+    /// Softirqs its own system calls ran (not counted as lost).
+    pub in_syscall: u64,
+    pub in_syscall_ns: u64,
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub p999_ns: u64,
@@ -55,7 +58,6 @@ pub struct Migration {
 }
 
 pub fn rows(threads: &Threads) -> Vec<ThreadRow> {
-    let at = |s: Source| Source::ALL.iter().position(|&x| x == s).unwrap_or(0);
     threads
         .sorted()
         .into_iter()
@@ -65,12 +67,14 @@ pub fn rows(threads: &Threads) -> Vec<ThreadRow> {
                 tid: t.victim.tid,
                 name: t.victim.name(),
                 hiccups: t.hiccups(),
-                interrupted: t.count[at(Source::Interrupted)],
-                preempted: t.count[at(Source::Preempted)],
-                wakeup: t.count[at(Source::Wakeup)],
-                interrupted_ns: t.ns[at(Source::Interrupted)],
-                preempted_ns: t.ns[at(Source::Preempted)],
-                wakeup_ns: t.ns[at(Source::Wakeup)],
+                interrupted: t.of(Source::Interrupted).0,
+                preempted: t.of(Source::Preempted).0,
+                wakeup: t.of(Source::Wakeup).0,
+                interrupted_ns: t.of(Source::Interrupted).1,
+                preempted_ns: t.of(Source::Preempted).1,
+                wakeup_ns: t.of(Source::Wakeup).1,
+                in_syscall: t.of(Source::InSyscall).0,
+                in_syscall_ns: t.of(Source::InSyscall).1,
                 p50_ns: t.pct(0.5),
                 p99_ns: t.pct(0.99),
                 p999_ns: t.pct(0.999),
@@ -108,6 +112,13 @@ pub fn write_text(rows: &[ThreadRow], out: &mut dyn Write) -> io::Result<()> {
             t.max_ns,
             t.found.map_or(String::new(), |f| format!("; {}", f.words()))
         )?;
+        if t.in_syscall > 0 {
+            writeln!(
+                out,
+                "  in its own system calls: {} softirqs, {} ns (its own work: not counted as lost)",
+                t.in_syscall, t.in_syscall_ns
+            )?;
+        }
         if !t.migrations.is_empty() {
             let m: Vec<String> = t.migrations.iter().map(|m| format!("{}→{} ×{}", m.from, m.to, m.count)).collect();
             writeln!(out, "  migrations: {}", m.join(", "))?;

@@ -117,7 +117,7 @@ impl<'n> Builder<'n> {
                 Payload::IrqExit { irq, .. } => {
                     self.exit(track, &mut stack, Key::Irq(irq), Context::Irq(irq), t, task.as_ref().map(|x| x.1))
                 }
-                Payload::SoftirqEntry { vec } => {
+                Payload::SoftirqEntry { vec, .. } => {
                     stack.push(Frame { ctx: Context::Softirq(vec), key: Key::Softirq(vec), start: t, flow_in: None })
                 }
                 Payload::SoftirqExit { vec } => {

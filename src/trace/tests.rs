@@ -48,7 +48,7 @@ pub(super) fn stream() -> Vec<Event> {
     vec![
         // The probe ran since before the window.
         ev(1_000, Payload::IrqEntry { irq: 24, name: [0; crate::record::IRQ_NAME_LEN] }),
-        ev(1_500, Payload::SoftirqEntry { vec: 1 }),
+        ev(1_500, Payload::SoftirqEntry { vec: 1, syscall: None }),
         ev(2_500, Payload::SoftirqExit { vec: 1 }),
         ev(3_000, Payload::IrqExit { irq: 24, ret: 1 }),
         origin(9_000, OriginKind::Wake, 0, 4242),

@@ -116,7 +116,7 @@ fn softirq_right_after_irq() {
     let evs = [
         ev(100, Payload::IrqEntry { irq: 5, name: [0; crate::record::IRQ_NAME_LEN] }),
         ev(110, Payload::IrqExit { irq: 5, ret: 1 }),
-        ev(110, Payload::SoftirqEntry { vec: 3 }),
+        ev(110, Payload::SoftirqEntry { vec: 3, syscall: None }),
         ev(140, Payload::SoftirqExit { vec: 3 }),
     ];
     let (c, u) = run(&[switch(50, task(1, "x"), probe())].iter().chain(&evs).copied().collect::<Vec<_>>(), 95, 145, 1000);

@@ -124,7 +124,7 @@ fn work_queued_by_a_timer_on_the_cpu_itself_names_that_context() {
     let evs = [
         switch(10, task(1, "x"), probe()),
         // The TIMER softirq (a delayed work's timer) queues vmstat_update here.
-        ev(50, Payload::SoftirqEntry { vec: 1 }),
+        ev(50, Payload::SoftirqEntry { vec: 1, syscall: None }),
         sent(55, CPU, OriginKind::Work, CPU, probe(), WORK_FN, 0),
         ev(60, Payload::SoftirqExit { vec: 1 }),
         switch(100, probe(), kw),

@@ -149,7 +149,7 @@ fn a_wakeup_whose_events_arrive_late() {
     let mut evs = vec![switch(900 * US, probe(), task(77, "fifohog"))];
     evs.extend(timer_irq(d));
     evs.push(switch(d + 100 * US, task(77, "fifohog"), probe()));
-    evs.push(ev(d + 2000 * US, Payload::SoftirqEntry { vec: 1 }));
+    evs.push(ev(d + 2000 * US, Payload::SoftirqEntry { vec: 1, syscall: None }));
     let h = late(&mut e, &evs, d, d + 102 * US);
     assert_eq!(h.parts.clone().unwrap().sched_ns, 99 * US);
     assert!(labels(&h)[0].starts_with("task:fifohog[77]="));
