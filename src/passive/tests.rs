@@ -286,7 +286,7 @@ fn a_thread_already_running_is_watched_from_the_seed() {
     // (read later, from /proc) does not override it.
     let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2, 3], US);
     tracker.on_event(&switch(100 * US, app(), task(77, 77, "other"), 1), &mut |_| {});
-    tracker.seed(&[seed.clone()], 500 * US);
+    tracker.seed(std::slice::from_ref(&seed), 500 * US);
     assert_eq!(tracker.threads().next().map(|i| i.found), Some(Found::Switch));
     // A seed on a CPU not watched is ignored.
     let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2], US);
