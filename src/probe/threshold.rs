@@ -52,10 +52,20 @@ impl Threshold {
     /// What the rule gave, in words, for the start line: e.g.
     /// `threshold 1.0µs (the default: max(1µs, 8 × the loop floor of 21ns);
     /// --threshold auto for 8 × floor = 168ns)`.
+    /// A threshold of 0 is not known yet: the probe has not finished
+    /// measuring its floor (a CPU others keep busy).
     pub fn describe(self, floor_ns: u64, threshold_ns: u64) -> String {
-        let auto = AUTO_FLOORS * floor_ns;
+        let auto = AUTO_FLOORS.saturating_mul(floor_ns);
         let (thr, floor) = (ns(threshold_ns), ns(floor_ns));
         match self {
+            _ if threshold_ns == 0 => format!(
+                "threshold not known yet: the probe has not finished measuring its loop floor (is the CPU busy?); {}",
+                match self {
+                    Threshold::Default => format!("the default: max({DEFAULT_MIN}, {AUTO_FLOORS} × the loop floor)"),
+                    Threshold::Auto => format!("--threshold auto: {AUTO_FLOORS} × the loop floor"),
+                    Threshold::Given(t) => format!("{} as given", ns(t)),
+                }
+            ),
             Threshold::Default if auto < DEFAULT_MIN_NS => format!(
                 "threshold {thr} (the default: max({DEFAULT_MIN}, {AUTO_FLOORS} × the loop floor of {floor}); --threshold auto for {AUTO_FLOORS} × floor = {})",
                 ns(auto)
@@ -116,5 +126,11 @@ mod tests {
         assert_eq!(Threshold::Default.describe(200, 1_600), "threshold 1.6µs (the default: max(1µs, 8 × the loop floor of 200ns))");
         assert_eq!(Threshold::Auto.describe(9, 72), "threshold 72ns (--threshold auto: 8 × the loop floor of 9ns)");
         assert_eq!(Threshold::Given(500).describe(9, 500), "threshold 500ns (as given; the loop floor is 9ns)");
+        // Not measured yet (the floor still at its start value).
+        assert_eq!(
+            Threshold::Default.describe(u64::MAX, 0),
+            "threshold not known yet: the probe has not finished measuring its loop floor (is the CPU busy?); the default: max(1µs, 8 × the loop floor)"
+        );
+        assert!(Threshold::Given(500).describe(u64::MAX, 0).ends_with("; 500ns as given"));
     }
 }
