@@ -73,6 +73,14 @@ impl Namer {
             return c.clone();
         }
         let cause = match ctx {
+            Context::Task { comm, .. } | Context::Program(comm) if threaded_irq(&comm).is_some() => {
+                let (irq, name) = threaded_irq(&comm).expect("checked");
+                // The name the IRQ's entry gave, whole; else the thread's.
+                match self.irq_names.get(&irq) {
+                    Some(n) => Cause::Irq { irq, name: n.clone() },
+                    None => Cause::Irq { irq, name: Arc::from(name) },
+                }
+            }
             Context::Task { pid, comm } => Cause::Task { comm, pid: Some(pid) },
             Context::Program(comm) => Cause::Task { comm, pid: None },
             Context::Work(f) => Cause::Work(self.symbol(f)),
@@ -93,6 +101,18 @@ impl Namer {
         self.cache.insert(ctx, cause.clone());
         cause
     }
+}
+
+/// A threaded IRQ handler's kernel thread, `irq/N-name` (every IRQ on
+/// PREEMPT_RT, `threadirqs` elsewhere): the IRQ it serves, and the name
+/// as far as the 15-byte comm keeps it. Its time is the IRQ's, as on the
+/// stock kernel where the handler runs at interrupt level.
+fn threaded_irq(comm: &[u8]) -> Option<(i32, &[u8])> {
+    let comm = &comm[..comm.iter().position(|&b| b == 0).unwrap_or(comm.len())];
+    let rest = comm.strip_prefix(b"irq/")?;
+    let dash = rest.iter().position(|&b| b == b'-')?;
+    let irq = std::str::from_utf8(&rest[..dash]).ok()?.parse().ok()?;
+    Some((irq, &rest[dash + 1..]))
 }
 
 /// The names of the cpuidle driver's states, by index
@@ -152,6 +172,20 @@ mod tests {
         assert_eq!(n.cause(Context::Probe), Cause::Unexplained);
         n.note_irq(24, b"renamed\0");
         assert_eq!(label(&mut n, Context::Irq(24)), "irq:24:renamed");
+    }
+
+    /// PREEMPT_RT: the thread that runs IRQ 24's handler is IRQ 24.
+    #[test]
+    fn a_threaded_irq_is_named_as_its_irq() {
+        let mut n = Namer::new(Kallsyms::empty(), IdleStates::default());
+        let label = |n: &mut Namer, c| n.cause(c).label();
+        assert_eq!(label(&mut n, Context::Task { pid: 90, comm: comm(b"irq/31-virtio0-") }), "irq:31:virtio0-");
+        n.note_irq(24, b"virtio0-input.0\0");
+        assert_eq!(label(&mut n, Context::Task { pid: 91, comm: comm(b"irq/24-virtio0-") }), "irq:24:virtio0-input.0");
+        assert_eq!(label(&mut n, Context::Program(comm(b"irq/24-virtio0-"))), "irq:24:virtio0-input.0");
+        // Not a threaded IRQ: a task as before.
+        assert_eq!(label(&mut n, Context::Task { pid: 92, comm: comm(b"irq/xx-nope") }), "task:irq/xx-nope[92]");
+        assert_eq!(label(&mut n, Context::Task { pid: 93, comm: comm(b"ksoftirqd/3") }), "task:ksoftirqd/3[93]");
     }
 
     #[test]
