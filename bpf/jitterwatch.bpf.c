@@ -343,5 +343,29 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 	return 0;
 }
 
+/*
+ * Passive mode: a task that renames itself where it runs (exec, prctl).
+ * A thread that exec'd into the watched name on an isolated CPU never
+ * switches again: this is how passive mode learns that it runs there.
+ */
+SEC("?tp_btf/task_rename")
+int BPF_PROG(on_task_rename, struct task_struct *task, const char *comm)
+{
+	struct jw_event *e;
+
+	if ((void *)task != (void *)bpf_get_current_task())
+		return 0;
+	e = reserve(JW_RENAME, 0);
+	if (!e)
+		return 0;
+	e->u.wk.pid = task->pid;
+	e->u.wk.tgid = task->tgid;
+	e->u.wk.prio = task->prio;
+	e->u.wk.waker_cpu = 0;
+	bpf_probe_read_kernel_str(e->u.wk.comm, JW_COMM_LEN, comm);
+	submit(e);
+	return 0;
+}
+
 /* The sender-side programs: who caused what runs on a watched CPU. */
 #include "origins.bpf.h"

@@ -38,6 +38,7 @@ enum jw_kind {
 	JW_FREQ, /* cpu_frequency: fn.obj holds the new frequency (kHz); cpu is the CPU it is for */
 	JW_STEAL, /* the CPU's steal clock changed: fn.obj holds its new value (ns), read with the record before it */
 	JW_ORIGIN, /* current, on any CPU, sent an IPI to, queued work on, or woke a task on cpu: sub holds enum jw_origin_kind */
+	JW_RENAME, /* passive mode: the running task renamed itself (exec, prctl): wk holds it with its new comm */
 };
 
 enum jw_origin_kind {

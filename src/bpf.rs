@@ -243,6 +243,12 @@ impl<'obj> Tracer<'obj> {
             let name = prog.name().to_string_lossy().into_owned();
             if name == "on_switch_out" {
                 prog.set_autoload(perf_ok);
+            } else if name == "on_task_rename" {
+                // Passive mode only: a watched name taken by exec or prctl.
+                prog.set_autoload(passive && has("task_rename"));
+                if passive && !has("task_rename") {
+                    missing.push("task_rename");
+                }
             } else if name == "on_wakeup" {
                 prog.set_autoload(wakeups && has("sched_wakeup"));
                 if wakeups && !has("sched_wakeup") {

@@ -157,6 +157,7 @@ impl Printer {
             Payload::Idle { state: crate::record::IDLE_EXIT } => ("cpu_idle", "exit".to_string(), None),
             Payload::Idle { state } => ("cpu_idle", format!("state={state}"), None),
             Payload::Freq { khz } => ("cpu_frequency", format!("{khz} kHz"), None),
+            Payload::Rename(t) => ("task_rename", format!("{}[{}]", visible_bytes(&t.comm), t.pid), None),
             Payload::Steal { ns } => ("steal_clock", format!("{ns} ns"), None),
             Payload::Origin { kind, sender, from_cpu, callsite, func, woken } => {
                 let who = format!("by {}[{}] on cpu {from_cpu}", visible_bytes(&sender.comm), sender.pid);

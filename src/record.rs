@@ -122,6 +122,8 @@ pub enum Payload {
     },
     VectorEntry(Vector),
     VectorExit(Vector),
+    /// The task running on the CPU renamed itself (exec, prctl), to this.
+    Rename(Task),
     CsdEntry {
         func: u64,
         csd: u64,
@@ -252,6 +254,10 @@ impl Event {
                         func: o.func,
                         woken: o.woken,
                     }
+                }
+                jw_kind::JW_RENAME => {
+                    let w = e.u.wk;
+                    Payload::Rename(Task { pid: w.pid, tgid: w.tgid, prio: w.prio, comm: bytes(&w.comm) })
                 }
                 jw_kind::JW_WAKEUP => {
                     let w = e.u.wk;

@@ -109,3 +109,31 @@ fn softirqs_in_its_own_writes_are_its_own_work() {
     let others = rows.len() - own.len();
     assert_eq!(v["cpus"][0]["hiccups"].as_u64(), Some(others as u64), "{}", v["cpus"][0]);
 }
+
+/// `taskset -c N app` started after the attach: switched in under
+/// taskset's name, it exec's into the watched one and may never switch
+/// again (an isolated CPU): found at the rename.
+#[test]
+fn a_thread_that_execs_into_the_name_is_found_at_the_rename() {
+    if !require_root_btf("a_thread_that_execs_into_the_name_is_found_at_the_rename") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let name = random_name("jwexec");
+    let sh = dir.path().join(&name);
+    std::fs::copy("/bin/sh", &sh).unwrap();
+    let (child, _csv_dir, _csv) = watch_csv(&["--comm", &name, "--cpus", &cpu, "--no-tui", "--json", "--duration", "3s"], &[]);
+    thread::sleep(Duration::from_millis(1200));
+    let mut app = std::process::Command::new("taskset").args(["-c", &cpu]).arg(&sh).args(["-c", "while :; do :; done"]).spawn().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let _ = app.kill();
+    let _ = app.wait();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    let threads = v["threads"].as_array().expect("threads");
+    assert_eq!(threads.len(), 1, "{}", v["threads"]);
+    assert_eq!(threads[0]["found"], "rename", "{}", threads[0]);
+    assert!(threads[0]["runnable_ns"].as_u64().unwrap() > 500_000_000, "{}", threads[0]);
+}

@@ -320,6 +320,14 @@ impl Timeline {
             // CPU nest on it, and its own time is the idle state's.
             Payload::Idle { state: IDLE_EXIT } => self.exit(ts, Context::Idle(IDLE_EXIT), |f| matches!(f.ctx, Context::Idle(_))),
             Payload::Idle { state } => self.enter(ts, Context::Idle(state), 0, Level::Task),
+            // The running task took a new name (exec): from here it runs
+            // under it, as the next switch would say.
+            Payload::Rename(task) => {
+                if matches!(self.base, Context::Task { pid, .. } if pid == task.pid) {
+                    self.close(ts);
+                    self.base = self.task_cause(task.pid, task.comm);
+                }
+            }
             // Handled by the engine (engine/freq.rs): no context changes.
             Payload::Wakeup { .. } | Payload::Freq { .. } | Payload::Steal { .. } | Payload::Origin { .. } => {}
         }

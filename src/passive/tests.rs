@@ -376,3 +376,30 @@ fn a_softirq_in_its_own_syscall_is_its_own_work() {
     let t = &s.threads.by_tid[&APP];
     assert_eq!((t.hiccups(), t.lost_ns(), t.of(Source::InSyscall)), (1, 30 * US, (1, 40 * US)));
 }
+
+/// `taskset -c 3 app` on an isolated CPU: switched in as `taskset`, it
+/// exec's into the watched name and never switches again. The rename says
+/// it runs there; its interruptions are seen from then.
+#[test]
+fn a_thread_that_execs_into_the_watched_name_is_watched_from_the_rename() {
+    let before = task(600, 600, "taskset");
+    let after = task(600, 600, "app");
+    let evs = [
+        switch(0, task(0, 0, "swapper/3"), before, 1),
+        irq(50 * US, true),
+        irq(60 * US, false),
+        ev(100 * US, Payload::Rename(after)),
+        irq(200 * US, true),
+        irq(230 * US, false),
+    ];
+    let mut tracker = Tracker::new(Filter { comm: Some(b"app".to_vec()), ..Filter::default() }, &[3], US);
+    let mut out = Vec::new();
+    for e in &evs {
+        tracker.on_event(e, &mut |iv| out.push(iv));
+    }
+    tracker.flush(10_000 * US, &mut |iv| out.push(iv));
+    let got: Vec<(u64, u64, Source)> = out.iter().map(|i| (i.t0, i.t1, i.source)).collect();
+    assert_eq!(got, [(200 * US, 230 * US, Source::Interrupted)], "only after the rename");
+    let info = tracker.threads().next().expect("found at the rename");
+    assert_eq!((info.tid, info.found), (600, Found::Rename));
+}

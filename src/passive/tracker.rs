@@ -61,6 +61,8 @@ pub enum Found {
     Switch,
     /// At its wake-up.
     Wakeup,
+    /// Running, when it took the watched name (exec, prctl).
+    Rename,
 }
 
 impl Found {
@@ -69,6 +71,7 @@ impl Found {
             Found::RunningAtAttach => "found running at attach (from /proc)",
             Found::Switch => "found at a context switch",
             Found::Wakeup => "found at a wake-up",
+            Found::Rename => "found running when it took the name (exec or prctl)",
         }
     }
 }
@@ -183,6 +186,25 @@ impl Tracker {
         }
     }
 
+    /// The task running on `cpu` took a new name (exec, prctl): a thread
+    /// that now matches runs there from `ts` (on an isolated CPU it may
+    /// never switch again).
+    fn rename(&mut self, cpu: u32, ts: u64, task: &Task) {
+        let c = self.cpus[cpu as usize];
+        if c.running.is_some() || !self.watched(cpu) {
+            if let Some(t) = self.threads.get_mut(&task.pid) {
+                t.info.comm = task.comm;
+            }
+            return;
+        }
+        let Some(t) = self.thread(task, cpu, Found::Rename) else { return };
+        if !matches!(t.state, State::Running { .. }) {
+            t.state = State::Running { cpu, since: ts };
+        }
+        t.info.last_cpu = Some(cpu);
+        self.cpus[cpu as usize].running = Some(task.pid);
+    }
+
     /// The thread, seen now as `task` on `cpu`; None if it is not watched.
     fn thread(&mut self, task: &Task, cpu: u32, how: Found) -> Option<&mut Thread> {
         if !self.threads.contains_key(&task.pid) {
@@ -244,6 +266,7 @@ impl Tracker {
                     self.exit(cpu, ts);
                 }
             }
+            Payload::Rename(task) => self.rename(cpu, ts, &task),
             Payload::WorkStart { .. }
             | Payload::WorkEnd { .. }
             | Payload::Idle { .. }
