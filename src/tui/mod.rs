@@ -5,6 +5,8 @@
 
 mod app;
 mod fmt;
+#[cfg(test)]
+mod glance_tests;
 mod keymap;
 mod keyreader;
 mod panes;

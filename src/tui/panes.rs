@@ -10,7 +10,7 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 use crate::cause::{Cause, Kind, LOST, UNEXPLAINED, UNEXPLAINED_SHORT};
 use crate::interval::Hiccup;
 use crate::probe::HIST_BUCKETS;
-use crate::snapshot::CpuRow;
+use crate::snapshot::{CpuRow, Culprit};
 
 use super::app::{App, Pane, Sort};
 use super::fmt;
@@ -127,6 +127,82 @@ pub fn sparkline(c: &CpuRow, now_sec: u64, width: usize) -> String {
     vals.iter().map(|&w| if w == 0 { ' ' } else { BARS[((level(w) / top * 8.0).ceil() as usize).clamp(1, 8) - 1] }).collect()
 }
 
+/// The Culprits table's columns other than the name (CPU, kind, count,
+/// total, max, share, last), with the spaces between all eight columns
+/// and the pane's two borders: what the pane takes besides the names.
+const CULPRIT_COLS: [u16; 7] = [4, 11, 6, 8, 8, 7, 6];
+const CULPRIT_FIXED: u16 = fixed(&CULPRIT_COLS);
+
+/// What a bordered table with one name column besides `cols` takes
+/// without the names: the columns, a space between each two, the borders.
+pub(super) const fn fixed(cols: &[u16]) -> u16 {
+    let (mut sum, mut i) = (cols.len() as u16 + 2, 0);
+    while i < cols.len() {
+        sum += cols[i];
+        i += 1;
+    }
+    sum
+}
+
+/// The widest a culprit's name gets its whole room for: the loop-gap
+/// histogram beside the pane gives way before a name up to this is cut.
+pub const NAME_MAX: u16 = 40;
+
+/// A culprit's name cell: the cause (unexplained time in the long wording
+/// when `long`), and in passive mode whose time it took.
+fn culprit_name(s: &Culprit, th: Theme, long: bool) -> Line<'static> {
+    let name = match s.key.cause.kind() {
+        Kind::Unexplained => Span::styled(if long { UNEXPLAINED } else { UNEXPLAINED_SHORT }, th.dim()),
+        Kind::Lost => Span::styled(LOST, th.dim()),
+        _ => Span::raw(s.key.cause.name()),
+    };
+    match &s.victim {
+        Some((v, 0)) => Line::from(vec![name, Span::styled(format!(" → {v}"), th.dim())]),
+        Some((v, n)) => Line::from(vec![name, Span::styled(format!(" → {v} +{n}"), th.dim())]),
+        None => Line::from(name),
+    }
+}
+
+/// `line` cut to `w` columns, marked `…` where cut: a name cut short says so.
+pub(super) fn cut(line: Line<'static>, w: usize) -> Line<'static> {
+    if line.width() <= w || w == 0 {
+        return line;
+    }
+    let mut left = w - 1;
+    let mut spans = Vec::new();
+    for sp in line.spans {
+        let mut kept = String::new();
+        for ch in sp.content.chars() {
+            let cw = Span::raw(ch.to_string()).width();
+            if cw > left {
+                left = 0;
+                break;
+            }
+            left -= cw;
+            kept.push(ch);
+        }
+        let done = left == 0 || kept.len() < sp.content.len();
+        spans.push(Span::styled(kept, sp.style));
+        if done {
+            break;
+        }
+    }
+    spans.push(Span::raw("…"));
+    Line::from(spans)
+}
+
+/// How wide the Culprits pane (or by sender, the Senders pane) wants to
+/// be for every name in its list to show whole, up to [`NAME_MAX`].
+pub fn culprits_width(app: &App) -> u16 {
+    let (fixed, widest) = if app.by_sender {
+        (super::senders::FIXED, app.senders().iter().map(|s| crate::sanitize::guard(&s.sender).chars().count()).max())
+    } else {
+        let th = Theme { color: false };
+        (CULPRIT_FIXED, app.culprits().iter().map(|c| culprit_name(c, th, false).width()).max())
+    };
+    fixed + (widest.unwrap_or(0) as u16).min(NAME_MAX)
+}
+
 pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let list = app.culprits();
     let rows_fit = area.height.saturating_sub(3) as usize;
@@ -148,25 +224,17 @@ pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         right(mark(Sort::Recent, "last")),
     ])
     .style(th.head());
+    // Unexplained time says what it is where its name column has the room.
+    let name_w = area.width.saturating_sub(CULPRIT_FIXED) as usize;
+    let long = name_w >= UNEXPLAINED.chars().count();
     let rows = list.iter().skip(first).take(shown).map(|s| {
         let (cpu, kind) = (s.key.cpu, s.key.cause.kind());
         let stolen = v.cpus.iter().find(|c| c.cpu == cpu).map_or(0, |c| c.stolen_ns);
         let share = if stolen == 0 { 0.0 } else { 100.0 * s.total_ns as f64 / stolen as f64 };
-        let name = match kind {
-            Kind::Unexplained => Span::styled(if area.width >= 100 { UNEXPLAINED } else { UNEXPLAINED_SHORT }, th.dim()),
-            Kind::Lost => Span::styled(LOST, th.dim()),
-            _ => Span::raw(s.key.cause.name()),
-        };
-        // Passive mode: whose time it took.
-        let name = match &s.victim {
-            Some((v, 0)) => Line::from(vec![name, Span::styled(format!(" → {v}"), th.dim())]),
-            Some((v, n)) => Line::from(vec![name, Span::styled(format!(" → {v} +{n}"), th.dim())]),
-            None => Line::from(name),
-        };
         Row::new(vec![
             right(cpu.to_string()),
             Cell::from(Span::styled(kind.as_str(), th.kind(kind))),
-            Cell::from(name),
+            Cell::from(cut(culprit_name(s, th, long), name_w)),
             right(fmt::count(s.count)),
             right(fmt::dur(s.total_ns)),
             right(fmt::dur(s.max_ns)),
@@ -174,7 +242,9 @@ pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
             right(fmt::age(v.now_ns.saturating_sub(s.last_seen_ns))),
         ])
     });
-    let widths = [4, 11, 0, 6, 8, 8, 7, 6].map(|w| if w == 0 { Constraint::Fill(1) } else { Constraint::Length(w) });
+    let [c, k, rest @ ..] = CULPRIT_COLS.map(Constraint::Length);
+    let mut widths = vec![c, k, Constraint::Fill(1)];
+    widths.extend(rest);
     let table = Table::new(rows, widths).header(header).column_spacing(1).block(block);
     if list.is_empty() {
         let inner = table_inner(area);
@@ -277,15 +347,29 @@ fn bucket_lo(k: usize) -> u64 {
     }
 }
 
+/// Room for the loop gaps' labels and one CPU's column.
+const HIST_LABEL: u16 = 9;
+const HIST_COL: u16 = 14;
+
+/// The narrowest the pane beside the culprits (the loop-gap histogram, or
+/// passive mode's watched threads) is worth drawing.
+pub fn side_min(app: &App) -> u16 {
+    if app.view().threads.is_empty() {
+        HIST_LABEL + HIST_COL + 2
+    } else {
+        THREADS_MIN
+    }
+}
+
 pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let wake = app.view().cpus.iter().any(|c| c.probe.wakeup.is_some());
     let title = if wake { " Wake-up latency, log2 buckets (▓ ≥ threshold) " } else { " Loop gaps, log2 buckets (▓ ≥ threshold) " };
     let block = th.block(title.into(), app.focus == Pane::Histogram);
     let inner = block.inner(area);
     block.render(area, buf);
-    const LABEL: u16 = 9;
+    const LABEL: u16 = HIST_LABEL;
     let all: Vec<&CpuRow> = app.view().cpus.iter().filter(|c| app.cpu_filter.is_none_or(|f| c.cpu == f)).collect();
-    let cols = (inner.width.saturating_sub(LABEL) / 14).max(1) as usize;
+    let cols = (inner.width.saturating_sub(LABEL) / HIST_COL).max(1) as usize;
     let cpus = &all[..all.len().min(cols)];
     let nonzero = |c: &&CpuRow| (0..HIST_BUCKETS).filter(|&k| c.probe.loop_hist[k] > 0).collect::<Vec<_>>();
     let used: Vec<usize> = cpus.iter().flat_map(nonzero).collect();
@@ -297,7 +381,7 @@ pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     // Too many buckets: the fastest go (the CPU row gives the floor).
     let lo = lo.max((hi + 1).saturating_sub(rows));
     let top = cpus.iter().flat_map(|c| c.probe.loop_hist[lo..=hi].iter()).copied().max().unwrap_or(1).max(1);
-    let col_w = ((inner.width - LABEL) as usize / cpus.len()).max(14);
+    let col_w = ((inner.width - LABEL) as usize / cpus.len()).max(HIST_COL as usize);
     let bar_w = col_w - 8;
     let mut header = vec![Span::styled(format!("{:>8} ", if wake { "lat ≥" } else { "gap ≥" }), th.head())];
     for c in cpus {
@@ -321,6 +405,9 @@ pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     }
     Paragraph::new(lines).render(inner, buf);
 }
+
+/// The watched threads' pane at its narrowest: a name and the count.
+const THREADS_MIN: u16 = 2 + 14 + 1 + 7;
 
 /// Passive mode's per-thread view, in the place of the probe's loop gaps.
 pub fn threads(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {

@@ -139,10 +139,18 @@ impl Widget for &App {
         panes::cpus(self, th, cpus, buf);
         if big {
             let [upper, stalls] = Layout::vertical([Constraint::Percentage(60), Constraint::Fill(1)]).areas(body);
-            let hist_w = (upper.width * 2 / 5).min(64);
-            let [culprits, hist] = Layout::horizontal([Constraint::Fill(1), Constraint::Length(hist_w)]).areas(upper);
-            self.culprits_pane(th, culprits, buf);
-            self.gaps_or_threads(th, hist, buf);
+            // Names first: the histogram beside them takes what they leave,
+            // and where that is too little it goes (Tab brings it back).
+            let side_w = (upper.width * 2 / 5).min(64).min(upper.width.saturating_sub(panes::culprits_width(self)));
+            if side_w >= panes::side_min(self) {
+                let [culprits, side] = Layout::horizontal([Constraint::Fill(1), Constraint::Length(side_w)]).areas(upper);
+                self.culprits_pane(th, culprits, buf);
+                self.gaps_or_threads(th, side, buf);
+            } else if self.focus == Pane::Histogram {
+                self.gaps_or_threads(th, upper, buf);
+            } else {
+                self.culprits_pane(th, upper, buf);
+            }
             panes::stalls(self, th, stalls, buf);
         } else if self.focus == Pane::Histogram {
             self.gaps_or_threads(th, body, buf);

@@ -12,8 +12,13 @@ use crate::cause::Kind;
 
 use super::app::{App, Pane, Sort};
 use super::fmt;
-use super::panes::{right, table_inner, window};
+use super::panes::{cut, right, table_inner, window};
 use super::render::Theme;
+
+/// The columns other than the sender's name (CPU, kind, count, total,
+/// share); with the spaces and borders, what the pane takes besides names.
+const COLS: [u16; 5] = [4, 7, 6, 8, 7];
+pub const FIXED: u16 = super::panes::fixed(&COLS);
 
 /// A sender's kind of cause as the pane names it: a task's is a wake-up.
 fn kind_label(k: Kind) -> &'static str {
@@ -66,6 +71,7 @@ pub fn pane(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         right("share".into()),
     ])
     .style(th.head());
+    let name_w = area.width.saturating_sub(FIXED) as usize;
     let rows = list.iter().skip(first).take(shown).map(|s| {
         let stolen = v.cpus.iter().find(|c| c.cpu == s.cpu).map_or(0, |c| c.stolen_ns);
         let share = if stolen == 0 { 0.0 } else { 100.0 * s.total_ns as f64 / stolen as f64 };
@@ -74,13 +80,15 @@ pub fn pane(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
             Cell::from(Span::styled(kind_label(s.kind), th.kind(s.kind))),
             // Escaped when the snapshot was made; guarded again, as every
             // name on screen must never carry a raw control character.
-            Cell::from(crate::sanitize::guard(&s.sender).into_owned()),
+            Cell::from(cut(Line::raw(crate::sanitize::guard(&s.sender).into_owned()), name_w)),
             right(fmt::count(s.count)),
             right(fmt::dur(s.total_ns)),
             right(fmt::pct(share)),
         ])
     });
-    let widths = [4, 7, 0, 6, 8, 7].map(|w| if w == 0 { Constraint::Fill(1) } else { Constraint::Length(w) });
+    let [c, k, rest @ ..] = COLS.map(Constraint::Length);
+    let mut widths = vec![c, k, Constraint::Fill(1)];
+    widths.extend(rest);
     let table = Table::new(rows, widths).header(header).column_spacing(1).block(block);
     let inner = table_inner(area);
     Widget::render(table, area, buf);
