@@ -98,3 +98,36 @@ fn a_long_sender_is_whole() {
         assert!(line_with(&screen, shown).contains("9.0µs"), "{w}×{h}:\n{screen}");
     }
 }
+
+/// The header says how each CPU is isolated in words, each fact whole on
+/// its line at every size; CPUs isolated alike share their words.
+#[test]
+fn the_header_says_each_cpu_s_isolation_in_words() {
+    use super::sysinfo::Isolation;
+    let mut i = info();
+    i.cpus = vec![
+        (1, Isolation { isolcpus: false, nohz_full: false }),
+        (6, Isolation { isolcpus: true, nohz_full: true }),
+        (7, Isolation { isolcpus: true, nohz_full: true }),
+    ];
+    let a = App::new(i, Snapshot::of(&stats()), true);
+    for (w, h) in [(80, 24), (120, 40), (200, 50)] {
+        let s = text(&draw(&a, w, h));
+        let head: Vec<&str> = s.lines().take_while(|l| !l.starts_with('┌') && !l.starts_with('┏')).collect();
+        for fact in [
+            "jitterwatch testhost",
+            "kernel 6.18.0-test",
+            "CPU 1 isolated: no · nohz_full: no · tick: on",
+            "CPU 6-7 isolated: yes · nohz_full: yes · tick: off with one task",
+            "node 0 · SMT 6+14 7+15",
+            "threshold 1.0µs",
+            "elapsed 0:10",
+            "drops 3",
+            "lag 2.5ms",
+            "bpf 85ns/ev",
+        ] {
+            assert!(head.iter().any(|l| l.contains(fact)), "{w}×{h}: {fact:?} not whole in\n{}", head.join("\n"));
+        }
+        assert!(!s.contains("neither") && !s.contains("isolcpus+"), "{s}");
+    }
+}

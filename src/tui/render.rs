@@ -188,61 +188,49 @@ pub fn cost(app: &App) -> (u64, u64, Option<u64>) {
     (drops, overflow, (cnt > 0).then(|| ns / cnt))
 }
 
-/// The header's lines: who and where, what is watched, and how it goes
-/// (with jitterwatch's own cost). Two lines when they fit, else three.
+/// The header's lines: who and where, how each watched CPU is isolated
+/// (in words), what is watched, and how it goes (with jitterwatch's own
+/// cost); each fact whole, as many on a line as fit.
 fn header_lines(app: &App, th: Theme, width: u16) -> Vec<Line<'static>> {
     let v = &app.view();
-    let who = vec![
-        Span::styled("jitterwatch ", th.head()),
-        Span::raw(app.info.host.clone()),
-        sep(th),
-        Span::raw(format!("kernel {}", app.info.kernel)),
+    let mut facts: Vec<Vec<Span<'static>>> = vec![
+        vec![Span::styled("jitterwatch ", th.head()), Span::raw(app.info.host.clone())],
+        vec![Span::raw(format!("kernel {}", app.info.kernel))],
     ];
-    let what = vec![
-        Span::raw(format!("CPU {}", app.info.cpus_summary())),
-        sep(th),
-        // A sibling open to other work slows the watched CPU: flagged.
-        Span::styled(app.info.topology.clone(), if app.info.sibling_open { th.warn() } else { Style::new() }),
-        sep(th),
-        Span::raw(format!("threshold {}", thresholds(app))),
-    ];
+    facts.extend(app.info.cpus_in_words().into_iter().map(|w| vec![Span::raw(w)]));
+    // A sibling open to other work slows the watched CPU: flagged.
+    facts.push(vec![Span::styled(app.info.topology.clone(), if app.info.sibling_open { th.warn() } else { Style::new() })]);
+    facts.push(vec![Span::raw(format!("threshold {}", thresholds(app)))]);
     let (drops, overflow, bpf) = cost(app);
     let flag = |n: u64| if n > 0 { th.warn() } else { Style::new() };
-    let mut how = vec![
-        Span::raw(format!("elapsed {}", fmt::clock(v.elapsed_ns()))),
-        Span::styled(if app.reset_active() { " (reset)" } else { "" }, th.dim()),
-        sep(th),
-        Span::raw(format!("{} ev/s", fmt::rate(app.events_per_sec()))),
-        sep(th),
-        Span::styled(format!("drops {}", fmt::count(drops)), flag(drops)),
-        sep(th),
-        Span::styled(format!("overflow {}", fmt::count(overflow)), flag(overflow)),
-        sep(th),
-        Span::raw(format!("lag {}", fmt::dur(v.counters.lag_ns))),
-    ];
+    facts.extend([
+        vec![
+            Span::raw(format!("elapsed {}", fmt::clock(v.elapsed_ns()))),
+            Span::styled(if app.reset_active() { " (reset)" } else { "" }, th.dim()),
+        ],
+        vec![Span::raw(format!("{} ev/s", fmt::rate(app.events_per_sec())))],
+        vec![Span::styled(format!("drops {}", fmt::count(drops)), flag(drops))],
+        vec![Span::styled(format!("overflow {}", fmt::count(overflow)), flag(overflow))],
+        vec![Span::raw(format!("lag {}", fmt::dur(v.counters.lag_ns)))],
+    ]);
     if let Some(ns) = bpf {
-        how.extend([sep(th), Span::raw(format!("bpf {ns}ns/ev"))]);
+        facts.push(vec![Span::raw(format!("bpf {ns}ns/ev"))]);
     }
     if !v.counters.missing_tracepoints.is_empty() {
-        how.extend([
-            sep(th),
-            Span::styled(format!("{} tracepoints missing (?)", v.counters.missing_tracepoints.len()), th.fg(Color::Yellow)),
-        ]);
+        facts.push(vec![Span::styled(format!("{} tracepoints missing (?)", v.counters.missing_tracepoints.len()), th.fg(Color::Yellow))]);
     }
-    let (who, what, how) = (Line::from(who), Line::from(what), Line::from(how));
-    if who.width() + 3 + what.width() <= width as usize {
-        let mut first = who;
-        first.push_span(sep(th));
-        first.spans.extend(what.spans);
-        vec![first, how]
-    } else if what.width() + 3 + how.width() <= width as usize {
-        let mut second = what;
-        second.push_span(sep(th));
-        second.spans.extend(how.spans);
-        vec![who, second]
-    } else {
-        vec![who, what, how]
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    for fact in facts {
+        let fact = Line::from(fact);
+        match lines.last_mut() {
+            Some(l) if l.width() + 3 + fact.width() <= width as usize => {
+                l.push_span(sep(th));
+                l.spans.extend(fact.spans);
+            }
+            _ => lines.push(fact),
+        }
     }
+    lines
 }
 
 fn footer(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {

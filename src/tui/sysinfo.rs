@@ -14,13 +14,13 @@ pub struct Isolation {
 }
 
 impl Isolation {
-    pub fn label(self) -> &'static str {
-        match (self.isolcpus, self.nohz_full) {
-            (true, true) => "isolcpus+nohz_full",
-            (true, false) => "isolcpus",
-            (false, true) => "nohz_full",
-            (false, false) => "neither",
-        }
+    /// In words, each fact by its name: `isolated: no · nohz_full: no ·
+    /// tick: on`. On a nohz_full CPU the tick stops while one task runs
+    /// there alone (the kernel's "adaptive ticks").
+    pub fn words(self) -> String {
+        let yes = |b: bool| if b { "yes" } else { "no" };
+        let tick = if self.nohz_full { "off with one task" } else { "on" };
+        format!("isolated: {} · nohz_full: {} · tick: {tick}", yes(self.isolcpus), yes(self.nohz_full))
     }
 }
 
@@ -56,8 +56,9 @@ impl SysInfo {
         }
     }
 
-    /// The watched CPUs grouped by isolation state: `6-7 isolcpus+nohz_full, 8 neither`.
-    pub fn cpus_summary(&self) -> String {
+    /// The watched CPUs grouped by isolation state, each group in words:
+    /// `CPU 6-7 isolated: yes · nohz_full: yes · tick: off with one task`.
+    pub fn cpus_in_words(&self) -> Vec<String> {
         let mut groups: Vec<(Isolation, Vec<usize>)> = Vec::new();
         for &(c, iso) in &self.cpus {
             match groups.iter_mut().find(|g| g.0 == iso) {
@@ -65,7 +66,7 @@ impl SysInfo {
                 None => groups.push((iso, vec![c])),
             }
         }
-        groups.iter().map(|(iso, cs)| format!("{} {}", cpulist::Display(cs), iso.label())).collect::<Vec<_>>().join(", ")
+        groups.iter().map(|(iso, cs)| format!("CPU {} {}", cpulist::Display(cs), iso.words())).collect()
     }
 }
 
@@ -115,10 +116,17 @@ mod tests {
         w("sys/devices/system/cpu/nohz_full", "7\n");
         w("proc/sys/kernel/hostname", "box\x1b]0;x\n");
         let i = SysInfo::read(d.path(), &[6, 7, 8]);
-        assert_eq!(i.cpus_summary(), "6 isolcpus, 7 isolcpus+nohz_full, 8 neither");
+        assert_eq!(
+            i.cpus_in_words(),
+            [
+                "CPU 6 isolated: yes · nohz_full: no · tick: on",
+                "CPU 7 isolated: yes · nohz_full: yes · tick: off with one task",
+                "CPU 8 isolated: no · nohz_full: no · tick: on"
+            ]
+        );
         assert_eq!((i.host.as_str(), i.kernel.as_str()), ("box\\x1b]0;x", "?"));
         w("sys/devices/system/cpu/nohz_full", "(null)\n");
-        assert_eq!(SysInfo::read(d.path(), &[8, 9]).cpus_summary(), "8-9 neither");
+        assert_eq!(SysInfo::read(d.path(), &[8, 9]).cpus_in_words(), ["CPU 8-9 isolated: no · nohz_full: no · tick: on"]);
     }
 
     /// Siblings named, and flagged when one is open to other work.

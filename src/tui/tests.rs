@@ -95,7 +95,7 @@ fn small_terminal_shows_every_essential() {
     let b = draw(&app(), 80, 24);
     let s = text(&b);
     assert!(s.contains("jitterwatch testhost · kernel 6.18.0-test"), "{s}");
-    assert!(s.contains("CPU 6-7 isolcpus+nohz_full") && s.contains("threshold 1.0µs"), "{s}");
+    assert!(s.contains("CPU 6-7 isolated: yes · nohz_full: yes · tick: off with one task") && s.contains("threshold 1.0µs"), "{s}");
     assert!(s.contains("drops 3") && s.contains("lag 2.5ms") && s.contains("bpf 85ns/ev"), "{s}");
     // A row per CPU, figures right-aligned in their columns.
     let cpu6 = line_with(&s, "   6       2");
@@ -121,7 +121,9 @@ fn large_terminal_shows_all_panes() {
     let at = first[..first.find("SMT").unwrap()].chars().count();
     assert_eq!((b.content[at].fg, b.content[at].bg), (Color::White, Color::Red), "{first}");
     assert!(
-        s.lines().next().unwrap().contains("kernel 6.18.0-test · CPU 6-7 isolcpus+nohz_full · node 0 · SMT 6+14 7+15 · threshold 1.0µs"),
+        s.lines().next().unwrap().contains(
+            "kernel 6.18.0-test · CPU 6-7 isolated: yes · nohz_full: yes · tick: off with one task · node 0 · SMT 6+14 7+15 · threshold 1.0µs"
+        ),
         "{s}"
     );
     assert!(s.contains("Culprits") && s.contains("Loop gaps") && s.contains("Recent worst stalls"), "{s}");
