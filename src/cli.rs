@@ -45,7 +45,7 @@ pub struct WatchArgs {
     /// CPUs to watch, as a kernel cpulist (6,7 or 2-5,8); default: the isolated CPUs
     #[arg(long)]
     pub cpus: Option<String>,
-    /// Smallest gap reported, e.g. 500ns, 2us; default: max(1us, 8 × the probe's loop floor); auto: 8 × the loop floor (sub-µs gaps too)
+    /// Smallest gap reported, e.g. 500ns, 2us; default: max(1us, 8 × the spin probe's loop floor); auto: 8 × that floor, sub-µs gaps too (the wake-up probe and passive mode keep their own defaults)
     #[arg(long, value_name = "DUR|auto", value_parser = crate::probe::threshold::parse)]
     pub threshold: Option<crate::probe::Threshold>,
     /// Stop after this long, e.g. 10s, 5m
