@@ -189,7 +189,10 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
             crate::serve::wait(&rx, started, args.duration);
             Ok(())
         }
-        Some(rx) => crate::tui::run(rx, collector.commands.clone(), &cpus, args.duration, &audit, !args.no_origins),
+        Some(rx) => {
+            let found = crate::tui::found_threads(target.as_ref(), at_attach.as_ref());
+            crate::tui::run(rx, collector.commands.clone(), &cpus, args.duration, &audit, !args.no_origins, found)
+        }
         None => {
             wait_headless(started, args.duration);
             Ok(())

@@ -57,6 +57,7 @@ pub struct SenderLine {
 /// Passive mode: one watched thread, reduced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThreadLine {
+    pub tid: u32,
     /// `comm[tid]`, escaped.
     pub name: String,
     pub hiccups: u64,
@@ -151,6 +152,7 @@ impl Snapshot {
                 .sorted()
                 .into_iter()
                 .map(|t| ThreadLine {
+                    tid: t.victim.tid,
                     name: t.victim.name(),
                     hiccups: t.hiccups(),
                     by_kind: [t.count[1], t.count[2], t.count[3]],

@@ -5,7 +5,7 @@
 
 use crate::doctor::Report;
 use crate::interval::Hiccup;
-use crate::snapshot::{Culprit, SenderLine, Snapshot};
+use crate::snapshot::{Culprit, SenderLine, Snapshot, ThreadLine};
 
 use super::sysinfo::SysInfo;
 
@@ -103,6 +103,9 @@ pub struct App {
     pub by_sender: bool,
     /// Origins are traced (not `--no-origins`): says why no sender shows.
     pub origins: bool,
+    /// Passive mode: the threads found at start, (tid, `comm[tid]`); one
+    /// that has not run on a watched CPU yet is in no snapshot.
+    pub found: Vec<(u32, String)>,
     pub help: bool,
     /// No new snapshot for a while (the collector stalled or ended).
     pub stale: bool,
@@ -125,6 +128,7 @@ impl App {
             cpu_filter: None,
             by_sender: false,
             origins: true,
+            found: Vec::new(),
             help: false,
             stale: false,
             scroll: [0; 4],
@@ -232,6 +236,19 @@ impl App {
         }
         let report = self.audit.as_ref()?;
         self.view().culprits_of(self.cpu_filter).take(3).find_map(|c| crate::doctor::hints(report, &c.key.cause).into_iter().next())
+    }
+
+    /// Passive mode: every watched thread, those seen first (most time
+    /// lost first), then those found at start not seen since, as (tid, name,
+    /// its figures if seen).
+    pub fn watched(&self) -> Vec<(u32, &str, Option<&ThreadLine>)> {
+        let seen = self.view().threads.iter().map(|t| (t.tid, t.name.as_str(), Some(t)));
+        let unseen = self
+            .found
+            .iter()
+            .filter(|(tid, _)| !self.view().threads.iter().any(|t| t.tid == *tid))
+            .map(|(tid, n)| (*tid, n.as_str(), None));
+        seen.chain(unseen).collect()
     }
 
     /// Recent worst stalls of the chosen CPU (or all), largest first.

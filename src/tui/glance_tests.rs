@@ -4,9 +4,10 @@
 
 use super::app::{Action, App, Pane};
 use super::tests::{draw, info, line_with, stats, task, text, S, START};
-use crate::cause::{Cause, Symbol};
+use crate::cause::{comm, Cause, Symbol};
 use crate::interval::hiccup;
 use crate::snapshot::Snapshot;
+use crate::stats::{Counters, Stats};
 
 /// A kworker's name with its pid: 20 columns.
 const KWORKER: &str = "kworker/u16:3[12345]";
@@ -130,4 +131,111 @@ fn the_header_says_each_cpu_s_isolation_in_words() {
         }
         assert!(!s.contains("neither") && !s.contains("isolcpus+"), "{s}");
     }
+}
+
+/// Passive mode as redis on CPU 1 showed it: five threads found at start,
+/// one seen since, having lost 73.3% of its runnable time in 12,345
+/// interruptions, 1.2 M preemptions and 999 late wake-ups.
+fn redis() -> App {
+    use crate::interval::{Source, Victim};
+    let mut s = Stats::new(&[1], START);
+    let main = Victim { tid: 23769, comm: comm(b"redis-server") };
+    for (source, n) in [(Source::Interrupted, 12_345u64), (Source::Preempted, 1_234_567), (Source::Wakeup, 999)] {
+        let mut h = hiccup(1, START + 2 * S, vec![(task(b"redis-benchmark", 4242), 1_000)], 0);
+        h.source = source;
+        h.victim = Some(main);
+        for _ in 0..n.min(3) {
+            s.record(&h);
+        }
+    }
+    s.set_threads(std::iter::once(crate::passive::ThreadInfo {
+        tid: 23769,
+        tgid: 23769,
+        comm: comm(b"redis-server"),
+        runnable_ns: 4 * S,
+        migrations: vec![],
+        last_cpu: Some(1),
+        found: crate::passive::Found::Switch,
+    }));
+    s.update_counters(Counters::new(&[1]), START + 10 * S);
+    let mut snap = Snapshot::of(&s);
+    // Figures as a long run has them (the counts above stay small).
+    let t = &mut snap.threads[0];
+    (t.hiccups, t.by_kind, t.lost_pct) = (1_247_911, [12_345, 1_234_567, 999], Some(73.3));
+    let mut a = App::new(info_of(&[1]), snap, true);
+    a.found = [23769, 23770, 23771, 23772, 23773]
+        .into_iter()
+        .zip(["redis-server", "bio_close_file", "bio_aof", "bio_lazy_free", "io_thd_1"])
+        .map(|(tid, n)| (tid, format!("{n}[{tid}]")))
+        .collect();
+    a
+}
+
+fn info_of(cpus: &[usize]) -> super::sysinfo::SysInfo {
+    let mut i = info();
+    i.cpus = cpus.iter().map(|&c| (c, super::sysinfo::Isolation { isolcpus: false, nohz_full: false })).collect();
+    i
+}
+
+/// The row of `name` in the watched threads' pane, cell by cell.
+fn thread_row(screen: &str, name: &str) -> Vec<String> {
+    let row = screen.lines().find(|l| l.contains(&format!("│{name}")) || l.contains(&format!("┃{name}")));
+    let row = row.unwrap_or_else(|| panic!("no row of {name} in\n{screen}"));
+    let inner = row.split(['│', '┃']).find(|c| c.starts_with(name)).unwrap_or_else(|| panic!("{row}"));
+    inner.split_whitespace().map(String::from).collect()
+}
+
+#[test]
+fn passive_mode_shows_every_value_whole_and_counts_every_thread() {
+    let mut a = redis();
+    // The watched threads' pane in front at every size.
+    a.focus = Pane::Histogram;
+    for (w, h) in [(80, 24), (120, 40), (200, 50)] {
+        let s = text(&draw(&a, w, h));
+        // Five watched, one seen running: the count is five, names as fit.
+        let names = match w {
+            80 => " ",
+            120 => ": redis-server[23769], bio_close_file[23770] +3 more ",
+            _ => ": redis-server[23769], bio_close_file[23770], bio_aof[23771] +2 more ",
+        };
+        assert!(s.contains(&format!("passive, watching 5 threads{names}")), "{w}×{h}:\n{s}");
+        // The culprit's name whole beside the threads (whose time it took, cut first).
+        if w >= 120 {
+            assert!(line_with(&s, " redis-benchmark[4242] ").contains("9.0µs"), "{w}×{h}:\n{s}");
+        }
+        if w >= 200 {
+            assert!(line_with(&s, " redis-benchmark[4242] → redis-server[23769] ").contains("9.0µs"), "{w}×{h}:\n{s}");
+        }
+        // The CPU row names the thread that last ran there, whole.
+        assert!(line_with(&s, "│   1 ").contains(" redis-server[23769] "), "{w}×{h}:\n{s}");
+        assert!(s.contains("stolen: % of wall time"), "{w}×{h}:\n{s}");
+        assert!(s.contains("lost: % of"), "{w}×{h}:\n{s}");
+        let row = thread_row(&s, "redis-server[23769]");
+        assert!(row.contains(&"73.3%".to_string()) && row.contains(&"1.2M".to_string()), "{w}×{h}: {row:?}\n{s}");
+        // The four not seen since are listed, with nothing to say yet.
+        for n in ["bio_close_file[23770]", "bio_aof[23771]", "bio_lazy_free[23772]", "io_thd_1[23773]"] {
+            assert_eq!(thread_row(&s, n)[1..3], ["0", "-"], "{w}×{h}:\n{s}");
+        }
+    }
+    // Wide enough for every column: each whole, the split by kind too.
+    let s = text(&draw(&a, 200, 50));
+    assert!(s.contains("Watched threads · lost: % of its runnable time"), "{s}");
+    assert_eq!(
+        thread_row(&s, "redis-server[23769]"),
+        ["redis-server[23769]", "1.2M", "12.3k/1.2M/999", "1.0µs", "1.0µs", "73.3%", "0"],
+        "{s}"
+    );
+}
+
+/// Narrow, the least telling columns go before a value is cut.
+#[test]
+fn the_threads_pane_drops_columns_never_digits() {
+    let a = redis();
+    let all = ["hiccups", "int/pre/wk", "p99", "max", "lost", "migr"];
+    // The widest name (21) and each column whole (12.3k/1.2M/999 takes 14) need 67.
+    assert_eq!(super::panes::thread_columns_for_test(&a, 67), all);
+    assert_eq!(super::panes::thread_columns_for_test(&a, 66), all[..5]);
+    assert_eq!(super::panes::thread_columns_for_test(&a, 61), ["hiccups", "p99", "max", "lost"]);
+    assert_eq!(super::panes::thread_columns_for_test(&a, 46), ["hiccups", "max", "lost"]);
+    assert_eq!(super::panes::thread_columns_for_test(&a, 20), ["hiccups", "lost"]);
 }

@@ -36,23 +36,36 @@ pub(super) fn window(first: usize, shown: usize, n: usize) -> String {
 /// Fixed CPU-row columns, before the sparkline.
 const CPU_COLS: [u16; 8] = [4, 7, 6, 7, 7, 7, 7, 6];
 
-pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
-    let watching = match app.view().threads.len() {
-        0 => String::new(),
-        n => format!(
-            "· passive, watching {n} thread{}: {} ",
-            if n == 1 { "" } else { "s" },
-            app.view().threads.iter().take(3).map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
-        ),
+/// The CPU pane's title in `width` columns: what its percentage is of,
+/// and in passive mode how many threads are watched (every one, also those
+/// not seen running yet) with as many of their names as fit.
+fn cpus_title(app: &App, width: usize) -> String {
+    let head = " CPUs · stolen: % of wall time ";
+    let watched = app.watched();
+    let n = watched.len();
+    if n == 0 {
+        return head.into();
+    }
+    let watching = format!("{head}· passive, watching {n} thread{}", if n == 1 { "" } else { "s" });
+    let title = |shown: usize| {
+        let names = watched.iter().take(shown).map(|w| w.1).collect::<Vec<_>>().join(", ");
+        let more = if shown < n { format!(" +{} more", n - shown) } else { String::new() };
+        format!("{watching}: {names}{more} ")
     };
-    let block = th.block(format!(" CPUs {watching}"), app.focus == Pane::Cpus);
+    // The count always; names where they fit (the threads' pane lists them all).
+    (1..=n.min(3)).rev().map(title).find(|t| t.chars().count() + 2 <= width).unwrap_or(watching + " ")
+}
+
+pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
+    let block = th.block(cpus_title(app, area.width as usize), app.focus == Pane::Cpus);
     let inner = block.inner(area);
     block.render(area, buf);
-    let passive = !app.view().threads.is_empty();
+    let passive = !app.watched().is_empty();
     // Passive mode names a thread where the probe's floor goes.
     let mut cols = CPU_COLS;
     if passive {
-        cols[7] = 16;
+        let widest = app.view().cpus.iter().map(|c| last_on(app, c.cpu, usize::MAX).width()).max().unwrap_or(0);
+        cols[7] = (widest as u16).clamp(6, 28);
     }
     let fixed: u16 = cols.iter().sum::<u16>() + cols.len() as u16;
     let spark_w = inner.width.saturating_sub(fixed) as usize;
@@ -97,7 +110,7 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
             right(fmt::pct(v.stolen_pct(c))),
             // Passive mode: the watched thread last on this CPU, not a floor.
             if passive {
-                Cell::from(v.threads.iter().find(|t| t.last_cpu == Some(c.cpu)).map_or("-".into(), |t| t.name.clone()))
+                Cell::from(last_on(app, c.cpu, cols[7] as usize))
             } else {
                 right(if c.probe.floor_ns == 0 { "-".into() } else { fmt::dur(c.probe.floor_ns) })
             },
@@ -108,6 +121,20 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let mut widths: Vec<Constraint> = cols.iter().map(|&w| Constraint::Length(w)).collect();
     widths.push(Constraint::Fill(1));
     Table::new(rows, widths).header(Row::new(header).style(th.head())).column_spacing(1).render(inner, buf);
+}
+
+/// Passive mode: the watched thread that last ran on `cpu` (the one that
+/// lost the most), `+n` for the others, in `w` columns.
+fn last_on(app: &App, cpu: u32, w: usize) -> Line<'static> {
+    let mut on = app.view().threads.iter().filter(|t| t.last_cpu == Some(cpu));
+    let Some(first) = on.next() else { return Line::raw("-") };
+    let more = match on.count() {
+        0 => String::new(),
+        n => format!(" +{n}"),
+    };
+    let mut l = cut(Line::raw(first.name.clone()), w.saturating_sub(more.chars().count()));
+    l.push_span(Span::raw(more));
+    l
 }
 
 /// The worst gap of each of the last `width` seconds, newest at the right,
@@ -148,19 +175,27 @@ pub(super) const fn fixed(cols: &[u16]) -> u16 {
 /// histogram beside the pane gives way before a name up to this is cut.
 pub const NAME_MAX: u16 = 40;
 
-/// A culprit's name cell: the cause (unexplained time in the long wording
-/// when `long`), and in passive mode whose time it took.
-fn culprit_name(s: &Culprit, th: Theme, long: bool) -> Line<'static> {
+/// A culprit's name cell in `w` columns: the cause (unexplained time in
+/// the long wording when `long`), and in passive mode whose time it took,
+/// cut first where the room is short.
+fn culprit_name(s: &Culprit, th: Theme, long: bool, w: usize) -> Line<'static> {
     let name = match s.key.cause.kind() {
         Kind::Unexplained => Span::styled(if long { UNEXPLAINED } else { UNEXPLAINED_SHORT }, th.dim()),
         Kind::Lost => Span::styled(LOST, th.dim()),
         _ => Span::raw(s.key.cause.name()),
     };
-    match &s.victim {
-        Some((v, 0)) => Line::from(vec![name, Span::styled(format!(" → {v}"), th.dim())]),
-        Some((v, n)) => Line::from(vec![name, Span::styled(format!(" → {v} +{n}"), th.dim())]),
-        None => Line::from(name),
+    let victim = match &s.victim {
+        Some((v, 0)) => format!(" → {v}"),
+        Some((v, n)) => format!(" → {v} +{n}"),
+        None => String::new(),
+    };
+    let left = w.saturating_sub(name.width());
+    if victim.is_empty() || left < 5 {
+        return cut(Line::from(name), w);
     }
+    let mut l = cut(Line::styled(victim, th.dim()), left);
+    l.spans.insert(0, name);
+    l
 }
 
 /// `line` cut to `w` columns, marked `…` where cut: a name cut short says so.
@@ -198,7 +233,9 @@ pub fn culprits_width(app: &App) -> u16 {
         (super::senders::FIXED, app.senders().iter().map(|s| crate::sanitize::guard(&s.sender).chars().count()).max())
     } else {
         let th = Theme { color: false };
-        (CULPRIT_FIXED, app.culprits().iter().map(|c| culprit_name(c, th, false).width()).max())
+        // The cause's name: in passive mode whose time it took may be cut.
+        let name = |c: &Culprit| Culprit { victim: None, ..c.clone() };
+        (CULPRIT_FIXED, app.culprits().iter().map(|c| culprit_name(&name(c), th, false, usize::MAX).width()).max())
     };
     fixed + (widest.unwrap_or(0) as u16).min(NAME_MAX)
 }
@@ -234,7 +271,7 @@ pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         Row::new(vec![
             right(cpu.to_string()),
             Cell::from(Span::styled(kind.as_str(), th.kind(kind))),
-            Cell::from(cut(culprit_name(s, th, long), name_w)),
+            Cell::from(culprit_name(s, th, long, name_w)),
             right(fmt::count(s.count)),
             right(fmt::dur(s.total_ns)),
             right(fmt::dur(s.max_ns)),
@@ -351,13 +388,25 @@ fn bucket_lo(k: usize) -> u64 {
 const HIST_LABEL: u16 = 9;
 const HIST_COL: u16 = 14;
 
+/// The widest the pane beside the culprits is worth: the histogram's
+/// 64, the watched threads' every column.
+pub fn side_max(app: &App) -> u16 {
+    if app.watched().is_empty() {
+        64
+    } else {
+        let cells = thread_cells(app);
+        let name = thread_name_w(&cells);
+        (name + thread_columns(&cells, usize::MAX).iter().map(|c| c.1 + 1).sum::<usize>() + 2) as u16
+    }
+}
+
 /// The narrowest the pane beside the culprits (the loop-gap histogram, or
 /// passive mode's watched threads) is worth drawing.
 pub fn side_min(app: &App) -> u16 {
-    if app.view().threads.is_empty() {
+    if app.watched().is_empty() {
         HIST_LABEL + HIST_COL + 2
     } else {
-        THREADS_MIN
+        threads_min(app)
     }
 }
 
@@ -406,27 +455,102 @@ pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     Paragraph::new(lines).render(inner, buf);
 }
 
-/// The watched threads' pane at its narrowest: a name and the count.
-const THREADS_MIN: u16 = 2 + 14 + 1 + 7;
+/// The watched threads' columns besides the name: (header, what it says).
+const THREAD_HEADS: [&str; 6] = ["hiccups", "int/pre/wk", "p99", "max", "lost", "migr"];
+/// Which columns go, in this order, where the pane is too narrow for all:
+/// migrations, the split by kind, p99, max. The count and the time lost stay.
+const THREAD_DROPS: [usize; 4] = [5, 1, 2, 3];
+/// The widest a thread's name gets its whole room for before a column
+/// goes (a comm holds 15 bytes: `comm[tid]` takes at most 24).
+const THREAD_NAME_MAX: usize = 24;
 
-/// Passive mode's per-thread view, in the place of the probe's loop gaps.
+/// The room the watched threads' names get: the widest, up to [`THREAD_NAME_MAX`].
+fn thread_name_w(cells: &[(String, [String; 6])]) -> usize {
+    cells.iter().map(|c| c.0.chars().count()).max().unwrap_or(0).clamp("thread".len(), THREAD_NAME_MAX)
+}
+
+/// Each watched thread's name and figures, as the pane writes them.
+fn thread_cells(app: &App) -> Vec<(String, [String; 6])> {
+    app.watched()
+        .into_iter()
+        .map(|(_, name, t)| {
+            let dash = || "-".to_string();
+            let vals = match t {
+                Some(t) => {
+                    let [i, p, w] = t.by_kind.map(fmt::count);
+                    let some = |ns: u64| if t.hiccups == 0 { dash() } else { fmt::dur(ns) };
+                    [
+                        fmt::count(t.hiccups),
+                        format!("{i}/{p}/{w}"),
+                        some(t.p99_ns),
+                        some(t.max_ns),
+                        t.lost_pct.map_or_else(dash, fmt::pct),
+                        fmt::count(t.migrations),
+                    ]
+                }
+                // Found at start, not seen on a watched CPU since.
+                None => ["0".into(), dash(), dash(), dash(), dash(), dash()],
+            };
+            (name.to_string(), vals)
+        })
+        .collect()
+}
+
+/// The columns that fit in `width` (inside the borders), each as wide as
+/// its widest value: every value whole, the least telling columns gone
+/// first. (column, width), in order.
+fn thread_columns(cells: &[(String, [String; 6])], width: usize) -> Vec<(usize, usize)> {
+    let w = |i: usize| cells.iter().map(|c| c.1[i].chars().count()).chain([THREAD_HEADS[i].chars().count()]).max().unwrap_or(0);
+    let mut cols: Vec<(usize, usize)> = (0..6).map(|i| (i, w(i))).collect();
+    let name = thread_name_w(cells);
+    let need = |cols: &[(usize, usize)]| name + cols.iter().map(|c| c.1 + 1).sum::<usize>();
+    for drop in THREAD_DROPS {
+        if need(&cols) <= width {
+            break;
+        }
+        cols.retain(|c| c.0 != drop);
+    }
+    cols
+}
+
+/// The narrowest the watched threads' pane is worth drawing: a name, the
+/// count and the time lost, whole.
+fn threads_min(app: &App) -> u16 {
+    let cells = thread_cells(app);
+    let name = thread_name_w(&cells);
+    (name + thread_columns(&cells, 0).iter().map(|c| c.1 + 1).sum::<usize>() + 2) as u16
+}
+
+/// Passive mode's per-thread view, in the place of the probe's loop gaps:
+/// every watched thread, values whole, the time lost labelled with what it
+/// is a share of.
 pub fn threads(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
-    let block = th.block(" Watched threads ".into(), app.focus == Pane::Histogram);
+    let room = area.width.saturating_sub(2) as usize;
+    let title =
+        [" Watched threads · lost: % of its runnable time ", " Watched threads · lost: % of runnable ", " Threads · lost: % of runnable "]
+            .into_iter()
+            .find(|t| t.chars().count() <= room)
+            .unwrap_or(" Threads ");
+    let block = th.block(title.into(), app.focus == Pane::Histogram);
     let inner = block.inner(area);
     block.render(area, buf);
-    let heads = ["thread", "hiccups", "int/pre/wk", "p99", "max", "lost", "migr"];
-    let rows = app.view().threads.iter().map(|t| {
-        let [i, p, w] = t.by_kind.map(fmt::count);
-        let mut cells = vec![Cell::from(t.name.clone()), right(fmt::count(t.hiccups)), right(format!("{i}/{p}/{w}"))];
-        cells.push(right(if t.hiccups == 0 { "-".into() } else { fmt::dur(t.p99_ns) }));
-        cells.push(right(if t.hiccups == 0 { "-".into() } else { fmt::dur(t.max_ns) }));
-        cells.push(right(t.lost_pct.map_or("-".into(), fmt::pct)));
-        cells.push(right(fmt::count(t.migrations)));
-        Row::new(cells)
+    let cells = thread_cells(app);
+    let cols = thread_columns(&cells, inner.width as usize);
+    let name_w = (inner.width as usize).saturating_sub(cols.iter().map(|c| c.1 + 1).sum());
+    let rows = cells.into_iter().map(|(name, vals)| {
+        let mut row = vec![Cell::from(cut(Line::raw(name), name_w))];
+        row.extend(cols.iter().map(|&(i, _)| right(vals[i].clone())));
+        Row::new(row)
     });
-    let mut widths = vec![Constraint::Min(14)];
-    widths.extend([7, 10, 7, 7, 6, 4].map(Constraint::Length));
-    let mut header: Vec<Cell> = vec![Cell::from(heads[0])];
-    header.extend(heads[1..].iter().map(|h| right(h.to_string())));
+    let mut widths = vec![Constraint::Fill(1)];
+    widths.extend(cols.iter().map(|c| Constraint::Length(c.1 as u16)));
+    let mut header: Vec<Cell> = vec![Cell::from("thread")];
+    header.extend(cols.iter().map(|&(i, _)| right(THREAD_HEADS[i].to_string())));
     Table::new(rows, widths).header(Row::new(header).style(th.head())).column_spacing(1).render(inner, buf);
+}
+
+/// The headers of the watched threads' columns that fit in `width`.
+#[cfg(test)]
+pub(super) fn thread_columns_for_test(app: &App, width: usize) -> Vec<&'static str> {
+    thread_columns(&thread_cells(app), width).into_iter().map(|c| THREAD_HEADS[c.0]).collect()
 }

@@ -95,7 +95,7 @@ impl App {
     /// The probe's loop gaps, or in passive mode (no probe) the watched
     /// threads, in the same place.
     fn gaps_or_threads(&self, th: Theme, area: Rect, buf: &mut Buffer) {
-        if self.view().threads.is_empty() {
+        if self.watched().is_empty() {
             panes::histogram(self, th, area, buf);
         } else {
             panes::threads(self, th, area, buf);
@@ -141,7 +141,7 @@ impl Widget for &App {
             let [upper, stalls] = Layout::vertical([Constraint::Percentage(60), Constraint::Fill(1)]).areas(body);
             // Names first: the histogram beside them takes what they leave,
             // and where that is too little it goes (Tab brings it back).
-            let side_w = (upper.width * 2 / 5).min(64).min(upper.width.saturating_sub(panes::culprits_width(self)));
+            let side_w = (upper.width * 2 / 5).min(panes::side_max(self)).min(upper.width.saturating_sub(panes::culprits_width(self)));
             if side_w >= panes::side_min(self) {
                 let [culprits, side] = Layout::horizontal([Constraint::Fill(1), Constraint::Length(side_w)]).areas(upper);
                 self.culprits_pane(th, culprits, buf);
@@ -298,7 +298,9 @@ fn help(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     }
     lines.push(Line::styled("Reading", th.head()));
     for l in [
-        "  stolen: hiccup time / elapsed; floor: the probe's fastest loop",
+        "  stolen: hiccup time, % of wall time; floor: the probe's fastest loop",
+        "  share: % of the CPU's stolen time; passive mode's lost: % of the",
+        "    thread's runnable time (running, or waiting to after a preemption or a wake-up)",
         "  sparkline: worst gap of each second (log scale), newest right",
         "  histogram: every probe loop gap, log2 buckets; ▓ at/over threshold",
         "  unexplained: time no kernel event covers (hypervisor, SMI, hardware)",
