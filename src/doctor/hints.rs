@@ -91,18 +91,105 @@ impl Hints<'_> {
     }
 }
 
+/// What an IPI asked the CPU for, by its vector or csd function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ipi {
+    /// A TLB flush: another CPU changed mappings of a shared address space.
+    TlbShootdown,
+    /// The reschedule vector: a wake-up or preemption sent from elsewhere.
+    Reschedule,
+    /// A wake-up queued on this CPU's wake list (sched_ttwu_pending).
+    WakeUp,
+    /// The scheduler's idle load balancing kick.
+    IdleBalance,
+    /// membarrier(2) from a process with a thread here.
+    Membarrier,
+    /// perf reading, starting or stopping events on this CPU.
+    Perf,
+    CodePatch,
+    RcuExpedited,
+    FrequencyRead,
+    IrqWork,
+    Tick,
+    /// A cross-CPU function call whose function is not known (the vector alone).
+    FunctionCall,
+    Other,
+}
+
+impl Ipi {
+    fn of(name: &str) -> Self {
+        let n = name;
+        match n {
+            "reschedule" => Ipi::Reschedule,
+            "call_function" | "call_function_single" => Ipi::FunctionCall,
+            _ if n.contains("flush_tlb")
+                || n.contains("tlb_flush")
+                || n.starts_with("do_kernel_range_flush")
+                || n == "tlb_remove_table_smp_sync" =>
+            {
+                Ipi::TlbShootdown
+            }
+            _ if n.contains("ttwu") || n == "wake_up_if_idle" => Ipi::WakeUp,
+            _ if n == "nohz_csd_func" || n.contains("kick_ilb") => Ipi::IdleBalance,
+            _ if n.starts_with("ipi_mb") || n.starts_with("ipi_sync_") || n == "ipi_rseq" => Ipi::Membarrier,
+            _ if n == "remote_function" || n.starts_with("perf_") || n.starts_with("__perf_") => Ipi::Perf,
+            _ if n.contains("text_poke") || n == "do_sync_core" => Ipi::CodePatch,
+            _ if n.contains("rcu_exp") => Ipi::RcuExpedited,
+            _ if n.contains("aperfmperf") => Ipi::FrequencyRead,
+            _ if n.contains("irq_work") => Ipi::IrqWork,
+            _ if n.contains("nohz_full_kick") || n.contains("tick") => Ipi::Tick,
+            _ => Ipi::Other,
+        }
+    }
+
+    /// The IPI's vector or function name, for a cause that is an IPI.
+    fn name(cause: &Cause) -> Option<String> {
+        match cause {
+            Cause::Vector(Vector::LocalTimer) => None,
+            Cause::Vector(v) => Some(v.name().to_string()),
+            Cause::Csd(f) => Some(f.to_string()),
+            _ => None,
+        }
+    }
+}
+
 /// A hint from a cause's origin: `sender` (a program, escaped) sent `kind`
 /// to `cpu` in `count` stalls. None for senders that are the CPU's own
-/// interrupt-level code, and kinds without an origin.
+/// interrupt-level code, and kinds without an origin. An IPI's hint does
+/// not guess what the IPIs were: [`sender_hint_for`] says, given one.
 pub fn sender_hint(kind: crate::cause::Kind, sender: &str, cpu: u32, count: u64) -> Option<String> {
+    sender_hint_for(kind, sender, cpu, count, None)
+}
+
+/// [`sender_hint`], knowing what the sender sent (`what`, its top cause
+/// there): an IPI's hint by its function.
+pub fn sender_hint_for(kind: crate::cause::Kind, sender: &str, cpu: u32, count: u64, what: Option<&Cause>) -> Option<String> {
     use crate::cause::Kind;
     if sender.starts_with('(') {
         return None;
     }
+    let off = format!("keep its threads off CPU {cpu} (taskset, cpusets)");
     Some(match kind {
-        Kind::Ipi => format!(
-            "{sender} sent IPIs to CPU {cpu} ({count} stalls): a process with a thread on CPU {cpu} turns every mprotect/munmap/madvise of its other threads into a TLB shootdown there; keep its threads off CPU {cpu} (taskset, cpusets) or move those calls out of its hot path"
-        ),
+        Kind::Ipi => {
+            let sent = format!("{sender} sent IPIs to CPU {cpu} ({count} stalls)");
+            match what.and_then(Ipi::name).map(|n| (Ipi::of(&n), n)) {
+                Some((Ipi::TlbShootdown, _)) => format!(
+                    "{sent}, TLB shootdowns: a process with a thread on CPU {cpu} turns every mprotect/munmap/madvise of its other threads into a TLB shootdown there; {off} or move those calls out of its hot path"
+                ),
+                Some((Ipi::Reschedule | Ipi::WakeUp, _)) => format!(
+                    "{sent}, wake-ups: it woke tasks that run on CPU {cpu} (a futex, pipe, socket or eventfd they wait on); the workload's own when its threads hand work to each other, else change the woken tasks' affinity"
+                ),
+                Some((Ipi::Membarrier, _)) => format!(
+                    "{sent}, membarrier(2): it calls membarrier (JIT runtimes, userspace RCU), which interrupts every CPU running its threads; {off}"
+                ),
+                Some((Ipi::Perf, _)) => format!("{sent}: perf work (a profiler reading or switching events there); stop the profiler while measuring"),
+                Some((Ipi::CodePatch, _)) => format!("{sent}: kernel code patching (module load, BPF attach, ftrace, static keys); avoid it while measuring"),
+                Some((_, n)) => format!("{sent}, cross-CPU calls to {}: {off} if they need not run there", visible(&n)),
+                None => format!(
+                    "{sent}: their function names the fix (flush_tlb_func: a TLB shootdown; reschedule: a wake-up); {off} if they need not run there"
+                ),
+            }
+        }
         Kind::Work => format!(
             "{sender} queued work on CPU {cpu} ({count} stalls): per-CPU work goes where its caller sends it (schedule_on_each_cpu, sysctl writes, lru_add_drain_all), which workqueue cpumasks do not stop; stop the caller during the latency-critical window"
         ),
@@ -335,30 +422,47 @@ fn timer(h: &mut Hints, name: &str) {
 }
 
 fn ipi(h: &mut Hints, name: &str) {
-    match name {
-        "reschedule" => {
-            h.push("reschedule IPI: another CPU woke a task onto this one, or kicked it for a nohz_full tick");
+    match Ipi::of(name) {
+        Ipi::Reschedule => {
+            h.push("reschedule IPI: another CPU woke a task onto this one, asked it to preempt, or kicked it for a nohz_full tick");
             h.add("tasks:user");
             h.add("tasks:kthreads");
         }
-        n if n.contains("flush_tlb") || n.contains("tlb") => {
+        Ipi::WakeUp => {
+            h.push(format!(
+                "remote wake-up ({}): another CPU queued the wake-up of a task that runs here; the workload's own when its threads hand work to each other",
+                visible(name)
+            ));
+            h.add("tasks:user");
+        }
+        Ipi::TlbShootdown => {
             h.push("TLB shootdown: a thread sharing the workload's address space (or the kernel) changed mappings elsewhere (munmap, mprotect, madvise, page migration)");
             h.add("thp");
             h.add("ksm");
             h.add("numa_balancing");
         }
-        n if n.contains("text_poke") || n == "do_sync_core" => {
-            h.push("kernel code patching (module load, BPF attach, ftrace, static keys): avoid it while measuring");
+        Ipi::IdleBalance => {
+            h.push("idle load balancing kick: the scheduler asked this CPU to balance load for idle CPUs; isolcpus (domain) keeps it out of balancing");
+            h.add("isolcpus");
         }
-        n if n.contains("rcu_exp") => h.push("expedited RCU grace period: boot with rcupdate.rcu_normal_after_boot=1 to avoid the IPIs"),
-        n if n.contains("aperfmperf") => {
+        Ipi::Membarrier => h.push(
+            "membarrier(2): a process with a thread on this CPU called membarrier (JIT runtimes, userspace RCU), which interrupts every CPU running its threads",
+        ),
+        Ipi::Perf => h.push("perf: a profiler read, started or stopped events on this CPU (a cross-CPU call); stop it while measuring"),
+        Ipi::CodePatch => h.push("kernel code patching (module load, BPF attach, ftrace, static keys): avoid it while measuring"),
+        Ipi::RcuExpedited => h.push("expedited RCU grace period: boot with rcupdate.rcu_normal_after_boot=1 to avoid the IPIs"),
+        Ipi::FrequencyRead => {
             h.push("reading CPU frequency (/proc/cpuinfo 'cpu MHz', turbostat) sampled every CPU: stop the tool that polls it")
         }
-        n if n.contains("irq_work") => h.push("irq_work: perf, printk or a BPF ring buffer submitted without BPF_RB_NO_WAKEUP"),
-        n if n.contains("nohz_full_kick") || n.contains("tick") => {
+        Ipi::IrqWork => h.push("irq_work: perf, printk or a BPF ring buffer submitted without BPF_RB_NO_WAKEUP"),
+        Ipi::Tick => {
             h.add("nohz_full");
         }
-        n => h.push(format!("{}: a cross-CPU function call sent from another CPU (the csd function names it)", visible(n))),
+        Ipi::FunctionCall => h.push(format!(
+            "{}: a cross-CPU function call sent from another CPU (with the csd tracepoints, jitterwatch names its function)",
+            visible(name)
+        )),
+        Ipi::Other => h.push(format!("{}: a cross-CPU function call sent from another CPU (the csd function names it)", visible(name))),
     }
 }
 
@@ -367,9 +471,77 @@ mod sender_tests {
     use super::*;
     use crate::cause::Kind;
 
+    /// Each IPI by its function: a TLB shootdown only for a flush.
+    #[test]
+    fn ipis_are_named_by_their_function() {
+        let cases = [
+            ("flush_tlb_func", Ipi::TlbShootdown),
+            ("do_kernel_range_flush", Ipi::TlbShootdown),
+            ("tlb_remove_table_smp_sync", Ipi::TlbShootdown),
+            ("reschedule", Ipi::Reschedule),
+            ("sched_ttwu_pending", Ipi::WakeUp),
+            ("nohz_csd_func", Ipi::IdleBalance),
+            ("ipi_mb", Ipi::Membarrier),
+            ("ipi_sync_rq_state", Ipi::Membarrier),
+            ("remote_function", Ipi::Perf),
+            ("do_sync_core", Ipi::CodePatch),
+            ("rcu_exp_handler", Ipi::RcuExpedited),
+            ("aperfmperf_snapshot_cpu", Ipi::FrequencyRead),
+            ("irq_work", Ipi::IrqWork),
+            ("nohz_full_kick_func", Ipi::Tick),
+            ("call_function_single", Ipi::FunctionCall),
+            ("do_nothing", Ipi::Other),
+        ];
+        for (name, want) in cases {
+            assert_eq!(Ipi::of(name), want, "{name}");
+        }
+    }
+
+    fn report() -> Report {
+        Report { cpus: vec![6], findings: vec![], unreadable: vec![] }
+    }
+
+    /// The hint for an IPI cause: TLB words only for a flush.
+    #[test]
+    fn an_ipi_s_hint_says_what_it_was() {
+        let hint = |c: Cause| hints(&report(), &c).join(" | ");
+        let tlb = hint(Cause::Csd("flush_tlb_func".into()));
+        assert!(tlb.starts_with("TLB shootdown:"), "{tlb}");
+        for (c, words) in [
+            (Cause::Vector(Vector::Reschedule), "reschedule IPI: another CPU woke a task onto this one"),
+            (Cause::Csd("sched_ttwu_pending".into()), "remote wake-up (sched_ttwu_pending)"),
+            (Cause::Csd("nohz_csd_func".into()), "idle load balancing kick"),
+            (Cause::Csd("ipi_mb".into()), "membarrier(2)"),
+            (Cause::Vector(Vector::CallFunctionSingle), "call_function_single: a cross-CPU function call"),
+            (Cause::Csd("do_nothing".into()), "do_nothing: a cross-CPU function call"),
+        ] {
+            let h = hint(c);
+            assert!(h.contains(words) && !h.contains("TLB"), "{h}");
+        }
+    }
+
+    /// A sender's IPI hint by what it sent, and no guess without it.
+    #[test]
+    fn an_ipi_sender_s_hint_says_what_it_sent() {
+        let for_ = |c: Option<Cause>| sender_hint_for(Kind::Ipi, "redis-benchmark", 1, 7, c.as_ref()).unwrap();
+        let tlb = for_(Some(Cause::Csd("flush_tlb_func".into())));
+        assert!(tlb.starts_with("redis-benchmark sent IPIs to CPU 1 (7 stalls), TLB shootdowns:"), "{tlb}");
+        for c in [Cause::Vector(Vector::Reschedule), Cause::Csd("sched_ttwu_pending".into())] {
+            let h = for_(Some(c));
+            assert!(h.contains("(7 stalls), wake-ups: it woke tasks that run on CPU 1") && !h.contains("TLB"), "{h}");
+        }
+        let h = for_(Some(Cause::Csd("ipi_mb".into())));
+        assert!(h.contains("membarrier") && !h.contains("TLB shootdowns:"), "{h}");
+        let h = for_(Some(Cause::Csd("do_nothing".into())));
+        assert!(h.contains("cross-CPU calls to do_nothing") && !h.contains("TLB"), "{h}");
+        let h = for_(None);
+        assert!(h.contains("their function names the fix") && !h.contains("TLB shootdowns:"), "{h}");
+        assert_eq!(sender_hint(Kind::Ipi, "java", 6, 12), sender_hint_for(Kind::Ipi, "java", 6, 12, None));
+    }
+
     #[test]
     fn senders_get_the_fix_for_what_they_sent() {
-        assert!(sender_hint(Kind::Ipi, "java", 6, 12).unwrap().contains("TLB shootdown"));
+        assert!(sender_hint_for(Kind::Ipi, "java", 6, 12, Some(&Cause::Csd("flush_tlb_func".into()))).unwrap().contains("TLB shootdown"));
         assert!(sender_hint(Kind::Work, "sh", 6, 1).unwrap().contains("schedule_on_each_cpu"));
         assert!(sender_hint(Kind::Task, "bash", 6, 3).unwrap().contains("affinity"));
         assert_eq!(sender_hint(Kind::Work, "(softirq:TIMER)", 6, 3), None, "the CPU's own code has no sender to fix");

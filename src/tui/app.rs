@@ -232,7 +232,11 @@ impl App {
     /// that sender (as the summary's hints).
     pub fn hint(&self) -> Option<String> {
         if self.by_sender {
-            return self.senders().into_iter().take(3).find_map(|s| crate::doctor::sender_hint(s.kind, &s.sender, s.cpu, s.count));
+            return self
+                .senders()
+                .into_iter()
+                .take(3)
+                .find_map(|s| crate::doctor::sender_hint_for(s.kind, &s.sender, s.cpu, s.count, self.sent_by(s)));
         }
         let report = self.audit.as_ref()?;
         self.view().culprits_of(self.cpu_filter).take(3).find_map(|c| crate::doctor::hints(report, &c.key.cause).into_iter().next())
@@ -249,6 +253,20 @@ impl App {
             .filter(|(tid, _)| !self.view().threads.iter().any(|t| t.tid == *tid))
             .map(|(tid, n)| (*tid, n.as_str(), None));
         seen.chain(unseen).collect()
+    }
+
+    /// What `s` sent, as far as the recent worst stalls show it: its
+    /// largest cause of that kind there (an IPI's function names its fix).
+    fn sent_by(&self, s: &SenderLine) -> Option<&crate::cause::Cause> {
+        use crate::stats::origins::SenderKey;
+        self.view()
+            .worst
+            .iter()
+            .filter(|h| h.cpu == s.cpu)
+            .flat_map(|h| h.origins.iter().map(move |(c, o)| (h.causes.iter().find(|x| &x.0 == c).map_or(0, |x| x.1), c, o)))
+            .filter(|(_, c, o)| c.kind() == s.kind && SenderKey::of(&o.sender).name() == s.sender)
+            .max_by_key(|(ns, _, _)| *ns)
+            .map(|(_, c, _)| c)
     }
 
     /// Recent worst stalls of the chosen CPU (or all), largest first.

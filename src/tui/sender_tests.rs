@@ -163,5 +163,23 @@ fn a_stall_s_hostile_origin_is_escaped() {
 fn by_sender_hints_the_fix_for_the_top_sender() {
     let screen = text(&draw(&senders_app(), 160, 48));
     let hint = line_with(&screen, "hint:");
-    assert!(hint.contains("mprotect-storm sent IPIs to CPU 6 (3 stalls)"), "{hint}");
+    // Its stalls show flush_tlb_func: a TLB shootdown's fix.
+    assert!(hint.contains("mprotect-storm sent IPIs to CPU 6 (3 stalls), TLB shootdowns:"), "{hint}");
+}
+
+/// A sender of reschedule IPIs (wake-ups) gets a wake-up's hint, not a
+/// TLB shootdown's.
+#[test]
+fn a_wake_up_ipi_sender_is_not_blamed_for_tlb_shootdowns() {
+    let mut s = stats();
+    let resched = Cause::Vector(crate::record::Vector::Reschedule);
+    let bench = from(b"redis-benchmark", 4242, 0, None);
+    for i in 0..4 {
+        s.record(&sent(6, 6 * S + i, vec![(resched.clone(), 90_000)], vec![(resched.clone(), bench.clone())]));
+    }
+    let mut a = App::new(info(), Snapshot::of(&s), true);
+    a.apply(Action::BySender);
+    let screen = text(&draw(&a, 160, 48));
+    let hint = line_with(&screen, "hint:");
+    assert!(hint.contains("redis-benchmark sent IPIs to CPU 6 (4 stalls), wake-ups:") && !hint.contains("TLB"), "{hint}");
 }
