@@ -140,6 +140,10 @@ fn live_screen_names_a_pinned_hog_and_quits_cleanly() {
     let (named, screen) = s.wait_for(Duration::from_secs(6), |t| t.lines().any(|l| l.contains(&tag) && l.contains("task")));
     assert!(named, "{tag} never showed among the culprits:\n{screen}");
     println!("{screen}");
+    // The header says how the CPU is isolated in words; the hog's name is whole.
+    let head = screen.lines().take(3).collect::<Vec<_>>().join("\n");
+    assert!(head.contains(&format!("CPU {cpu} isolated: ")) && head.contains(" · nohz_full: ") && head.contains(" · tick: "), "{head}");
+    assert!(screen.lines().any(|l| l.contains(&format!(" {tag}[")) && l.contains("task")), "{tag} not whole:\n{screen}");
 
     s.keys(&["q"]);
     let (done, screen) = s.wait_for(Duration::from_secs(5), |t| t.contains("EXIT=") && t.trim_end().ends_with("jwprompt>"));
