@@ -70,11 +70,15 @@ pub fn slug(s: &str) -> String {
 /// Each figure's method, from the parameters a run used. The seeded
 /// history entry's methods are these with the parameters of that run.
 pub mod method {
+    /// v2 (9e2dbe4): jitterwatch's loop floor became its loop period's 5th
+    /// percentile, while the C loop's is still its smallest delta.
     pub fn probe(reps: usize, secs: f64) -> String {
-        format!("v1: jitterwatch --clock vdso vs a C clock_gettime loop, alternated, {reps} × {secs} s")
+        format!(
+            "v2: jitterwatch --clock vdso (floor: its period's p5) vs a C clock_gettime loop (floor: smallest delta), alternated, {reps} × {secs} s"
+        )
     }
     pub fn probe_tsc(reps: usize, secs: f64) -> String {
-        format!("v1: jitterwatch --clock tsc vs the same C loop, a third run per repetition, {reps} × {secs} s")
+        format!("v2: jitterwatch --clock tsc (floor: its period's p5) vs the same C loop, a third run per repetition, {reps} × {secs} s")
     }
     pub fn unwatched(reps: usize, hook_runs: usize) -> String {
         format!(

@@ -164,14 +164,16 @@ fn a_good_run_is_met_where_judged() {
 
 /// The seeded line (transcribed from the run of a8ac5ba) carries the
 /// methods today's code gives that run's parameters, so the next run is
-/// compared with it as the same method.
+/// compared with it as the same method — but for figures 1 and 1b, whose
+/// floor changed meaning since (v2): their rows say the method changed.
 #[test]
 fn the_seed_carries_todays_methods() {
     let seed = crate::bench::history::parse(include_str!("../../../../bench-history.jsonl")).unwrap().remove(0);
     assert_eq!(seed.source.as_deref(), Some("transcribed from BENCHMARKS.md"));
     let m = |id: &str| seed.figures[id].method.clone();
-    assert_eq!(m("1"), method::probe(11, 1.0));
-    assert_eq!(m("1b"), method::probe_tsc(11, 1.0));
+    assert_eq!(m("1"), "v1: jitterwatch --clock vdso vs a C clock_gettime loop, alternated, 11 × 1 s");
+    assert_eq!(m("1b"), "v1: jitterwatch --clock tsc vs the same C loop, a third run per repetition, 11 × 1 s");
+    assert_ne!(m("1"), method::probe(11, 1.0));
     assert_eq!(m("2"), method::unwatched(7, 3));
     assert_eq!(m("3"), method::bpf(3, 3.0));
     assert_eq!(m("4"), method::capacity(3.0, "SCHED_FIFO 1"));
