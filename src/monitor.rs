@@ -86,7 +86,8 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
     };
     // Passive mode and the wake-up probe keep their own defaults (auto too).
     let threshold = rule.given().unwrap_or(passive::DEFAULT_THRESHOLD_NS);
-    let tracker = target.as_ref().map(|t| passive::Tracker::new(t.filter.clone(), &cpus, threshold));
+    let tracker =
+        target.as_ref().map(|t| passive::Tracker::new(t.filter.clone(), &cpus, threshold).softirqs_in_threads(crate::sys::preempt_rt()));
     let metrics_slot = endpoint.as_ref().map(|_| crate::metrics::Slot::default());
     let mode = if target.is_some() {
         "passive"

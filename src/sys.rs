@@ -36,3 +36,11 @@ pub fn set_fifo_of(tid: u32, prio: i32) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Whether the running kernel is PREEMPT_RT (softirqs and IRQ handlers run
+/// in threads): /sys/kernel/realtime where the kernel has it, else the
+/// build string every RT kernel carries (`#1 SMP PREEMPT_RT ...`).
+pub fn preempt_rt() -> bool {
+    std::fs::read_to_string("/sys/kernel/realtime").is_ok_and(|s| s.trim() == "1")
+        || std::fs::read_to_string("/proc/sys/kernel/version").is_ok_and(|v| v.split_whitespace().any(|w| w == "PREEMPT_RT"))
+}

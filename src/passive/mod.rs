@@ -4,6 +4,7 @@
 //! module finds the threads and the CPUs they may run on; `tracker` turns
 //! the kernel's events into intervals.
 
+mod classes;
 mod filter;
 mod tracker;
 
@@ -12,6 +13,7 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
+pub use classes::Classes;
 pub use filter::Filter;
 pub use tracker::{Found, ThreadInfo, Tracker};
 

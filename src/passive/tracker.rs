@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use crate::interval::{Interval, Source, Victim};
 use crate::record::{Comm, Event, Payload, Task};
 
+use super::classes::{class_of, Classes};
 use super::filter::Filter;
 
 /// Interrupt-level activity this close to the previous one continues the
@@ -89,6 +90,8 @@ pub struct ThreadInfo {
     pub migrations: Vec<(u32, u32, u64)>,
     pub last_cpu: Option<u32>,
     pub found: Found,
+    /// What reached it, counted as rtla osnoise counts (classes.rs).
+    pub classes: Classes,
 }
 
 struct Thread {
@@ -120,6 +123,9 @@ struct Cpu {
     /// A context switch was seen here: what runs is known from events,
     /// not from /proc.
     switched: bool,
+    /// The watched thread switched out here while runnable, until it runs
+    /// again (what reaches the CPU meanwhile is its noise too: classes.rs).
+    waiting: Option<u32>,
 }
 
 pub struct Tracker {
@@ -129,6 +135,8 @@ pub struct Tracker {
     cpus: Vec<Cpu>,
     watched_cpu: Vec<bool>,
     threads: HashMap<u32, Thread>,
+    /// PREEMPT_RT: softirqs run in threads (classes.rs).
+    softirqs_in_threads: bool,
     /// Threads that matched the filter on a CPU not watched (said once).
     pub seen_elsewhere: Vec<(u32, u32)>,
 }
@@ -140,7 +148,22 @@ impl Tracker {
         for &c in cpus {
             watched_cpu[c] = true;
         }
-        Tracker { filter, threshold, cpus: vec![Cpu::default(); n], watched_cpu, threads: HashMap::new(), seen_elsewhere: Vec::new() }
+        Tracker {
+            filter,
+            threshold,
+            cpus: vec![Cpu::default(); n],
+            watched_cpu,
+            threads: HashMap::new(),
+            softirqs_in_threads: false,
+            seen_elsewhere: Vec::new(),
+        }
+    }
+
+    /// On a PREEMPT_RT kernel softirqs run in threads: rtla osnoise counts
+    /// them as thread noise, and so do the thread's classes.
+    pub fn softirqs_in_threads(mut self, rt: bool) -> Self {
+        self.softirqs_in_threads = rt;
+        self
     }
 
     pub fn threshold(&self) -> u64 {
@@ -180,6 +203,7 @@ impl Tracker {
                 migrations: Vec::new(),
                 last_cpu: Some(cpu),
                 found: Found::RunningAtAttach,
+                classes: Classes::default(),
             };
             self.threads.insert(s.tid, Thread { info, state: State::Running { cpu, since: at } });
             self.cpus[cpu as usize].running = Some(s.tid);
@@ -222,6 +246,7 @@ impl Tracker {
                 migrations: Vec::new(),
                 last_cpu: None,
                 found: how,
+                classes: Classes::default(),
             };
             self.threads.insert(task.pid, Thread { info, state: State::Sleeping });
         }
@@ -236,6 +261,12 @@ impl Tracker {
             return;
         }
         let ts = ev.ts;
+        if let Some(count) = class_of(&ev.payload, self.softirqs_in_threads) {
+            let c = self.cpus[cpu as usize];
+            if let Some(t) = c.running.or(c.waiting).and_then(|tid| self.threads.get_mut(&tid)) {
+                count(&mut t.info.classes);
+            }
+        }
         match ev.payload {
             Payload::Switch { prev, next, prev_state, .. } => self.switch(cpu, ts, &prev, &next, prev_state, out),
             Payload::Wakeup { task, target_cpu, .. } => {
@@ -350,6 +381,14 @@ impl Tracker {
             }
             // TASK_RUNNING (0): switched out while it still wanted the CPU.
             t.state = if prev_state == 0 { State::Preempted { cpu, since: ts, from: joined.unwrap_or(ts) } } else { State::Sleeping };
+            self.cpus[cpu as usize].waiting = (prev_state == 0).then_some(prev.pid);
+        }
+        // Another task switched in while a watched one waits here: osnoise's
+        // thread noise, one per task run.
+        if let Some(w) = self.cpus[cpu as usize].waiting.filter(|&w| w != next.pid) {
+            if let Some(t) = self.threads.get_mut(&w) {
+                t.info.classes.thread += 1;
+            }
         }
         let Some(t) = self.thread(next, cpu, Found::Switch) else { return };
         if let Some(from) = t.info.last_cpu.filter(|&f| f != cpu) {
@@ -365,11 +404,20 @@ impl Tracker {
             State::Running { .. } | State::Sleeping => None,
         };
         t.state = State::Running { cpu, since: ts };
+        if matches!(waited, Some((.., Source::Wakeup))) {
+            t.info.classes.wakeups += 1;
+        }
         if let Some((_, since, _, _)) = waited {
             t.info.runnable_ns += ts.saturating_sub(since);
         }
         let tid = next.pid;
         self.cpus[cpu as usize].running = Some(tid);
+        if let Some((on, ..)) = waited {
+            let w = &mut self.cpus[on as usize].waiting;
+            if *w == Some(tid) {
+                *w = None;
+            }
+        }
         if let Some((on, _, from, source)) = waited {
             self.emit(out, on, from, ts.max(from), source, tid);
         }

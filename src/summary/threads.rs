@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::cause::{Kind, LOST, UNEXPLAINED};
 use crate::interval::Source;
-use crate::passive::Found;
+use crate::passive::{Classes, Found};
 use crate::stats::Threads;
 
 /// Causes listed per thread.
@@ -41,6 +41,9 @@ pub struct ThreadRow {
     pub migrations: Vec<Migration>,
     /// How passive mode learnt of it (None: no event or /proc read did).
     pub found: Option<Found>,
+    /// What reached it, counted as rtla osnoise counts (None: no event or
+    /// /proc read found it).
+    pub classes: Option<Classes>,
 }
 
 #[derive(Serialize)]
@@ -90,6 +93,7 @@ pub fn rows(threads: &Threads) -> Vec<ThreadRow> {
                 migrations: info
                     .map_or_else(Vec::new, |i| i.migrations.iter().map(|&(from, to, count)| Migration { from, to, count }).collect()),
                 found: info.map(|i| i.found),
+                classes: info.map(|i| i.classes),
             }
         })
         .collect()
@@ -118,6 +122,9 @@ pub fn write_text(rows: &[ThreadRow], out: &mut dyn Write) -> io::Result<()> {
                 "  in its own system calls: {} softirqs, {} ns (its own work: not counted as lost)",
                 t.in_syscall, t.in_syscall_ns
             )?;
+        }
+        if let Some(c) = t.classes {
+            writeln!(out, "  {}", c.words())?;
         }
         if !t.migrations.is_empty() {
             let m: Vec<String> = t.migrations.iter().map(|m| format!("{}→{} ×{}", m.from, m.to, m.count)).collect();

@@ -156,6 +156,7 @@ fn redis() -> App {
         migrations: vec![],
         last_cpu: Some(1),
         found: crate::passive::Found::Switch,
+        classes: crate::passive::Classes::default(),
     }));
     s.update_counters(Counters::new(&[1]), START + 10 * S);
     let mut snap = Snapshot::of(&s);

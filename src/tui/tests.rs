@@ -304,6 +304,7 @@ fn passive_mode_shows_its_threads_and_victims() {
         migrations: vec![(6, 7, 2)],
         last_cpu: Some(7),
         found: crate::passive::Found::Switch,
+        classes: crate::passive::Classes::default(),
     }));
     s.update_counters(Counters::new(&[6, 7]), START + 10 * S);
     let app = App::new(info(), Snapshot::of(&s), false);
