@@ -152,16 +152,22 @@ pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
     let all = history::load(&hist)?;
     let details = details::markdown(&entry.machine, &results, &entry.figures);
     let out = proc::root().join("BENCHMARKS.md");
-    std::fs::write(&out, report::markdown(&entry, &details, &all)).with_context(|| format!("writing {}", out.display()))?;
+    std::fs::write(&out, report::markdown(&entry, &details, &all, &rtla_section()))
+        .with_context(|| format!("writing {}", out.display()))?;
     give_back(&out);
     summary::print(&entry.figures);
     println!("bench: appended to {} and wrote {} in {:.0} s", hist.display(), out.display(), started.elapsed().as_secs_f64());
     Ok(())
 }
 
+/// Section 9, as `cargo xtask vmtest` last wrote it ("" if it never has).
+fn rtla_section() -> String {
+    std::fs::read_to_string(proc::root().join(crate::vmtest::RTLA_FILE)).unwrap_or_default()
+}
+
 /// `--report-only`: BENCHMARKS.md redrawn from the history, its sections
 /// 1–8 (a run's details, which the history does not hold) kept as they are.
-fn redraw() -> Result<()> {
+pub fn redraw() -> Result<()> {
     let hist = proc::root().join(history::FILE);
     let all = history::load(&hist)?;
     let Some(latest) = all.last() else { bail!("{} holds no run: run `cargo xtask bench` first", hist.display()) };
@@ -171,7 +177,7 @@ fn redraw() -> Result<()> {
     if details.is_empty() {
         println!("bench: {} has no sections 1–8 to keep; the next `cargo xtask bench` writes them", out.display());
     }
-    std::fs::write(&out, report::markdown(latest, details, &all)).with_context(|| format!("writing {}", out.display()))?;
+    std::fs::write(&out, report::markdown(latest, details, &all, &rtla_section())).with_context(|| format!("writing {}", out.display()))?;
     summary::print(&latest.figures);
     println!(
         "bench: redrew {} from the {} run(s) in {} (latest {} `{}`)",
@@ -257,7 +263,7 @@ fn git(args: &[&str]) -> Option<String> {
 
 /// HEAD's short hash, "-dirty" when the tree has changes beyond the files
 /// the bench itself writes.
-fn commit() -> String {
+pub fn commit() -> String {
     let short = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
     let bench_writes = [":!BENCHMARKS.md".to_string(), format!(":!{}", history::FILE)];
     let mut args = vec!["status", "--porcelain", "--", "."];
@@ -266,7 +272,7 @@ fn commit() -> String {
     history::commit_label(&short, dirty)
 }
 
-fn utc_now() -> String {
+pub fn utc_now() -> String {
     first_line(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"]))
 }
 

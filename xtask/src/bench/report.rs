@@ -16,9 +16,14 @@ use super::summary::rows;
 /// table it replaced.
 const HISTORY: [&str; 2] = ["## History", "## Before and after"];
 
+/// Where the sections this module keeps end: the history, or section 9
+/// (the rtla comparison, which `cargo xtask vmtest` writes to its own file).
+const AFTER_DETAILS: &str = "## 9. ";
+
 /// The document for `latest` (the last entry of `all`), with `details`
-/// (sections 1 to 8, from that run).
-pub fn markdown(latest: &Entry, details: &str, all: &[Entry]) -> String {
+/// (sections 1 to 8, from that run) and `rtla` (section 9, as vmtest last
+/// wrote it; "" when it never has).
+pub fn markdown(latest: &Entry, details: &str, all: &[Entry], rtla: &str) -> String {
     let mut o = String::new();
     let mc = &latest.machine;
     let _ = writeln!(o, "# jitterwatch benchmarks\n");
@@ -56,6 +61,10 @@ pub fn markdown(latest: &Entry, details: &str, all: &[Entry]) -> String {
     o.push('\n');
     o += details.trim_end();
     o += "\n\n";
+    if !rtla.trim().is_empty() {
+        o += rtla.trim_end();
+        o += "\n\n";
+    }
     o += &history::table(all, history::SHOWN);
     o
 }
@@ -65,7 +74,13 @@ pub fn markdown(latest: &Entry, details: &str, all: &[Entry]) -> String {
 pub fn kept_details(old: &str) -> &str {
     let Some(start) = old.find(START) else { return "" };
     let rest = &old[start..];
-    let end = HISTORY.iter().filter_map(|h| rest.find(&format!("\n{h}\n"))).min().unwrap_or(rest.len());
+    let end = HISTORY
+        .iter()
+        .map(|h| format!("\n{h}\n"))
+        .chain(std::iter::once(format!("\n{AFTER_DETAILS}")))
+        .filter_map(|h| rest.find(&h))
+        .min()
+        .unwrap_or(rest.len());
     &rest[..end]
 }
 
@@ -90,11 +105,14 @@ mod tests {
         let mut e = Entry { commit: "a8ac5ba".into(), date: "2026-11-23 18:09 UTC".into(), ..Entry::default() };
         e.machine.kernel = "6.18.44".into();
         e.figures.insert("5".into(), Figure::new("v1").with("peak_rss_mib", Some(27.2)));
-        let md = markdown(&e, "## 1. Probe floor\n\nfloor\n", std::slice::from_ref(&e));
+        let md = markdown(&e, "## 1. Probe floor\n\nfloor\n", std::slice::from_ref(&e), "");
         assert!(md.contains("| kernel (uname -r) | 6.18.44 |"));
         assert!(md.contains("| 5. Peak RSS | 27.2 MiB | ≤ 32 MiB | met |"), "{md}");
         assert!(md.contains("| 2. Cost to an unwatched CPU | not measured | ≤ 1% and below bpftrace | not measured |"), "{md}");
         assert!(md.contains("\n## 1. Probe floor\n\nfloor\n\n## History\n"), "{md}");
         assert_eq!(kept_details(&md), "## 1. Probe floor\n\nfloor\n", "a redrawn file keeps its details");
+        let with_rtla = markdown(&e, "## 1. Probe floor\n\nfloor\n", std::slice::from_ref(&e), "## 9. Beside rtla\n\n| a |\n");
+        assert!(with_rtla.contains("\nfloor\n\n## 9. Beside rtla\n\n| a |\n\n## History\n"), "{with_rtla}");
+        assert_eq!(kept_details(&with_rtla), "## 1. Probe floor\n\nfloor\n", "section 9 is not a detail");
     }
 }

@@ -28,7 +28,9 @@ done
 
 say() { echo "JWTEST $*"; }
 # One line of at most 300 bytes, from a file's last lines.
-oneline() { tail -n "${2:-3}" "$1" 2>/dev/null | tr '\n\t' '  ' | cut -c1-300; }
+# (Colour escapes, which rtla prints, dropped.)
+ESC=$(printf '\033')
+oneline() { tail -n "${2:-3}" "$1" 2>/dev/null | sed "s/${ESC}\[[0-9;]*m//g" | tr '\n\t' '  ' | tr -d '\000-\037' | cut -c1-300; }
 check() { # NAME OK(0|1) DETAIL
 	if [ "$2" = 0 ]; then r=pass; else r=fail; fi
 	say "check=$1 result=$r detail=$3"
@@ -129,6 +131,53 @@ jitterwatch --cpus "$CPU" --probe wakeup --duration 3s --no-tui --json >/tmp/w.j
 RC=$?
 grep -q '"wakeup"' /tmp/w.json && [ "$RC" = 0 ]
 check wakeup-probe $? "status $RC, hiccups=$(num hiccups /tmp/w.json) $(oneline /tmp/w.err 1)"
+
+# Beside rtla (kernels with the osnoise and timerlat tracers: the guest
+# then carries the suite's rtla): passive mode on the tracer's own thread,
+# attached first and waiting for its name, stopped once rtla has ended, so
+# it sees the thread's whole life. osnoise runs in 10 ms periods (runtime
+# = period: it never sleeps) because rtla reports whole periods only: what
+# the last, cut one held is at most 10 ms of 10 s. Then, per class, rtla's
+# count and ours:
+#   JWTEST rtla_tool=osnoise|timerlat class=NAME rtla=N jw=N
+# and the runs' own lines (JWTEST rtla-run=...) for the report's detail.
+# rtla itself runs on the other CPUs (6.1's rtla has no -H).
+if [ -x /usr/bin/rtla ] && grep -qw osnoise /sys/kernel/tracing/available_tracers 2>/dev/null; then
+	HOUSE=0-$((CPU - 1))
+	# rtla from 6.9 on runs timerlat's workload as a user thread when the
+	# kernel can (timerlatu/N); older ones as a kernel thread (timerlat/N).
+	TL=timerlat
+	/usr/bin/rtla timerlat top -h 2>&1 | grep -q -- '--user-threads' && TL=timerlatu
+	for tool in osnoise timerlat; do
+		T=$tool
+		[ $tool = timerlat ] && T=$TL
+		jitterwatch --comm "$T/$CPU" --cpus "$CPU" --duration 300s --no-tui --json >/tmp/r.json 2>/tmp/r.err &
+		J=$!
+		started /tmp/r.err $J
+		case $tool in
+		osnoise) taskset -c "$HOUSE" /usr/bin/rtla osnoise top -c "$CPU" -d 10s -q -p 10000 -r 10000 -T 1 >/tmp/rtla.txt 2>&1 ;;
+		timerlat) taskset -c "$HOUSE" /usr/bin/rtla timerlat top -c "$CPU" -d 10s -q $([ $TL = timerlatu ] && echo -u) >/tmp/rtla.txt 2>&1 ;;
+		esac
+		R=$?
+		kill -INT $J
+		wait $J
+		say "rtla-run=$tool thread=$T/$CPU rtla_status=$R jw_status=$? $(oneline /tmp/rtla.txt 2 | tr -s ' ' | cut -c1-200)"
+		case $tool in
+		osnoise)
+			# CPU Period Runtime Noise %CPU-Aval MaxNoise MaxSingle HW NMI IRQ Softirq Thread
+			set -- $(awk -v c="$CPU" '$1 == c { print $9, $10, $11, $12 }' /tmp/rtla.txt)
+			for class in nmi irq softirq thread; do
+				say "rtla_tool=osnoise class=$class rtla=${1:--} jw=$(num $class /tmp/r.json)"
+				shift
+			done
+			;;
+		timerlat)
+			# CPU COUNT | ...: the thread's activations.
+			say "rtla_tool=timerlat class=wakeups rtla=$(awk -v c="$CPU" '$1 == c { sub("#", "", $2); print $2 }' /tmp/rtla.txt) jw=$(num wakeups /tmp/r.json)"
+			;;
+		esac
+	done
+fi
 
 say "end uptime=$(up)"
 sync

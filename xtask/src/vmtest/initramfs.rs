@@ -55,6 +55,30 @@ pub fn base(jitterwatch: &Path) -> Result<Vec<(String, Entry)>> {
     Ok(files)
 }
 
+/// Every file and symbolic link under `root`, at its path below it (the
+/// directories come with them: `archive` adds the parents).
+pub fn tree(root: &Path) -> Result<Vec<(String, Entry)>> {
+    let mut out = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+            let path = e?.path();
+            let rel = path.strip_prefix(root)?.to_string_lossy().into_owned();
+            let meta = std::fs::symlink_metadata(&path)?;
+            if meta.file_type().is_symlink() {
+                out.push((rel, Entry::Symlink(std::fs::read_link(&path)?.to_string_lossy().into_owned())));
+            } else if meta.is_dir() {
+                todo.push(path);
+            } else {
+                use std::os::unix::fs::PermissionsExt;
+                out.push((rel, Entry::File { data: std::fs::read(&path)?, mode: meta.permissions().mode() & 0o7777 }));
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
 /// The libraries (and the loader) in `ldd` output, by the path the loader
 /// will look them up at; none for a static binary.
 pub fn needed_libs(ldd: &str) -> Vec<String> {

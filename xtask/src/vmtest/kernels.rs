@@ -143,7 +143,7 @@ fn extract(deb: &Path, path: &str, into: &Path) -> Result<()> {
 }
 
 /// Runs `cmd`, piped into the shell command `then` when given; its stdout.
-fn run_out(cmd: &mut Command, then: Option<&str>) -> Result<String> {
+pub(super) fn run_out(cmd: &mut Command, then: Option<&str>) -> Result<String> {
     let Some(then) = then else {
         let out = cmd.output().with_context(|| format!("running {}", proc::show(cmd)))?;
         if !out.status.success() {
@@ -162,12 +162,12 @@ fn run_out(cmd: &mut Command, then: Option<&str>) -> Result<String> {
 }
 
 /// A private apt configuration for one suite of deb.debian.org.
-struct AptRoot {
+pub(super) struct AptRoot {
     opts: Vec<String>,
 }
 
 impl AptRoot {
-    fn new(dir: &Path, suite: &str) -> Result<Self> {
+    pub(super) fn new(dir: &Path, suite: &str) -> Result<Self> {
         for sub in ["lists/partial", "cache/archives/partial"] {
             std::fs::create_dir_all(dir.join(sub))?;
         }
@@ -204,12 +204,12 @@ impl AptRoot {
         Ok(apt)
     }
 
-    fn show(&self, pkg: &str) -> Result<String> {
+    pub(super) fn show(&self, pkg: &str) -> Result<String> {
         run_out(Command::new("apt-cache").args(&self.opts).args(["show", "--no-all-versions", pkg]), None)
     }
 
     /// Downloads `pkg` into `dir`; the .deb's path.
-    fn download(&self, pkg: &str, dir: &Path) -> Result<PathBuf> {
+    pub(super) fn download(&self, pkg: &str, dir: &Path) -> Result<PathBuf> {
         // apt's sandbox user cannot write into root's target/: download as
         // root (it warns, that is all).
         proc::check(Command::new("apt-get").args(&self.opts).args(["-q", "download", pkg]).current_dir(dir).stdout(Stdio::null()))?;

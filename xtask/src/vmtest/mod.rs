@@ -11,6 +11,7 @@ mod initramfs;
 mod kernels;
 mod qemu;
 mod report;
+mod rtla;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -21,6 +22,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::{deps, dist, proc};
 pub use qemu::Mode;
+pub use rtla::FILE as RTLA_FILE;
 
 /// A VM past this is killed (and its row says it did not finish). Under TCG
 /// here one takes about a minute.
@@ -58,6 +60,8 @@ struct Vm {
     kernel: kernels::Kernel,
     mode: Mode,
     initrd: PathBuf,
+    /// It carries rtla: the guest compares with it.
+    rtla: bool,
 }
 
 pub fn run(opts: &Options) -> Result<()> {
@@ -82,10 +86,17 @@ pub fn run(opts: &Options) -> Result<()> {
         let mut files = base.clone();
         let config = std::fs::read(&kernel.config)?;
         files.push((format!("boot/config-{}", kernel.release), initramfs::Entry::File { data: config, mode: 0o644 }));
+        let with_rtla = rtla::root(&kernel, &cache)?;
+        if let Some(root) = &with_rtla {
+            let tree = initramfs::tree(root)?;
+            let paths: Vec<String> = tree.iter().map(|(p, _)| p.clone()).collect();
+            files.extend(tree);
+            files.extend(rtla::usr_links(&paths).into_iter().map(|(l, t)| (l, initramfs::Entry::Symlink(t))));
+        }
         let initrd = run_dir.join(format!("{}.cpio", spec.name));
         std::fs::write(&initrd, initramfs::archive(&files)).with_context(|| format!("writing {}", initrd.display()))?;
         for &mode in &opts.modes {
-            vms.push(Vm { kernel: kernel.clone(), mode, initrd: initrd.clone() });
+            vms.push(Vm { kernel: kernel.clone(), mode, initrd: initrd.clone(), rtla: with_rtla.is_some() });
         }
     }
     drop(base);
@@ -106,12 +117,38 @@ pub fn run(opts: &Options) -> Result<()> {
     println!("\n{table}");
     let saved = cache.join("results.md");
     std::fs::write(&saved, &table)?;
+    write_rtla(&vms, &results)?;
     let failed = results.iter().filter(|(r, _)| !r.passed()).count();
     if failed > 0 {
         bail!("vmtest: {failed} of {} VM(s) failed a check (serial logs in {})", vms.len(), logs.display());
     }
     println!("vmtest: every check passed on {} VM(s) (table in {})", vms.len(), saved.display());
     Ok(())
+}
+
+/// The rtla comparison of the VMs that made one, into its file and
+/// BENCHMARKS.md's section 9 (nothing when none did).
+fn write_rtla(vms: &[Vm], results: &[(report::VmResult, f64)]) -> Result<()> {
+    let runs: Vec<rtla::Run<'_>> = vms
+        .iter()
+        .zip(results)
+        .filter(|(vm, (r, _))| vm.rtla && !r.rtla.is_empty())
+        .map(|(vm, (r, _))| rtla::Run {
+            kernel: vm.kernel.spec.name,
+            release: r.release.as_deref().unwrap_or("?"),
+            mode: vm.mode.name(),
+            classes: &r.rtla,
+        })
+        .collect();
+    if runs.is_empty() {
+        return Ok(());
+    }
+    let md = rtla::markdown(&runs, &crate::bench::utc_now(), &crate::bench::commit());
+    println!("\n{md}");
+    let file = proc::root().join(RTLA_FILE);
+    std::fs::write(&file, md).with_context(|| format!("writing {}", file.display()))?;
+    println!("vmtest: the rtla comparison is in {}; BENCHMARKS.md's section 9 redrawn from it", file.display());
+    crate::bench::redraw()
 }
 
 /// Boots every VM, `jobs` at a time; each one's result and wall time, in order.
@@ -167,6 +204,9 @@ fn boot_one(vm: &Vm, kvm: bool, logs: &Path) -> (report::VmResult, f64) {
     let nohz_full = vm.mode == Mode::Tuned && vm.kernel.nohz_full;
     if let Some(c) = report::ticks_check(nohz_full, &r) {
         r.checks.push(c);
+    }
+    if vm.rtla && r.ended {
+        r.checks.push(rtla::check(&r.rtla));
     }
     let passed = r.checks.iter().filter(|c| c.pass).count();
     let how = match end {

@@ -5,7 +5,12 @@
 use std::fmt::Write;
 
 /// The checks, in the table's column order.
-pub const CHECKS: &[&str] = &["load", "events", "csv", "doctor", "passive-running", "passive-new", "wakeup-probe", "exit", "ticks"];
+pub const CHECKS: &[&str] = &["load", "events", "csv", "doctor", "passive-running", "passive-new", "wakeup-probe", "exit", "ticks", "rtla"];
+
+/// Checks only some kernels have (rtla: those with the osnoise and timerlat
+/// tracers); where a kernel should have one, the caller adds it, failed if
+/// the guest said nothing.
+const OPTIONAL: &[&str] = &["rtla"];
 
 /// Most ticks a second on a tuned CPU of a kernel with NO_HZ_FULL (the
 /// residual 1 Hz tick of a CPU running one task), and how far from the
@@ -51,11 +56,13 @@ pub struct VmResult {
     pub kernel_ticks: Option<f64>,
     /// The script reached its end (else the VM crashed or hung).
     pub ended: bool,
+    /// Beside rtla: per tool and class, rtla's count and ours (rtla.rs).
+    pub rtla: Vec<super::rtla::Class>,
 }
 
 impl VmResult {
     pub fn passed(&self) -> bool {
-        self.ended && CHECKS.iter().all(|c| self.check(c).is_some_and(|k| k.pass))
+        self.ended && CHECKS.iter().all(|c| self.check(c).map_or(OPTIONAL.contains(c), |k| k.pass))
     }
 
     pub fn check(&self, name: &str) -> Option<&Check> {
@@ -97,6 +104,9 @@ pub fn parse(serial: &str) -> VmResult {
             r.ended = true;
         } else if let (Some(name), Some(result)) = (get("check"), get("result")) {
             r.checks.push(Check { name: name.to_string(), pass: result == "pass", detail: get("detail").unwrap_or("").to_string() });
+        } else if let (Some(tool), Some(class)) = (get("rtla_tool"), get("class")) {
+            let count = |k: &str| get(k).and_then(|v| v.parse::<u64>().ok());
+            r.rtla.push(super::rtla::Class { tool: tool.to_string(), class: class.to_string(), rtla: count("rtla"), jw: count("jw") });
         } else if let Some(metric) = get("metric") {
             let rate = match (num("count"), num("ns"), num("from"), num("to")) {
                 (Some(c), Some(ns), _, _) if ns > 0.0 => Some(c / (ns / 1e9)),
@@ -193,6 +203,17 @@ mod tests {
     }
 
     #[test]
+    fn parses_the_rtla_comparison() {
+        let r = parse("JWTEST rtla_tool=osnoise class=irq rtla=2503 jw=2513\nJWTEST rtla_tool=timerlat class=wakeups rtla=9343 jw=\n");
+        assert_eq!(r.rtla.len(), 2);
+        assert_eq!(
+            (r.rtla[0].tool.as_str(), r.rtla[0].class.as_str(), r.rtla[0].rtla, r.rtla[0].jw),
+            ("osnoise", "irq", Some(2503), Some(2513))
+        );
+        assert_eq!(r.rtla[1].jw, None);
+    }
+
+    #[test]
     fn tick_rates_are_judged_by_the_cpus_tuning() {
         let rates = |run: Option<f64>, window: Option<f64>, kernel: Option<f64>| VmResult {
             jw_ticks: run,
@@ -229,6 +250,7 @@ mod tests {
             jw_window_ticks: None,
             kernel_ticks: Some(152.4),
             ended: true,
+            rtla: Vec::new(),
         };
         assert!(ok.passed());
         let bad = parse(LOG);
