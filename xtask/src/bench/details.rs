@@ -169,6 +169,18 @@ pub fn markdown(mc: &Machine, r: &Results, fig: &Figures) -> String {
         );
     }
 
+    let inside: Vec<String> = b
+        .inside_irq()
+        .into_iter()
+        .map(|(what, ns)| format!("{what}: {}", ns.map_or("not measured (a program did not run)".to_string(), |n| format!("{n:.0} ns"))))
+        .collect();
+    let _ = writeln!(
+        o,
+        "\nWhat our programs add inside one interrupt on the watched CPU (the medians above, summed over the programs it \
+         runs; the stats' own clock reads included): {}.",
+        inside.join("; ")
+    );
+
     let c = &r.cap;
     let _ = writeln!(o, "\n## 4. Ring-buffer capacity\n");
     let _ = writeln!(

@@ -169,6 +169,18 @@ pub struct BpfCost {
     pub unwatched: Vec<ProgCost>,
 }
 
+/// The programs each kind of interrupt runs: its entry and exit, and what
+/// runs inside it (one hrtimer in a tick; the cross-CPU call in an IPI).
+const INSIDE_IRQ: [(&str, &[&str]); 4] = [
+    ("a device IRQ (one handler)", &["on_irq_entry", "on_irq_exit"]),
+    ("a local-timer tick with one hrtimer", &["on_local_timer_entry", "on_hrtimer_entry", "on_hrtimer_exit", "on_local_timer_exit"]),
+    (
+        "a function-call IPI with one call",
+        &["on_call_function_single_entry", "on_csd_entry", "on_csd_exit", "on_call_function_single_exit"],
+    ),
+    ("a softirq", &["on_softirq_entry", "on_softirq_exit"]),
+];
+
 /// Programs loaded only on request: `--wake-origins`'s, on every wake-up.
 const OPT_IN: [&str; 1] = ["on_waking"];
 
@@ -182,6 +194,15 @@ impl BpfCost {
     /// The same for the programs only `--wake-origins` loads.
     pub fn opt_in_pct_unwatched(&self) -> f64 {
         self.pct_unwatched(|name| OPT_IN.contains(&name))
+    }
+
+    /// What our programs add inside one interrupt of each kind on the
+    /// watched CPU: the median ns/run of the programs it runs, summed
+    /// (None where one of them did not run). Each run's figure includes the
+    /// two clock reads `bpf_stats_enabled` adds.
+    pub fn inside_irq(&self) -> Vec<(&'static str, Option<f64>)> {
+        let ns = |name: &str| self.watched.iter().find(|p| p.name == name && p.ns_per_run.n > 0).map(|p| p.ns_per_run.median);
+        INSIDE_IRQ.iter().map(|(what, progs)| (*what, progs.iter().map(|p| ns(p)).sum::<Option<f64>>())).collect()
     }
 
     fn pct_unwatched(&self, which: impl Fn(&str) -> bool) -> f64 {
@@ -244,4 +265,25 @@ pub fn bpf_cost(cx: &Ctx) -> Result<BpfCost> {
         watched_events_per_sec: Spread::of(&on_w.iter().map(|v| num(v, "/events_per_sec")).collect::<Vec<_>>()),
         unwatched: prog_costs(&on_h),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interrupt_costs_the_programs_it_runs() {
+        let prog = |name: &str, ns: &[f64]| ProgCost { name: name.into(), run_cnt: Spread::of(&[10.0]), ns_per_run: Spread::of(ns) };
+        let watched = vec![
+            prog("on_irq_entry", &[500.0, 400.0, 600.0]),
+            prog("on_irq_exit", &[250.0]),
+            prog("on_softirq_entry", &[]),
+            prog("on_softirq_exit", &[200.0]),
+        ];
+        let b = BpfCost { reps: 3, secs: 3.0, watched, watched_events_per_sec: Spread::of(&[1.0]), unwatched: Vec::new() };
+        let got = b.inside_irq();
+        assert_eq!(got[0], ("a device IRQ (one handler)", Some(750.0)));
+        assert_eq!(got[1].1, None, "the tick's programs never ran");
+        assert_eq!(got[3].1, None, "a program without a figure leaves the sum unmeasured");
+    }
 }
