@@ -20,13 +20,14 @@ use crate::proc;
 /// How far apart the counts of one class may be: 2% of rtla's, plus the
 /// tracer's start and stop. rtla counts whole periods only, ended when it
 /// turns tracing off; jitterwatch counts from the thread's first run to its
-/// exit, which comes later, after rtla has printed and torn its instance
-/// down (tracepoints unregistered: SRCU work and IPIs reach every CPU). In
-/// runs of 10 and 20 s with 10 ms, 100 ms and 1 s periods, jitterwatch's
-/// thread count was 8 to 17 above rtla's whatever the length (an edge, not
-/// a rate), its IRQ count 21 to 46 above (0.4–1.8%).
+/// exit, which comes later, once rtla has printed and torn its instance
+/// down. Meanwhile the CPU's ticks (and on PREEMPT_RT the ktimers run each
+/// wakes) reach the still-sampling thread: an edge of time, not a rate. In
+/// runs of 10 and 20 s with 10 ms, 100 ms and 1 s periods under TCG, the
+/// IRQ and thread counts were both 4 to 21 above rtla's whatever the
+/// length (at 250 Hz, 20 ticks are 80 ms of teardown).
 pub const TOLERANCE: f64 = 0.02;
-pub const EDGE: u64 = 20;
+pub const EDGE: u64 = 30;
 
 /// Where vmtest writes the comparison (BENCHMARKS.md takes it in as its
 /// section 9: bench/report.rs).
@@ -217,12 +218,12 @@ mod tests {
     }
 
     #[test]
-    fn counts_agree_within_two_percent_or_two_events() {
-        assert!(class("osnoise", "irq", Some(2503), Some(2573)).agrees());
-        assert!(!class("osnoise", "irq", Some(2503), Some(2575)).agrees());
-        assert!(class("osnoise", "thread", Some(12), Some(33)).agrees());
-        assert!(!class("osnoise", "thread", Some(12), Some(34)).agrees());
-        assert!(!class("osnoise", "thread", Some(40), Some(10)).agrees());
+    fn counts_agree_within_two_percent_and_the_edge() {
+        assert!(class("osnoise", "irq", Some(2503), Some(2583)).agrees());
+        assert!(!class("osnoise", "irq", Some(2503), Some(2585)).agrees());
+        assert!(class("osnoise", "thread", Some(12), Some(43)).agrees());
+        assert!(!class("osnoise", "thread", Some(12), Some(44)).agrees());
+        assert!(!class("osnoise", "thread", Some(50), Some(10)).agrees(), "fewer is off as much as more");
         assert!(class("osnoise", "nmi", Some(0), Some(0)).agrees());
         assert!(!class("timerlat", "wakeups", Some(9182), None).agrees());
         assert_eq!(class("osnoise", "thread", Some(200), Some(210)).off_pct(), Some(5.0));
@@ -245,10 +246,10 @@ mod tests {
         assert_eq!(c.detail, "osnoise irq 100=101, timerlat wakeups 900=900");
         let c = check(&good[..1]);
         assert!(!c.pass && c.detail.contains("no comparison from timerlat"), "{c:?}");
-        let bad = [class("osnoise", "thread", Some(213), Some(245)), class("timerlat", "wakeups", Some(9343), None)];
+        let bad = [class("osnoise", "thread", Some(213), Some(255)), class("timerlat", "wakeups", Some(9343), None)];
         let c = check(&bad);
         assert!(!c.pass);
-        assert_eq!(c.detail, "osnoise thread: rtla 213 vs 245; timerlat wakeups: rtla 9343 vs none");
+        assert_eq!(c.detail, "osnoise thread: rtla 213 vs 255; timerlat wakeups: rtla 9343 vs none");
     }
 
     #[test]
