@@ -70,6 +70,10 @@ pub const SMI: &str = "system management interrupt (firmware)";
 /// What lost time is: the ring buffer was full, the CPU's events dropped.
 pub const LOST: &str = "(events dropped: ring buffer full)";
 
+/// The idle task's own time outside any idle state (its loop, before it
+/// enters one): the name of that idle cause.
+pub const IDLE_LOOP: &str = "idle loop";
+
 /// The name of the entry that folded causes of one kind share.
 pub const OTHERS: &str = "(others)";
 

@@ -203,7 +203,8 @@ fn a_stall_longer_than_the_window_is_charged_to_the_storm() {
 /// RT throttling parks a SCHED_FIFO probe ~50 ms a second; the idle task then
 /// runs, and the switch back into the probe is one the per-CPU perf event
 /// never reports (it does not fire for the idle task). The parks must be
-/// named swapper (or its idle state), and the host pauses after them must not be.
+/// named idle (the idle loop, or its idle state: never the swapper task), and
+/// the host pauses after them must not be.
 #[test]
 fn rt_throttling_parks_are_idle_and_nothing_after_them_is() {
     if !require_root_btf("rt_throttling_parks_are_idle_and_nothing_after_them_is") {
@@ -221,10 +222,12 @@ fn rt_throttling_parks_are_idle_and_nothing_after_them_is() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
     let hook = v["switch_hook"].as_str().unwrap_or_default().to_string();
-    let idle = format!("swapper/{cpu}[0]");
+    let idle = "idle";
     let rows = read_csv(&csv);
-    // The idle task's time, and its idle state's inside it (cpu_idle).
-    let idle_ns = |r: &common::Row| r.causes.iter().filter(|c| (c.0 == "task" && c.1 == idle) || c.0 == "idle").map(|c| c.2).sum::<u64>();
+    // The idle task's time (its loop, its idle state and the state's exit).
+    let idle_ns = |r: &common::Row| r.causes.iter().filter(|c| c.0 == "idle").map(|c| c.2).sum::<u64>();
+    let swapper = rows.iter().filter(|r| r.causes.iter().any(|c| c.0 == "task" && c.1.starts_with("swapper/"))).count();
+    assert_eq!(swapper, 0, "the idle task charged as a task in {swapper} rows");
     let parks: Vec<u64> = rows.iter().map(idle_ns).filter(|&ns| ns >= 10_000_000).collect();
     let small = rows.iter().filter(|r| (1..10_000_000).contains(&idle_ns(r))).count();
     eprintln!(

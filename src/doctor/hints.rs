@@ -233,6 +233,11 @@ pub fn hints(report: &Report, cause: &Cause) -> Vec<String> {
         Cause::Lost => h.push(
             "lost: events were dropped because the ring buffer was full (jitterwatch's consumer fell behind, e.g. starved on a busy housekeeping CPU): give it a CPU of its own",
         ),
+        Cause::Idle(state) if state.as_ref() == crate::cause::IDLE_LOOP => {
+            h.push("idle loop: the CPU had nothing to run: the workload blocked, or was parked by RT throttling or the fair server".to_string());
+            h.add("rt_throttling");
+            h.add("fair_server");
+        }
         Cause::Idle(state) => {
             h.push(format!(
                 "idle ({}): the CPU slept and had to wake; idle=poll or processor.max_cstate=0 intel_idle.max_cstate=0 keep it awake (at a power cost)",

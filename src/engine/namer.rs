@@ -91,6 +91,7 @@ impl Namer {
             Context::Csd(f) => Cause::Csd(self.symbol(f)),
             Context::Nmi(f) => Cause::Nmi(self.symbol(f)),
             Context::Idle(state) => Cause::Idle(Symbol::from(self.idle.name(state))),
+            Context::IdleTask(state) => Cause::Idle(Symbol::from(self.idle.exit_name(state))),
             Context::Others(k) => Cause::Others(k),
             Context::Lost => Cause::Lost,
             Context::Probe | Context::Unknown => unreachable!("unexplained, handled above"),
@@ -136,6 +137,15 @@ impl IdleStates {
 
     /// State `state`'s name; without a driver the kernel reports 0 for
     /// polling and 1 for its default idle (HLT on x86).
+    /// The idle task's time outside a state: leaving the one it was in
+    /// (`C6 exit`), or the idle loop itself when none was seen.
+    pub fn exit_name(&self, state: u32) -> String {
+        if state == crate::record::IDLE_EXIT {
+            return crate::cause::IDLE_LOOP.to_string();
+        }
+        format!("{} exit", self.name(state))
+    }
+
     pub fn name(&self, state: u32) -> String {
         if state == crate::record::IDLE_EXIT {
             return "(state not seen)".to_string();

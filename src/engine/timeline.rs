@@ -29,6 +29,10 @@ pub enum Context {
     /// The CPU in idle state n (cpu_idle), `IDLE_EXIT` where the state is
     /// not known (an exit whose entry was not seen).
     Idle(u32),
+    /// The idle task (pid 0, swapper/N) outside an idle state: leaving the
+    /// state it names (`IDLE_EXIT`: none seen since it was switched in, so
+    /// the idle loop). Idle is never a task that stole the CPU.
+    IdleTask(u32),
     /// Tasks of one program, folded where too many pids came by (the spill).
     Program(Comm),
     /// Contexts of one kind, folded likewise.
@@ -60,7 +64,7 @@ impl Context {
             Context::Timer(_) => Context::Others(Kind::Timer),
             Context::Nmi(_) => Context::Others(Kind::Nmi),
             // Idle states are few: never folded.
-            c @ (Context::Idle(_) | Context::Others(_) | Context::Probe | Context::Unknown | Context::Lost) => c,
+            c @ (Context::Idle(_) | Context::IdleTask(_) | Context::Others(_) | Context::Probe | Context::Unknown | Context::Lost) => c,
         }
     }
 }
@@ -206,6 +210,8 @@ impl Timeline {
     /// while the exit programs were still being attached.
     fn unseen_switch(&mut self, at: u64, to: Context) {
         let from = self.base;
+        // The idle task's time is one run whatever state it was leaving.
+        let was_from = |c: Context| c == from || matches!((c, from), (Context::IdleTask(_), Context::IdleTask(_)));
         let stale = |f: &Frame| f.level == Level::Irq && f.since < at;
         if at >= self.last {
             self.close(at);
@@ -213,7 +219,7 @@ impl Timeline {
             let mut i = self.segments.partition_point(|s| s.end <= at);
             while i < self.segments.len() {
                 let s = self.segments[i];
-                if s.ctx == from || self.stack.iter().any(|f| stale(f) && f.ctx == s.ctx) {
+                if was_from(s.ctx) || self.stack.iter().any(|f| stale(f) && f.ctx == s.ctx) {
                     if s.start < at {
                         self.segments[i].end = at;
                         i += 1;
@@ -247,6 +253,7 @@ impl Timeline {
     fn runs(&self, pid: u32) -> bool {
         match self.base {
             Context::Task { pid: p, .. } => p == pid,
+            Context::IdleTask(_) => pid == 0,
             Context::Probe => self.probe_tids.contains(&pid),
             _ => false,
         }
@@ -255,6 +262,8 @@ impl Timeline {
     fn task_cause(&self, pid: u32, comm: Comm) -> Context {
         if self.probe_tids.contains(&pid) {
             Context::Probe
+        } else if pid == 0 {
+            Context::IdleTask(IDLE_EXIT)
         } else {
             Context::Task { pid, comm }
         }
@@ -318,7 +327,14 @@ impl Timeline {
             }
             // Idle is a frame above the idle task: interrupts that wake the
             // CPU nest on it, and its own time is the idle state's.
-            Payload::Idle { state: IDLE_EXIT } => self.exit(ts, Context::Idle(IDLE_EXIT), |f| matches!(f.ctx, Context::Idle(_))),
+            Payload::Idle { state: IDLE_EXIT } => {
+                let left = self.stack.iter().rev().find_map(|f| if let Context::Idle(s) = f.ctx { Some(s) } else { None });
+                self.exit(ts, Context::Idle(IDLE_EXIT), |f| matches!(f.ctx, Context::Idle(_)));
+                // From here the idle task is leaving that state.
+                if let (Context::IdleTask(_), Some(state)) = (self.base, left) {
+                    self.base = Context::IdleTask(state);
+                }
+            }
             Payload::Idle { state } => self.enter(ts, Context::Idle(state), 0, Level::Task),
             // The running task took a new name (exec): from here it runs
             // under it, as the next switch would say.

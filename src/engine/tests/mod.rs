@@ -151,7 +151,7 @@ fn work_item_that_sleeps_resumes_after_the_switch_back() {
         switch(170, kw, probe()),
     ];
     let (c, _) = run(&evs, 100, 170, 1000);
-    assert_eq!(c, vec!["work:vmstat_update=40", "task:swapper/1[0]=30"]);
+    assert_eq!(c, vec!["work:vmstat_update=40", "idle:idle loop=30"]);
 }
 
 #[test]
@@ -220,8 +220,25 @@ fn parked_probe_names_idle_and_the_timer() {
         switch(50_100, idle, probe()),
     ];
     let (c, _) = run(&evs, 990, 50_110, 60_000);
-    assert_eq!(c[0], "task:swapper/1[0]=49060");
+    assert_eq!(c[0], "idle:idle loop=49060");
     assert!(c.contains(&"timer:tick_nohz_handler=20".to_string()));
+}
+
+#[test]
+fn idle_is_its_state_and_its_exit_never_a_task() {
+    // The CPU idles in state 1, an IRQ wakes it, the idle task leaves the
+    // state and switches to the probe: no second of it is a task's.
+    let idle = task(0, "swapper/1");
+    let evs = [
+        switch(1000, probe(), idle),
+        ev(1_200, Payload::Idle { state: 1 }),
+        ev(40_000, Payload::IrqEntry { irq: 9, name: [0; crate::record::IRQ_NAME_LEN] }),
+        ev(40_100, Payload::IrqExit { irq: 9, ret: 1 }),
+        ev(40_150, Payload::Idle { state: crate::record::IDLE_EXIT }),
+        switch(40_500, idle, probe()),
+    ];
+    let (c, _) = run(&evs, 990, 40_510, 60_000);
+    assert_eq!(c, ["idle:halt (default idle)=38850", "idle:halt (default idle) exit=350", "idle:idle loop=200", "irq:9=100"]);
 }
 
 mod origins;

@@ -57,7 +57,7 @@ fn unseen_switch_out_of_idle_is_placed_by_the_run_time() {
     // The perf event misses swapper -> hog at 200; hog's switch-out says it
     // ran 100 ns, so [200, 300) is hog's, not the idle task's.
     let evs = [switch_ran(100, probe(), task(0, "swapper/1"), 40), switch_ran(300, task(50, "hog"), probe(), 100)];
-    assert_eq!(run(&evs, 90, 310, 1000), (vec!["task:hog[50]=100".into(), "task:swapper/1[0]=100".into()], 20));
+    assert_eq!(run(&evs, 90, 310, 1000), (vec!["task:hog[50]=100".into(), "idle:idle loop=100".into()], 20));
 }
 
 #[test]
@@ -72,14 +72,14 @@ fn unseen_switch_moves_time_already_closed() {
         ev(260, Payload::IrqExit { irq: 9, ret: 1 }),
         switch_ran(300, task(50, "hog"), probe(), 120),
     ];
-    assert_eq!(run(&evs, 100, 300, 1000), (vec!["task:hog[50]=110".into(), "task:swapper/1[0]=70".into(), "irq:9=20".into()], 0));
+    assert_eq!(run(&evs, 100, 300, 1000), (vec!["task:hog[50]=110".into(), "idle:idle loop=70".into(), "irq:9=20".into()], 0));
 }
 
 #[test]
 fn without_a_run_time_a_switch_changes_nothing_before_it() {
     // The tracepoint hook sees every switch and reports no run time.
     let evs = [switch(100, probe(), task(0, "swapper/1")), switch(300, task(50, "hog"), probe())];
-    assert_eq!(run(&evs, 100, 300, 1000), (vec!["task:swapper/1[0]=200".into()], 0));
+    assert_eq!(run(&evs, 100, 300, 1000), (vec!["idle:idle loop=200".into()], 0));
 }
 
 #[test]
@@ -89,7 +89,7 @@ fn the_probe_resuming_ends_an_idle_stretch_no_event_closed() {
     // no events, is unexplained, not the idle task's.
     let evs = [switch_ran(100, probe(), task(0, "swapper/1"), 5000)];
     let rows = run_gaps(&evs, &[(90, 300), (400, 500)], 1000);
-    assert_eq!(rows, vec![(vec!["task:swapper/1[0]=200".to_string()], 10), (vec![], 100)]);
+    assert_eq!(rows, vec![(vec!["idle:idle loop=200".to_string()], 10), (vec![], 100)]);
 }
 
 #[test]
@@ -111,7 +111,7 @@ fn an_unseen_switch_never_reaches_back_past_the_last_seen_one() {
         switch_ran(200, probe(), task(0, "swapper/1"), 40),
         switch_ran(300, task(50, "hog"), probe(), 250),
     ];
-    assert_eq!(run(&evs, 90, 310, 1000), (vec!["task:hog[50]=100".into(), "task:swapper/1[0]=50".into()], 70));
+    assert_eq!(run(&evs, 90, 310, 1000), (vec!["task:hog[50]=100".into(), "idle:idle loop=50".into()], 70));
 }
 
 /// A stall longer than the window: the segments pushed out are summed per
