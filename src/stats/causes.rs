@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use hdrhistogram::Histogram;
 
 use super::{histogram, CauseKey};
+use crate::cause::Cause;
+use crate::record::Comm;
 
 /// Causes kept per CPU. Past it, a quarter is folded: tasks into one
 /// `comm[*]` entry per program, the rest into `(others)` of their kind, so
@@ -124,8 +126,29 @@ pub(super) fn fold_stale(causes: &mut HashMap<CauseKey, CauseStats>, cpu: u32) -
         let (Some(gone), Some(into)) = (causes.remove(&key), key.cause.folded()) else { continue };
         causes.entry(CauseKey { cpu, cause: into }).or_default().absorb(gone);
     }
+    // A program folded here takes in its other pids too: one cause.
+    let programs: Vec<Comm> = causes
+        .keys()
+        .filter_map(|k| if let Cause::Task { comm, pid: None } = k.cause { (k.cpu == cpu).then_some(comm) } else { None })
+        .collect();
+    for comm in programs {
+        absorb_pids(causes, cpu, comm);
+    }
     // What is left for this CPU: the cap counts on from here.
     causes.keys().filter(|k| k.cpu == cpu).count()
+}
+
+/// Moves every `comm[pid]` entry of `cpu` into its program's `comm[*]`:
+/// once a program has been folded (its pids came and went faster than the
+/// cap), a view shows it once, not as `qemu[*]` beside `qemu[23769]`.
+pub(super) fn absorb_pids(causes: &mut HashMap<CauseKey, CauseStats>, cpu: u32, comm: Comm) {
+    let pids: Vec<CauseKey> =
+        causes.keys().filter(|k| k.cpu == cpu && matches!(k.cause, Cause::Task { comm: c, pid: Some(_) } if c == comm)).cloned().collect();
+    for key in pids {
+        if let Some(gone) = causes.remove(&key) {
+            causes.entry(CauseKey { cpu, cause: Cause::Task { comm, pid: None } }).or_default().absorb(gone);
+        }
+    }
 }
 
 #[cfg(test)]

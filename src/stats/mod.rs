@@ -270,8 +270,21 @@ impl Stats {
         if *entries >= MAX_CAUSES {
             *entries = causes::fold_stale(&mut self.causes, cpu);
         }
+        // A program already folded (maybe just now) takes its new pids: one
+        // program, one cause.
+        if let Cause::Task { comm, pid: Some(_) } = *cause {
+            if let Some(s) = self.causes.get_mut(&CauseKey { cpu, cause: Cause::Task { comm, pid: None } }) {
+                s.add(ns, at);
+                return;
+            }
+        }
+        let entries = self.cause_entries.entry(cpu).or_default();
         *entries += 1;
         self.causes.entry(key).or_default().add(ns, at);
+        if let Cause::Task { comm, pid: None } = *cause {
+            causes::absorb_pids(&mut self.causes, cpu, comm);
+            *entries = self.causes.keys().filter(|k| k.cpu == cpu).count();
+        }
     }
 
     fn note_worst(&mut self, h: &Hiccup) {

@@ -53,13 +53,30 @@ fn pid_churn_folds_stale_causes_by_their_fields() {
     assert_eq!(total, s.cpus[0].stolen_ns);
     assert_eq!(s.causes[&key(1, task("hog", 5))].total_ns, big);
     assert_eq!(s.causes[&key(1, tick)].count, 1000);
-    assert!(s.causes.contains_key(&key(1, task("cc1", 1999))), "the latest task keeps its name");
     // Folded tasks share their program's entry: a comm with `[` in it
-    // folds by its field, not by parsing `comm[pid]` back.
-    let others = &s.causes[&key(1, Cause::Task { comm: comm(b"cc1"), pid: None })];
-    assert!(others.count > 0);
+    // folds by its field, not by parsing `comm[pid]` back. Once folded, the
+    // program is one cause: no `cc1[pid]` beside `cc1[*]`.
+    let program = &s.causes[&key(1, Cause::Task { comm: comm(b"cc1"), pid: None })];
+    let cc1: Vec<_> = s.causes.iter().filter(|(k, _)| k.cause.name().starts_with("cc1")).map(|(k, c)| (k.cause.name(), c.count)).collect();
+    assert_eq!(program.count, 70_000, "{cc1:?}");
+    let split = s.causes.keys().filter(|k| matches!(k.cause, Cause::Task { comm: c, pid: Some(_) } if c == comm(b"cc1"))).count();
+    assert_eq!(split, 0, "cc1 shown as its program and as {split} pids");
     assert_eq!(s.causes.values().map(|c| c.count).sum::<u64>(), 71_001);
     assert!(!s.causes.contains_key(&key(1, Cause::Others(Kind::Task))));
+}
+
+#[test]
+fn a_program_the_engine_folded_is_one_cause() {
+    // The engine's spill names a program (`qemu[*]`) while one of its pids
+    // was already listed: the views show one qemu, before and after.
+    let mut s = Stats::new(&[1], 0);
+    let program = Cause::Task { comm: comm(b"qemu"), pid: None };
+    s.record(&hiccup(1, 0, vec![(task("qemu", 23769), 100)], 0));
+    s.record(&hiccup(1, 1, vec![(program.clone(), 50)], 0));
+    s.record(&hiccup(1, 2, vec![(task("qemu", 23770), 25)], 0));
+    let top: Vec<(Cause, u64, u64)> = s.top_causes(Some(1)).iter().map(|(k, c)| (k.cause.clone(), c.count, c.total_ns)).collect();
+    assert_eq!(top, [(program, 3, 175)]);
+    assert_eq!(s.cause_entries[&1], 1);
 }
 
 #[test]

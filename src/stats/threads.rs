@@ -74,11 +74,26 @@ impl ThreadStats {
             return;
         }
         let mut key = cause.clone();
+        // A program already folded takes its new pids: one program, one cause.
+        if let Some(program @ Cause::Task { pid: None, .. }) = key.folded() {
+            if self.causes.contains_key(&program) {
+                key = program;
+            }
+        }
         // Past the cap, fold until the entry exists or the cause cannot fold.
         while self.causes.len() >= MAX_THREAD_CAUSES && !self.causes.contains_key(&key) {
             match key.folded() {
                 Some(f) => key = f,
                 None => break,
+            }
+        }
+        if let Cause::Task { comm, pid: None } = key {
+            if !self.causes.contains_key(&key) {
+                // The program's first entry takes in its pids listed so far.
+                let pids: Vec<Cause> =
+                    self.causes.keys().filter(|c| matches!(c, Cause::Task { comm: k, pid: Some(_) } if *k == comm)).cloned().collect();
+                let moved: u64 = pids.iter().filter_map(|c| self.causes.remove(c)).sum();
+                *self.causes.entry(key.clone()).or_default() += moved;
             }
         }
         *self.causes.entry(key).or_default() += ns;
@@ -126,5 +141,25 @@ impl Threads {
         let mut v: Vec<&ThreadStats> = self.by_tid.values().collect();
         v.sort_by(|a, b| b.lost_ns().cmp(&a.lost_ns()).then(a.victim.tid.cmp(&b.victim.tid)));
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cause::comm;
+    use crate::interval::{hiccup, Victim};
+
+    #[test]
+    fn a_thread_sees_each_program_once() {
+        let task = |pid| Cause::Task { comm: comm(b"qemu"), pid };
+        let mut th = Threads::default();
+        let victim = Victim { tid: 7, comm: comm(b"app") };
+        for (cause, ns) in [(task(Some(23769)), 100), (task(None), 50), (task(Some(23770)), 25)] {
+            let mut h = hiccup(1, 0, vec![(cause, ns)], 0);
+            (h.victim, h.source) = (Some(victim), Source::Preempted);
+            th.record(&h);
+        }
+        assert_eq!(th.by_tid[&7].top_causes(5), [(task(None), 175)]);
     }
 }
