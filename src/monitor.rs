@@ -163,19 +163,19 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
             say!("{line}");
         }
     } else if let (ProbeKind::Wakeup { period_ns }, false) = (kind, tui) {
-        let how = if rule.given().is_some() { "as given" } else { "2 × the median latency of the first 100 ms, at least 10 µs" };
+        let how = if rule.given().is_some() { "as given" } else { "twice the median latency of its first 100 ms, at least 10 µs" };
         let thr: Vec<String> = probes
             .iter()
             .map(|p| {
                 let slack = p.shared.wake.as_ref().map_or(0, |w| w.slack_ns.load(Relaxed));
-                format!("{}: {} ns (timer slack {} ns)", p.shared.cpu, p.shared.threshold_ns.load(Relaxed), slack)
+                let ns = crate::units::ns;
+                format!("CPU {}: late above {}, timer slack {}", p.shared.cpu, ns(p.shared.threshold_ns.load(Relaxed)), ns(slack))
             })
             .collect();
         say!(
-            "wake-up probe on CPU {} every {}; threshold ({how}) {}",
-            cpulist::Display(&cpus),
+            "wake-up probe: sleeps {} at a time and reports a wake-up later than its threshold ({how}); {}",
             crate::units::ns(period_ns),
-            thr.join(", ")
+            thr.join("; ")
         );
     } else if !tui {
         for p in probes.iter() {
