@@ -154,15 +154,10 @@ impl Ipi {
 }
 
 /// A hint from a cause's origin: `sender` (a program, escaped) sent `kind`
-/// to `cpu` in `count` stalls. None for senders that are the CPU's own
-/// interrupt-level code, and kinds without an origin. An IPI's hint does
-/// not guess what the IPIs were: [`sender_hint_for`] says, given one.
-pub fn sender_hint(kind: crate::cause::Kind, sender: &str, cpu: u32, count: u64) -> Option<String> {
-    sender_hint_for(kind, sender, cpu, count, None)
-}
-
-/// [`sender_hint`], knowing what the sender sent (`what`, its top cause
-/// there): an IPI's hint by its function.
+/// to `cpu` in `count` stalls; `what`: what it sent that cost the most (an
+/// IPI's hint is by its function, and guesses nothing without one). None
+/// for senders that are the CPU's own interrupt-level code, and kinds
+/// without an origin.
 pub fn sender_hint_for(kind: crate::cause::Kind, sender: &str, cpu: u32, count: u64, what: Option<&Cause>) -> Option<String> {
     use crate::cause::Kind;
     if sender.starts_with('(') {
@@ -541,15 +536,14 @@ mod sender_tests {
         assert!(h.contains("cross-CPU calls to do_nothing") && !h.contains("TLB"), "{h}");
         let h = for_(None);
         assert!(h.contains("their function names the fix") && !h.contains("TLB shootdowns:"), "{h}");
-        assert_eq!(sender_hint(Kind::Ipi, "java", 6, 12), sender_hint_for(Kind::Ipi, "java", 6, 12, None));
     }
 
     #[test]
     fn senders_get_the_fix_for_what_they_sent() {
         assert!(sender_hint_for(Kind::Ipi, "java", 6, 12, Some(&Cause::Csd("flush_tlb_func".into()))).unwrap().contains("TLB shootdown"));
-        assert!(sender_hint(Kind::Work, "sh", 6, 1).unwrap().contains("schedule_on_each_cpu"));
-        assert!(sender_hint(Kind::Task, "bash", 6, 3).unwrap().contains("affinity"));
-        assert_eq!(sender_hint(Kind::Work, "(softirq:TIMER)", 6, 3), None, "the CPU's own code has no sender to fix");
-        assert_eq!(sender_hint(Kind::Irq, "x", 6, 3), None);
+        assert!(sender_hint_for(Kind::Work, "sh", 6, 1, None).unwrap().contains("schedule_on_each_cpu"));
+        assert!(sender_hint_for(Kind::Task, "bash", 6, 3, None).unwrap().contains("affinity"));
+        assert_eq!(sender_hint_for(Kind::Work, "(softirq:TIMER)", 6, 3, None), None, "the CPU's own code has no sender to fix");
+        assert_eq!(sender_hint_for(Kind::Irq, "x", 6, 3, None), None);
     }
 }

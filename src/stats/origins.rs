@@ -37,10 +37,13 @@ impl SenderKey {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sent {
     pub count: u64,
     pub ns: u64,
+    /// What it sent that cost the most in one stall (an IPI's function, a
+    /// work item): what its hint is about (a TLB flush, a remote call).
+    pub what: Option<(Cause, u64)>,
 }
 
 #[derive(Debug, Default)]
@@ -59,6 +62,9 @@ impl BySender {
             if let Some(s) = self.map.get_mut(&key) {
                 s.count += 1;
                 s.ns += ns;
+                if s.what.as_ref().is_none_or(|w| ns > w.1) {
+                    s.what = Some((cause.clone(), ns));
+                }
                 continue;
             }
             let n = self.entries.entry((h.cpu, cause.kind())).or_default();
@@ -67,13 +73,13 @@ impl BySender {
                 continue;
             }
             *n += 1;
-            self.map.insert(key, Sent { count: 1, ns });
+            self.map.insert(key, Sent { count: 1, ns, what: Some((cause.clone(), ns)) });
         }
     }
 
     /// `cpu`'s senders, most time first: (kind of cause, sender, totals).
-    pub fn top(&self, cpu: u32) -> Vec<(Kind, &SenderKey, Sent)> {
-        let mut v: Vec<_> = self.map.iter().filter(|((c, _, _), _)| *c == cpu).map(|((_, k, s), t)| (*k, s, *t)).collect();
+    pub fn top(&self, cpu: u32) -> Vec<(Kind, &SenderKey, &Sent)> {
+        let mut v: Vec<_> = self.map.iter().filter(|((c, _, _), _)| *c == cpu).map(|((_, k, s), t)| (*k, s, t)).collect();
         v.sort_by(|a, b| b.2.ns.cmp(&a.2.ns).then(b.2.count.cmp(&a.2.count)).then_with(|| (a.0, a.1).cmp(&(b.0, b.1))));
         v
     }
@@ -116,6 +122,9 @@ mod tests {
             vec![(Kind::Work, "(softirq:TIMER)".into(), 1, 900), (Kind::Ipi, "java".into(), 2, 400), (Kind::Ipi, "go".into(), 1, 50)]
         );
         assert!(b.top(7).is_empty());
+        // What each sent that cost the most: what its hint is about.
+        let java = b.top(6).into_iter().find(|t| t.1.name() == "java").expect("java sent IPIs").2.clone();
+        assert_eq!(java.what, Some((Cause::Csd("flush_tlb_func".into()), 300)));
     }
 
     #[test]

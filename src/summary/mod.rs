@@ -25,6 +25,9 @@ pub struct SenderRow {
     pub sender: String,
     pub count: u64,
     pub total_ns: u64,
+    /// What it sent that cost the most in one stall (its hint is about it).
+    #[serde(skip)]
+    pub what: Option<crate::cause::Cause>,
 }
 
 #[derive(Serialize)]
@@ -251,7 +254,13 @@ impl Summary {
                     .top(c.cpu)
                     .into_iter()
                     .take(TOP)
-                    .map(|(kind, sender, t)| SenderRow { kind, sender: sender.name(), count: t.count, total_ns: t.ns })
+                    .map(|(kind, sender, t)| SenderRow {
+                        kind,
+                        sender: sender.name(),
+                        count: t.count,
+                        total_ns: t.ns,
+                        what: t.what.as_ref().map(|w| w.0.clone()),
+                    })
                     .collect(),
                 queue_overflows: c.probe.overflow,
                 ringbuf_drops: c.probe.drops,
@@ -326,7 +335,7 @@ impl Summary {
             }
             // Who sent the most: its fix, once.
             for s in c.senders.iter().take(3) {
-                if let Some(h) = crate::doctor::sender_hint(s.kind, &s.sender, c.cpu, s.count) {
+                if let Some(h) = crate::doctor::sender_hint_for(s.kind, &s.sender, c.cpu, s.count, s.what.as_ref()) {
                     self.hints.push(h);
                 }
             }
