@@ -9,15 +9,22 @@ use anyhow::{Context, Result};
 
 use crate::proc;
 
-/// The limit for the probe: a bare clock_gettime loop. Prints its smallest
-/// delta, its mean period over `secs`, and (as jitterwatch's probe does: a
-/// 20 ms calibration, then a threshold of 8 × the floor) its mean period
-/// between hiccups.
+/// The limit for the probe: a bare clock_gettime loop. Its floor is found
+/// as jitterwatch's probe finds its own (docs/threshold.md): over its first
+/// 20 ms and at least 1,048,576 turns (at most 1 s), turns timed in blocks
+/// of 64, the floor the 5th percentile of the blocks' mean turn; then 8 ×
+/// the floor is its threshold (`--threshold auto`'s rule). Prints the
+/// floor, its smallest delta, its mean period over `secs`, and its mean
+/// period between hiccups.
 pub const CLOOP: &str = r#"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#define BLOCK 64
+#define MIN_TURNS 1048576u
+#define MAX_BLOCKS (1u << 20)
 
 static inline uint64_t now(void)
 {
@@ -26,14 +33,24 @@ static inline uint64_t now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t span = (uint64_t)(atof(argc > 1 ? argv[1] : "1") * 1e9);
 	uint64_t start = now(), prev = start, end = start + span;
-	uint64_t calibrated = start + 20000000;
+	uint64_t calibrated = start + 20000000, give_up = start + 1000000000;
 	uint64_t min = UINT64_MAX, n = 0;
 	uint64_t hot_start = 0, hot_n = 0, thr = UINT64_MAX, gap_ns = 0, gaps = 0;
+	double *blocks = malloc(MAX_BLOCKS * sizeof(double)), floor_ns = 0;
+	uint64_t nb = 0, block_t0 = start;
 
+	if (!blocks)
+		return 1;
 	while (prev < end) {
 		uint64_t t = now(), d = t - prev;
 		if (d < min)
@@ -44,15 +61,23 @@ int main(int argc, char **argv)
 		}
 		n++;
 		prev = t;
-		if (!hot_start && t >= calibrated) {
-			hot_start = t;
-			hot_n = n;
-			thr = 8 * (min ? min : 1);
+		if (!hot_start) {
+			if (n % BLOCK == 0 && nb < MAX_BLOCKS) {
+				blocks[nb++] = (double)(t - block_t0) / BLOCK;
+				block_t0 = t;
+			}
+			if ((t >= calibrated && n >= MIN_TURNS) || t >= give_up) {
+				hot_start = t;
+				hot_n = n;
+				qsort(blocks, nb, sizeof(double), cmp);
+				floor_ns = nb ? blocks[nb * 5 / 100] : (double)min;
+				thr = (uint64_t)(8 * (floor_ns > 1 ? floor_ns : 1));
+			}
 		}
 	}
-	printf("min_ns=%llu mean_ns=%.3f loops=%llu quiet_mean_ns=%.3f\n", (unsigned long long)min,
+	printf("floor_ns=%.3f min_ns=%llu mean_ns=%.3f loops=%llu quiet_mean_ns=%.3f\n", floor_ns, (unsigned long long)min,
 	       (double)(prev - start) / (double)n, (unsigned long long)n,
-	       (double)(prev - hot_start - gap_ns) / (double)(n - hot_n - gaps));
+	       hot_start ? (double)(prev - hot_start - gap_ns) / (double)(n - hot_n - gaps) : 0.0);
 	return 0;
 }
 "#;

@@ -71,14 +71,16 @@ pub fn slug(s: &str) -> String {
 /// history entry's methods are these with the parameters of that run.
 pub mod method {
     /// v2 (9e2dbe4): jitterwatch's loop floor became its loop period's 5th
-    /// percentile, while the C loop's is still its smallest delta.
+    /// percentile, while the C loop's was still its smallest delta. v3: the
+    /// C loop's floor is found the same way, and both cut at 8 × their floor
+    /// (jitterwatch with `--threshold auto`): like for like.
     pub fn probe(reps: usize, secs: f64) -> String {
         format!(
-            "v2: jitterwatch --clock vdso (floor: its period's p5) vs a C clock_gettime loop (floor: smallest delta), alternated, {reps} × {secs} s"
+            "v3: jitterwatch --clock vdso --threshold auto vs a C clock_gettime loop, both floors their period's p5 over 64-turn blocks, alternated, {reps} × {secs} s"
         )
     }
     pub fn probe_tsc(reps: usize, secs: f64) -> String {
-        format!("v2: jitterwatch --clock tsc (floor: its period's p5) vs the same C loop, a third run per repetition, {reps} × {secs} s")
+        format!("v3: jitterwatch --clock tsc --threshold auto (floor: its period's p5) vs the same C loop, a third run per repetition, {reps} × {secs} s")
     }
     pub fn unwatched(reps: usize, hook_runs: usize) -> String {
         format!(
@@ -121,7 +123,7 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
             .with("floor_ratio", med(&f.ratio_floor))
             .with("quiet_ratio", med(&f.ratio_quiet))
             .with("floor_ns", med(&f.jw_floor))
-            .with("c_floor_ns", med(&f.c_min))
+            .with("c_floor_ns", med(&f.c_floor))
             .with("quiet_ns", med(&f.jw_quiet))
             .with("c_quiet_ns", med(&f.c_quiet))
             .with("threshold_ns", med(&f.threshold)),

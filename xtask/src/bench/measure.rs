@@ -35,7 +35,7 @@ impl Ctx {
 pub struct Floor {
     pub reps: usize,
     pub secs: f64,
-    pub c_min: Spread,
+    pub c_floor: Spread,
     pub c_mean: Spread,
     pub jw_floor: Spread,
     pub jw_mean: Spread,
@@ -75,7 +75,7 @@ pub fn floor(cx: &Ctx) -> Result<Floor> {
     let reps = cx.reps(11);
     let secs = if cx.quick { 0.5 } else { 1.0 };
     let cpu = cx.watched.to_string();
-    let (mut c_min, mut c_mean, mut jw_floor, mut jw_mean, mut thr) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut c_floor, mut c_mean, mut jw_floor, mut jw_mean, mut thr) = (vec![], vec![], vec![], vec![], vec![]);
     let (mut r_floor, mut r_mean) = (vec![], vec![]);
     let (mut c_quiet, mut jw_quiet, mut r_quiet) = (vec![], vec![], vec![]);
     let (mut to_main, mut to_sample, mut to_event) = (vec![], vec![], vec![]);
@@ -90,10 +90,12 @@ pub fn floor(cx: &Ctx) -> Result<Floor> {
         for step in 0..2 {
             if (rep + step) % 2 == 0 {
                 let out = util::output(Command::new("taskset").args(["-c", &cpu]).arg(&cx.cloop).arg(secs.to_string()))?;
-                c = (util::field(&out, "min_ns")?, util::field(&out, "mean_ns")?, util::field(&out, "quiet_mean_ns")?);
+                c = (util::field(&out, "floor_ns")?, util::field(&out, "mean_ns")?, util::field(&out, "quiet_mean_ns")?);
             } else {
                 // The vDSO loop against the C loop reading the same clock.
-                let run = util::jw_run(&cx.bin, cx.watched, secs, &["--clock", "vdso"], None)?;
+                // `auto`: 8 × the floor, the C loop's rule too (the default
+                // would cut at 1 µs and leave fewer gaps out).
+                let run = util::jw_run(&cx.bin, cx.watched, secs, &["--clock", "vdso", "--threshold", "auto"], None)?;
                 let v = &run.json;
                 j = (num(v, "/cpus/0/loop_floor_ns"), num(v, "/cpus/0/loop_mean_ns"), num(v, "/cpus/0/loop_quiet_mean_ns"));
                 thr.push(num(v, "/cpus/0/threshold_ns"));
@@ -104,7 +106,7 @@ pub fn floor(cx: &Ctx) -> Result<Floor> {
             }
         }
         if tsc_ok {
-            let run = util::jw_run(&cx.bin, cx.watched, secs, &["--clock", "tsc"], None)?;
+            let run = util::jw_run(&cx.bin, cx.watched, secs, &["--clock", "tsc", "--threshold", "auto"], None)?;
             let v = &run.json;
             if v.pointer("/cpus/0/clock").and_then(|c| c.as_str()) == Some("tsc") {
                 let (fl, q) = (num(v, "/cpus/0/loop_floor_ns"), num(v, "/cpus/0/loop_quiet_mean_ns"));
@@ -118,7 +120,7 @@ pub fn floor(cx: &Ctx) -> Result<Floor> {
                 tsc_ok = false;
             }
         }
-        c_min.push(c.0);
+        c_floor.push(c.0);
         c_mean.push(c.1);
         jw_floor.push(j.0);
         jw_mean.push(j.1);
@@ -131,7 +133,7 @@ pub fn floor(cx: &Ctx) -> Result<Floor> {
     Ok(Floor {
         reps,
         secs,
-        c_min: Spread::of(&c_min),
+        c_floor: Spread::of(&c_floor),
         c_mean: Spread::of(&c_mean),
         jw_floor: Spread::of(&jw_floor),
         jw_mean: Spread::of(&jw_mean),

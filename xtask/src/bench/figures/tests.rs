@@ -23,7 +23,7 @@ fn results(sampled: bool) -> Results {
         floor: Floor {
             reps: 11,
             secs: 1.0,
-            c_min: s(20.0),
+            c_floor: s(20.0),
             c_mean: s(30.0),
             jw_floor: s(20.0),
             jw_mean: s(31.0),
