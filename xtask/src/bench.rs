@@ -97,6 +97,7 @@ pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
         quick,
         cloop: assets::compile(&tmp, "cloop", assets::CLOOP)?,
         pingpong: assets::compile(&tmp, "pingpong", assets::PINGPONG)?,
+        ipistorm: assets::compile(&tmp, "ipistorm", assets::IPISTORM)?,
         hog: assets::compile(&tmp, "hog", assets::HOG)?,
         hookcost: assets::compile(&tmp, "hookcost", assets::HOOKCOST)?,
         bt_script,

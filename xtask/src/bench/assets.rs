@@ -82,6 +82,55 @@ int main(int argc, char **argv)
 }
 "#;
 
+/// An IPI storm from another CPU: enabling and disabling a per-CPU perf
+/// event of the target CPU is a synchronous cross-CPU call, one IPI (and a
+/// csd) on the target each time it is busy, as it is under the probe.
+/// Usage: ipistorm CPU MAX_SECS; prints the calls it made.
+pub const IPISTORM: &str = r#"
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	int cpu = atoi(argc > 1 ? argv[1] : "1");
+	double secs = atof(argc > 2 ? argv[2] : "1");
+	struct perf_event_attr a;
+	struct timespec t0, t;
+	unsigned long n = 0;
+	int fd;
+
+	memset(&a, 0, sizeof a);
+	a.size = sizeof a;
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY;
+	a.disabled = 1;
+	fd = syscall(SYS_perf_event_open, &a, -1, cpu, -1, 0);
+	if (fd < 0) {
+		perror("ipistorm: perf_event_open");
+		return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+		ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+		n += 2;
+		if ((n & 1023) == 0) {
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 >= secs)
+				break;
+		}
+	}
+	printf("calls=%lu\n", n);
+	return 0;
+}
+"#;
+
 /// A context-switch storm: PAIRS pairs of threads hand a token back and
 /// forth through a futex; on one CPU every hand-off is a sched_switch.
 /// Usage: pingpong PAIRS MAX_SECS [PRIO]; runs until killed, or MAX_SECS as

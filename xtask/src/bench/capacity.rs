@@ -14,7 +14,17 @@ use super::util::{self, num, Bg, Jw, Mem};
 pub enum Load {
     Idle,
     PerfPipe,
-    PingPong { pairs: u32, policy: Policy },
+    PingPong {
+        pairs: u32,
+        policy: Policy,
+    },
+    /// A ping-pong on the watched CPU and, from the housekeeping CPU at
+    /// nice 19 (the consumer runs there too and goes first), an IPI storm
+    /// at it: two producers of different events.
+    PingPongIpis {
+        pairs: u32,
+        policy: Policy,
+    },
 }
 
 /// How a storm's threads are scheduled against the probe (nice 0).
@@ -69,23 +79,40 @@ impl Load {
             Load::Idle => "idle (probe only)".into(),
             Load::PerfPipe => "perf bench sched pipe -T".into(),
             Load::PingPong { pairs, policy } => format!("futex ping-pong × {pairs} pairs, {}", policy.describe()),
+            Load::PingPongIpis { pairs, policy } => {
+                format!("futex ping-pong × {pairs} pairs, {}, + IPIs from the housekeeping CPU", policy.describe())
+            }
         }
     }
 
-    /// Starts the load; the ping-pong ends by itself after `max_s` at most.
-    pub fn start(self, cx: &Ctx, max_s: u64) -> Result<Option<Bg>> {
-        let cpu = cx.watched.to_string();
-        let mut cmd = Command::new("taskset");
-        cmd.args(["-c", &cpu]).stdout(Stdio::null()).stderr(Stdio::null());
+    /// Starts the load; the ping-pong and the IPI storm end by themselves
+    /// after `max_s` at most.
+    pub fn start(self, cx: &Ctx, max_s: u64) -> Result<Vec<Bg>> {
+        let on = |cpu: usize| {
+            let mut cmd = Command::new("taskset");
+            cmd.args(["-c", &cpu.to_string()]).stdout(Stdio::null()).stderr(Stdio::null());
+            cmd
+        };
+        let mut cmd = on(cx.watched);
+        let mut extra = None;
         match self {
-            Load::Idle => return Ok(None),
+            Load::Idle => return Ok(Vec::new()),
             Load::PerfPipe => cmd.args(["perf", "bench", "sched", "pipe", "-T", "-l", "1000000000"]),
             Load::PingPong { pairs, policy } => cmd.arg(&cx.pingpong).args([&pairs.to_string(), &max_s.to_string(), policy.arg()]),
+            Load::PingPongIpis { pairs, policy } => {
+                let mut ipis = on(cx.house);
+                ipis.args(["nice", "-n", "19"]).arg(&cx.ipistorm).args([&cx.watched.to_string(), &max_s.to_string()]);
+                extra = Some(ipis);
+                cmd.arg(&cx.pingpong).args([&pairs.to_string(), &max_s.to_string(), policy.arg()])
+            }
         };
-        let bg = Bg::spawn(&mut cmd)?;
+        let mut bgs = vec![Bg::spawn(&mut cmd)?];
+        if let Some(mut e) = extra {
+            bgs.push(Bg::spawn(&mut e)?);
+        }
         // Let it reach its rate before jitterwatch starts counting.
         std::thread::sleep(Duration::from_millis(300));
-        Ok(Some(bg))
+        Ok(bgs)
     }
 }
 
@@ -135,6 +162,9 @@ pub struct Capacity {
     pub max_clean: f64,
     /// Highest events/s reached at all (stall runs excluded).
     pub max_rate: f64,
+    /// Lowest events/s of a run that dropped events (stall runs excluded):
+    /// where drops begin. None when none dropped.
+    pub first_drops: Option<f64>,
     pub lag_max_ms: f64,
 }
 
@@ -155,6 +185,9 @@ pub fn capacity(cx: &Ctx) -> Result<Capacity> {
         strong(4),
         strong(8),
         strong(16),
+        // Past what one CPU's context switches give: IPIs on top.
+        Load::PingPongIpis { pairs: 16, policy: Policy::Other },
+        Load::PingPongIpis { pairs: 4, policy: Policy::strong() },
     ];
     let mut order: Vec<Load> = steps.to_vec();
     if !cx.quick {
@@ -176,6 +209,7 @@ pub fn capacity(cx: &Ctx) -> Result<Capacity> {
     let clean = |r: &&RateRun| r.stall_ms == 0;
     let max_clean = runs.iter().filter(clean).filter(|r| r.drops == 0.0).map(|r| r.events_per_sec).fold(0.0, f64::max);
     let max_rate = runs.iter().filter(clean).map(|r| r.events_per_sec).fold(0.0, f64::max);
+    let first_drops = runs.iter().filter(clean).filter(|r| r.drops > 0.0).map(|r| r.events_per_sec).reduce(f64::min);
     let lag_max_ms = runs.iter().map(|r| r.lag_max_ms).fold(0.0, f64::max);
     for stall_ms in [100, 400] {
         let r = rate_run(cx, storm(), secs, stall_ms)?;
@@ -185,7 +219,7 @@ pub fn capacity(cx: &Ctx) -> Result<Capacity> {
         );
         runs.push(r);
     }
-    Ok(Capacity { secs, runs, max_clean, max_rate, lag_max_ms })
+    Ok(Capacity { secs, runs, max_clean, max_rate, first_drops, lag_max_ms })
 }
 
 pub struct Memory {

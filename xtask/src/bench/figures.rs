@@ -92,7 +92,7 @@ pub mod method {
         format!("v1: --bpf-stats --wake-origins under perf bench sched pipe -T, on the watched then the other CPU, {reps} × {secs} s")
     }
     pub fn capacity(secs: f64, strong: &str) -> String {
-        format!("v1: context-switch storms stepped up and down, {secs} s each, strong storms {strong}")
+        format!("v2: context-switch storms stepped up and down, then with an IPI storm from the housekeeping CPU, {secs} s each, strong storms {strong}")
     }
     pub fn recorder(runs: usize) -> String {
         format!("v1: --trace-dir on and off alternated under perf pipe and the storm, {runs} runs")
@@ -176,6 +176,7 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
         Figure::new(q(method::capacity(c.secs, strong.unwrap_or("none"))))
             .with("max_clean_events_per_sec", ran.then_some(c.max_clean))
             .with("max_events_per_sec", ran.then_some(c.max_rate))
+            .with("first_drops_events_per_sec", c.first_drops)
             .with("lag_max_ms", ran.then_some(c.lag_max_ms)),
     );
     o.insert("4b".into(), recorder(&r.recorder, &q));

@@ -17,6 +17,7 @@ pub struct Ctx {
     pub quick: bool,
     pub cloop: PathBuf,
     pub pingpong: PathBuf,
+    pub ipistorm: PathBuf,
     pub hog: PathBuf,
     pub hookcost: PathBuf,
     pub bt_script: PathBuf,

@@ -93,7 +93,12 @@ pub fn measured(id: &str, f: &Figures) -> String {
             n(v("switch_ns_per_run"), 0),
             g(v("events_per_sec"))
         ),
-        "4" => format!("0 drops up to {} events/s (highest reached {})", g(v("max_clean_events_per_sec")), g(v("max_events_per_sec"))),
+        "4" => format!(
+            "0 drops up to {} events/s (highest reached {}; {})",
+            g(v("max_clean_events_per_sec")),
+            g(v("max_events_per_sec")),
+            v("first_drops_events_per_sec").map_or("no run dropped".to_string(), |d| format!("drops from {} events/s", g(Some(d))))
+        ),
         "4b" => format!(
             "consumer ns/event, recorder off → on: perf pipe {} → {}, storm {} → {}; storm's peak {} of {} MiB per CPU",
             n(v("pipe_off_ns_per_event"), 0),
