@@ -64,6 +64,9 @@ pub struct WatchArgs {
     /// The wake-up probe's timer slack (PR_SET_TIMERSLACK), e.g. 1ns; default: the thread's (50us for SCHED_OTHER, 0 under --rt)
     #[arg(long, value_name = "DUR", value_parser = crate::duration::parse_ns)]
     pub timer_slack: Option<u64>,
+    /// Hold /dev/cpu_dma_latency at US microseconds for the run, as cyclictest does (at 0) by default: no CPU enters an idle state slower to leave; default: not held, the machine as configured
+    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32))]
+    pub dma_latency: Option<u32>,
     /// The probe loop's clock: tsc (the time-stamp counter, calibrated against CLOCK_MONOTONIC), vdso (clock_gettime), or auto: tsc where it is invariant and the kernel's clocksource, else vdso
     #[arg(long, value_enum, default_value_t = LoopClockArg::Auto)]
     pub clock: LoopClockArg,

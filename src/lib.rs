@@ -13,6 +13,7 @@ mod cli;
 mod collector;
 mod compare;
 mod cpulock;
+mod dma_latency;
 mod doctor;
 mod duration;
 mod engine;

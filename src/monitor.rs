@@ -30,6 +30,11 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
     }
     // Bound first: a bad address or a port in use fails before anything spins.
     let endpoint = args.prometheus.as_deref().map(crate::metrics::Endpoint::bind).transpose()?;
+    // Held until run returns (or the process dies: the kernel lifts it).
+    let dma = args.dma_latency.map(|us| crate::dma_latency::hold(Path::new(crate::dma_latency::DEVICE), us)).transpose()?;
+    if let Some(h) = &dma {
+        say!("holding {} at {} µs for the run: no CPU enters an idle state slower to leave", crate::dma_latency::DEVICE, h.us);
+    }
     let root = Path::new("/");
     let filter = args.passive_filter();
     let target = match &filter {

@@ -134,3 +134,32 @@ fn timer_slack_makes_the_wakeups_late() {
         assert!(slack(r).unwrap_or(0) <= timer, "slack past the timer's fire: {timer} ns");
     }
 }
+
+/// The value the kernel applies now (a native i32, µs).
+fn dma_latency_now() -> i32 {
+    use std::io::Read;
+    let mut b = [0u8; 4];
+    std::fs::File::open("/dev/cpu_dma_latency").and_then(|mut f| f.read_exact(&mut b)).expect("reading /dev/cpu_dma_latency");
+    i32::from_ne_bytes(b)
+}
+
+/// `--dma-latency 0` holds the limit at 0 while the probe runs, as
+/// cyclictest does, and the kernel lifts it when jitterwatch ends.
+#[test]
+fn dma_latency_is_held_for_the_run_and_lifted_after() {
+    if !require_root_btf("dma_latency_is_held_for_the_run_and_lifted_after") {
+        return;
+    }
+    let _g = lock();
+    let before = dma_latency_now();
+    assert_ne!(before, 0, "something else holds /dev/cpu_dma_latency at 0: the test cannot tell ours from it");
+    let cpu = last_cpu().to_string();
+    let (mut child, _dir, _csv) =
+        watch_csv(&["--cpus", cpu.as_str(), "--no-tui", "--probe", "wakeup", "--dma-latency", "0", "--duration", "2s"], &[]);
+    std::thread::sleep(Duration::from_millis(1200));
+    let during = dma_latency_now();
+    let st = child.wait().unwrap();
+    assert!(st.success(), "{st:?}");
+    assert_eq!(during, 0, "not held during the run");
+    assert_eq!(dma_latency_now(), before, "not lifted after the run");
+}
