@@ -139,9 +139,10 @@ pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
     check("figure 7");
     println!("bench: 8/8 the wake-up probe beside cyclictest on CPU {watched}");
     let wakeup = wakeup::wakeup(&cx)?;
+    let observer = Some(wakeup::observer(&cx)?);
     check("figure 8");
 
-    let results = results::Results { floor, machine, bpf, cap, mem, replay, wakeup, recorder: rec, bt_probes };
+    let results = results::Results { floor, machine, bpf, cap, mem, replay, wakeup, observer, recorder: rec, bt_probes };
     let mut mc = machine_info(watched, house, started.elapsed().as_secs_f64(), quick);
     mc.quiet = if seen.is_empty() { quiet } else { format!("{quiet}; **seen during the bench**: {}", seen.join(", ")) };
     let figures = figures::from_results(&results, quick);

@@ -324,7 +324,7 @@ pub fn markdown(mc: &Machine, r: &Results, fig: &Figures) -> String {
     let _ = writeln!(o, "| first probe sample | {} |", s.to_first_sample.show(1));
     let _ = writeln!(o, "| first kernel event | {} |", s.to_first_event.show(1));
     o += &super::replay::markdown(&r.replay, h);
-    o += &super::wakeup::markdown(&r.wakeup, w, mc.quick);
+    o += &super::wakeup::markdown(&r.wakeup, r.observer.as_ref(), w, mc.quick);
     o
 }
 

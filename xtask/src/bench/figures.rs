@@ -106,8 +106,13 @@ pub mod method {
     pub fn replay(events_per_cpu_sec: f64) -> String {
         format!("v1: replay-bench at 1, 8, 64, 256 CPUs, {events_per_cpu_sec:.0} events/s per CPU stream, pinned to the housekeeping CPU")
     }
+    /// v2: both hold /dev/cpu_dma_latency at 0 (jitterwatch by
+    /// --dma-latency 0), and avg is a figure.
     pub fn wakeup(reps: usize) -> String {
-        format!("v1: cyclictest -i 1000 and --probe wakeup --period 1ms, alternated, {reps} repetitions per condition")
+        format!("v2: cyclictest -i 1000 and --probe wakeup --period 1ms --dma-latency 0, alternated, {reps} repetitions per condition")
+    }
+    pub fn observer(runs: usize) -> String {
+        format!("v1: cyclictest -p 80 alone and watched by jitterwatch --comm cyclictest (passive), alternated, {runs} runs each")
     }
 }
 
@@ -208,13 +213,22 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
     for cond in super::wakeup::CONDITIONS.map(|c| c.0) {
         let row = r.wakeup.iter().find(|w| w.condition == cond);
         let k = slug(cond);
-        for (stat, i) in [("p99", 2), ("max", 3)] {
+        for (stat, i) in [("avg", 1), ("p99", 3), ("max", 4)] {
             eight = eight
                 .with(&format!("{k}_jw_{stat}_us"), row.and_then(|w| med(&w.jitterwatch[i])))
                 .with(&format!("{k}_ct_{stat}_us"), row.and_then(|w| med(&w.cyclictest[i])));
         }
     }
     o.insert("8".into(), eight);
+    let b = r.observer.as_ref();
+    let mut fig =
+        Figure::new(q(method::observer(b.map_or(0, |b| b.alone[0].n)))).with("wakeups_seen", b.and_then(|b| med(&b.wakeups_seen)));
+    for (stat, i) in [("avg", 1), ("p99", 3), ("max", 4)] {
+        fig = fig
+            .with(&format!("alone_{stat}_us"), b.and_then(|b| med(&b.alone[i])))
+            .with(&format!("watched_{stat}_us"), b.and_then(|b| med(&b.watched[i])));
+    }
+    o.insert("8b".into(), fig);
     o
 }
 

@@ -8,7 +8,7 @@ use super::util::grouped;
 use super::verdicts::{judge, unwatched_parts, unwatched_total, Verdict};
 
 /// The figures in the order the tables list them, with their names.
-pub const FIGURES: [(&str, &str); 10] = [
+pub const FIGURES: [(&str, &str); 11] = [
     ("1", "1. Probe floor"),
     ("1b", "1b. Probe floor, `--clock tsc`"),
     ("2", "2. Cost to an unwatched CPU"),
@@ -19,6 +19,7 @@ pub const FIGURES: [(&str, &str); 10] = [
     ("6", "6. Start-up"),
     ("7", "7. Many CPUs, by replay"),
     ("8", "8. Wake-up probe vs cyclictest"),
+    ("8b", "8b. cyclictest watched by jitterwatch"),
 ];
 
 pub struct Row {
@@ -121,9 +122,26 @@ pub fn measured(id: &str, f: &Figures) -> String {
             .map(|c| {
                 let k = slug(c.0);
                 let s = |x: &str| n(v(&format!("{k}_{x}_us")), 0);
-                format!("{}: p99 {} vs {} µs, max {} vs {} µs", c.0, s("jw_p99"), s("ct_p99"), s("jw_max"), s("ct_max"))
+                format!(
+                    "{}: avg {} vs {} µs, p99 {} vs {} µs, max {} vs {} µs",
+                    c.0,
+                    s("jw_avg"),
+                    s("ct_avg"),
+                    s("jw_p99"),
+                    s("ct_p99"),
+                    s("jw_max"),
+                    s("ct_max")
+                )
             })
             .join("; "),
+        "8b" => format!(
+            "cyclictest alone vs watched: avg {} vs {} µs, p99 {} vs {} µs ({} wake-ups seen per run)",
+            n(v("alone_avg_us"), 1),
+            n(v("watched_avg_us"), 1),
+            n(v("alone_p99_us"), 0),
+            n(v("watched_p99_us"), 0),
+            n(v("wakeups_seen"), 0)
+        ),
         _ => "not measured".into(),
     }
 }

@@ -273,7 +273,9 @@ impl Jw {
         let e2 = stderr.clone();
         thread::spawn(move || {
             for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if line.contains("jitterwatch: watching") {
+                // The probe's start line, or passive mode's (which may be
+                // waiting for its thread).
+                if line.contains("jitterwatch: watching") || line.starts_with("jitterwatch: passive: ") {
                     let _ = tx.send(());
                 }
                 let mut s = e2.lock().unwrap();
@@ -289,7 +291,8 @@ impl Jw {
         Ok(Jw { child: Some(child), t0_ns, ready, stdout: Some(stdout), stderr, sampler })
     }
 
-    /// Waits for "jitterwatch: watching ..." (probes calibrated, BPF attached).
+    /// Waits for "jitterwatch: watching ..." (probes calibrated, BPF
+    /// attached), or passive mode's first line (attached).
     pub fn wait_ready(&mut self, timeout: Duration) -> Result<()> {
         if self.ready.recv_timeout(timeout).is_ok() {
             return Ok(());

@@ -46,6 +46,23 @@ fn positive(v: Option<f64>) -> Result<f64, Verdict> {
     }
 }
 
+/// Every (ours, reference) pair real samples, and ours within `frac` of the
+/// reference's, above or below.
+fn within(pairs: &[(Option<f64>, Option<f64>)], frac: f64) -> Verdict {
+    let mut met = true;
+    for &(a, b) in pairs {
+        match (positive(a), positive(b)) {
+            (Ok(a), Ok(b)) => met &= (a / b - 1.0).abs() <= frac,
+            (Err(v), _) | (_, Err(v)) => return v,
+        }
+    }
+    if met {
+        Verdict::Met
+    } else {
+        Verdict::Missed
+    }
+}
+
 /// Every value a real sample and each at most its limit.
 fn at_most(checks: &[(Option<f64>, f64)]) -> Verdict {
     let mut met = true;
@@ -214,7 +231,21 @@ pub fn judge(id: &str, f: &Figures) -> Verdict {
                 SIZES.iter().map(|&n| (n, g(&format!("events_per_core_sec_{n}")), g(&format!("bytes_per_cpu_{n}")))).collect();
             replay(&rows, &SIZES)
         }
-        // 4b, 8 and any other: reported, over every value they hold.
+        "8" => {
+            let pairs: Vec<(Option<f64>, Option<f64>)> = super::wakeup::CONDITIONS
+                .iter()
+                .flat_map(|c| {
+                    let k = super::figures::slug(c.0);
+                    ["avg", "p99"].map(|st| (g(&format!("{k}_jw_{st}_us")), g(&format!("{k}_ct_{st}_us"))))
+                })
+                .collect();
+            within(&pairs, t::WAKEUP_VS_CYCLICTEST)
+        }
+        "8b" => match positive(g("wakeups_seen")) {
+            Ok(_) => within(&[(g("watched_avg_us"), g("alone_avg_us"))], t::OBSERVER_AVG),
+            Err(v) => v,
+        },
+        // 4b and any other: reported, over every value they hold.
         _ => reported(&fig.values.values().copied().collect::<Vec<_>>()),
     }
 }

@@ -152,3 +152,32 @@ fn judge_reads_absent_and_null_figures_as_not_measured() {
     f.insert("1b".into(), Figure::new("m").with("floor_ratio", Some(0.4)));
     assert_eq!(judge("1b", &f), Verdict::Reported, "no target chosen before its result");
 }
+
+#[test]
+fn the_wakeup_probe_and_the_observer_are_judged_both_ways() {
+    use crate::bench::figures::slug;
+    let mut f = Figures::new();
+    let mut eight = Figure::new("v2");
+    for c in crate::bench::wakeup::CONDITIONS {
+        let k = slug(c.0);
+        for st in ["avg", "p99"] {
+            eight = eight.with(&format!("{k}_jw_{st}_us"), Some(108.0)).with(&format!("{k}_ct_{st}_us"), Some(100.0));
+        }
+    }
+    f.insert("8".into(), eight.clone());
+    assert_eq!(judge("8", &f), Verdict::Met);
+    let k = slug(crate::bench::wakeup::CONDITIONS[3].0);
+    f.insert("8".into(), eight.clone().with(&format!("{k}_jw_p99_us"), Some(89.0)));
+    assert_eq!(judge("8", &f), Verdict::Missed, "11% below is as far off as above");
+    f.insert("8".into(), eight.with(&format!("{k}_ct_avg_us"), None));
+    assert_eq!(judge("8", &f), Verdict::NotMeasured);
+    let obs = |seen: f64, watched: f64| {
+        Figure::new("v1").with("wakeups_seen", Some(seen)).with("alone_avg_us", Some(40.0)).with("watched_avg_us", Some(watched))
+    };
+    f.insert("8b".into(), obs(5000.0, 41.9));
+    assert_eq!(judge("8b", &f), Verdict::Met);
+    f.insert("8b".into(), obs(5000.0, 42.1));
+    assert_eq!(judge("8b", &f), Verdict::Missed);
+    f.insert("8b".into(), obs(0.0, 40.0));
+    assert_eq!(judge("8b", &f), Verdict::NotMeasured, "no wake-up seen: cyclictest was not watched");
+}
