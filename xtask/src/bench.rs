@@ -26,6 +26,7 @@ mod figures;
 mod history;
 mod machine;
 mod measure;
+mod passive;
 mod quiet;
 mod recorder;
 mod replay;
@@ -98,6 +99,7 @@ pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
         cloop: assets::compile(&tmp, "cloop", assets::CLOOP)?,
         pingpong: assets::compile(&tmp, "pingpong", assets::PINGPONG)?,
         ipistorm: assets::compile(&tmp, "ipistorm", assets::IPISTORM)?,
+        tcppp: assets::compile(&tmp, "tcppp", assets::TCPPP)?,
         hog: assets::compile(&tmp, "hog", assets::HOG)?,
         hookcost: assets::compile(&tmp, "hookcost", assets::HOOKCOST)?,
         bt_script,
@@ -131,6 +133,8 @@ pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
     println!("bench: 4b/8 the flight recorder's cost to the consumer, on and off");
     let rec = recorder::recorder(&cx)?;
     check("figure 4b");
+    let mix = passive::passive_mix(&cx)?;
+    check("figure 4c");
     println!("bench: 5/8 memory over a long run at a high event rate");
     let mem = capacity::memory(&cx)?;
     check("figure 5");
@@ -142,7 +146,7 @@ pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
     let observer = Some(wakeup::observer(&cx)?);
     check("figure 8");
 
-    let results = results::Results { floor, machine, bpf, cap, mem, replay, wakeup, observer, recorder: rec, bt_probes };
+    let results = results::Results { floor, machine, bpf, cap, mem, replay, wakeup, observer, recorder: rec, mix: Some(mix), bt_probes };
     let mut mc = machine_info(watched, house, started.elapsed().as_secs_f64(), quick);
     mc.quiet = if seen.is_empty() { quiet } else { format!("{quiet}; **seen during the bench**: {}", seen.join(", ")) };
     let figures = figures::from_results(&results, quick);

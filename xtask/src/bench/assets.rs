@@ -298,6 +298,90 @@ int main(int argc, char **argv)
 }
 "#;
 
+/// A real app's mix for passive mode (redis under redis-benchmark, in
+/// miniature): two threads of one process ping-pong 64-byte messages over
+/// loopback TCP, pinned to one CPU by the caller. Every write() runs the
+/// peer's NET_RX softirq inside the system call, wakes the peer and is
+/// preempted by it. Usage: tcppp SECS.
+pub const TCPPP: &str = r#"
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MSG 64
+
+static double secs;
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void pingpong(int fd, int first)
+{
+	char buf[MSG] = {0};
+	double end = now() + secs;
+	unsigned long n = 0;
+	if (first && write(fd, buf, MSG) != MSG)
+		return;
+	for (;;) {
+		ssize_t got = 0;
+		while (got < MSG) {
+			ssize_t r = read(fd, buf + got, MSG - got);
+			if (r <= 0)
+				return;
+			got += r;
+		}
+		if (write(fd, buf, MSG) != MSG)
+			return;
+		if ((++n & 255) == 0 && now() >= end)
+			return;
+	}
+}
+
+static void *server(void *arg)
+{
+	int l = *(int *)arg, fd = accept(l, NULL, NULL), one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	pingpong(fd, 0);
+	close(fd);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	pthread_t t;
+
+	secs = atof(argc > 1 ? argv[1] : "1");
+	if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 1) || getsockname(l, (struct sockaddr *)&a, &len)) {
+		perror("tcppp: listen");
+		return 1;
+	}
+	pthread_create(&t, NULL, server, &l);
+	if (connect(c, (struct sockaddr *)&a, sizeof a)) {
+		perror("tcppp: connect");
+		return 1;
+	}
+	setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	pingpong(c, 1);
+	shutdown(c, SHUT_RDWR);
+	pthread_join(t, NULL);
+	return 0;
+}
+"#;
+
 /// Starves the consumer: SCHED_FIFO busy loop for MS milliseconds (run
 /// pinned to the housekeeping CPU), to show what happens past the buffer.
 pub const HOG: &str = r#"

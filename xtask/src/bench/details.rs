@@ -246,6 +246,10 @@ pub fn markdown(mc: &Machine, r: &Results, fig: &Figures) -> String {
     }
 
     super::recorder::section(&mut o, &r.recorder, w);
+    match &r.mix {
+        Some(m) => o += &super::passive::markdown(m, w),
+        None => o += "\n### 4c. The collector at a real app's mix (passive mode)\n\nNot measured.\n",
+    }
 
     let me = &r.mem;
     let _ = writeln!(o, "\n## 5. Memory\n");

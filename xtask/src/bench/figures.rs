@@ -111,6 +111,9 @@ pub mod method {
     pub fn wakeup(reps: usize) -> String {
         format!("v2: cyclictest -i 1000 and --probe wakeup --period 1ms --dma-latency 0, alternated, {reps} repetitions per condition")
     }
+    pub fn passive_mix(runs: usize) -> String {
+        format!("v1: --pid of a loopback TCP ping-pong on the watched CPU, {runs} runs")
+    }
     pub fn observer(runs: usize) -> String {
         format!("v1: cyclictest -p 80 alone and watched by jitterwatch --comm cyclictest (passive), alternated, {runs} runs each")
     }
@@ -185,6 +188,14 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
             .with("lag_max_ms", ran.then_some(c.lag_max_ms)),
     );
     o.insert("4b".into(), recorder(&r.recorder, &q));
+    let m = r.mix.as_ref();
+    o.insert(
+        "4c".into(),
+        Figure::new(q(method::passive_mix(m.map_or(0, |m| m.events_per_sec.n))))
+            .with("ns_per_event", m.and_then(|m| med(&m.ns_per_event)))
+            .with("events_per_sec", m.and_then(|m| med(&m.events_per_sec)))
+            .with("consumer_cpu_pct", m.and_then(|m| med(&m.consumer_cpu_pct))),
+    );
     let me = &r.mem;
     let peak_kb = me.mem.max_rss_kb.max(me.mem.hwm_kb);
     o.insert(

@@ -18,6 +18,7 @@ pub struct Ctx {
     pub cloop: PathBuf,
     pub pingpong: PathBuf,
     pub ipistorm: PathBuf,
+    pub tcppp: PathBuf,
     pub hog: PathBuf,
     pub hookcost: PathBuf,
     pub bt_script: PathBuf,

@@ -34,6 +34,8 @@ pub struct Results {
     pub mem: Memory,
     pub replay: Vec<super::replay::Row>,
     pub wakeup: Vec<super::wakeup::Row>,
+    /// 4c: None when it did not run.
+    pub mix: Option<super::passive::PassiveMix>,
     /// 8b: None when it did not run.
     pub observer: Option<super::wakeup::Observer>,
     pub recorder: Vec<super::recorder::Run>,

@@ -8,13 +8,14 @@ use super::util::grouped;
 use super::verdicts::{judge, unwatched_parts, unwatched_total, Verdict};
 
 /// The figures in the order the tables list them, with their names.
-pub const FIGURES: [(&str, &str); 11] = [
+pub const FIGURES: [(&str, &str); 12] = [
     ("1", "1. Probe floor"),
     ("1b", "1b. Probe floor, `--clock tsc`"),
     ("2", "2. Cost to an unwatched CPU"),
     ("3", "3. BPF run time per event"),
     ("4", "4. Ring-buffer capacity"),
     ("4b", "4b. Flight recorder, consumer cost"),
+    ("4c", "4c. Collector at a real app's mix"),
     ("5", "5. Peak RSS"),
     ("6", "6. Start-up"),
     ("7", "7. Many CPUs, by replay"),
@@ -108,6 +109,12 @@ pub fn measured(id: &str, f: &Figures) -> String {
             n(v("storm_on_ns_per_event"), 0),
             n(v("storm_peak_mib"), 1),
             n(v("cap_mib"), 0)
+        ),
+        "4c" => format!(
+            "consumer {} ns/event at {} events/s of a TCP ping-pong in passive mode ({}% of a CPU)",
+            n(v("ns_per_event"), 0),
+            g(v("events_per_sec")),
+            n(v("consumer_cpu_pct"), 1)
         ),
         "5" => format!("{} MiB", n(v("peak_rss_mib"), 1)),
         "6" => format!("first sample {} ms, first event {} ms after exec", n(v("first_sample_ms"), 0), n(v("first_event_ms"), 0)),

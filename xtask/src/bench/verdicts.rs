@@ -224,6 +224,7 @@ pub fn judge(id: &str, f: &Figures) -> Verdict {
         "2" => unwatched(unwatched_parts(f)),
         "3" => reported(&[g("switch_ns_per_run")]),
         "4" => capacity(g("max_clean_events_per_sec"), g("max_events_per_sec")),
+        "4c" => at_most(&[(g("ns_per_event"), t::COLLECTOR_NS_PER_EVENT)]),
         "5" => memory(g("peak_rss_mib")),
         "6" => startup(g("first_sample_ms"), g("first_event_ms")),
         "7" => {
