@@ -47,6 +47,9 @@ mod units;
 pub mod clock;
 pub mod cpulist;
 pub mod perfetto_proto;
+/// The README's pictures, for `cargo xtask screenshots` (examples/screenshots.rs).
+#[doc(hidden)]
+pub mod screenshots;
 pub mod sys;
 
 use say::say;
