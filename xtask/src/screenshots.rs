@@ -39,7 +39,7 @@ pub fn png_size(b: &[u8]) -> Result<(u32, u32)> {
 mod tests {
     use super::*;
 
-    /// The committed pictures, which the README shows, are there and whole.
+    /// The committed pictures are there, whole, and shown by the README.
     #[test]
     fn committed_pictures_are_pngs_of_their_size() {
         for (name, size) in PICTURES {
@@ -48,6 +48,10 @@ mod tests {
             assert_eq!(png_size(&bytes).unwrap(), size, "{name}");
             // IEND closes a PNG: a file cut short has none.
             assert!(bytes.ends_with(&[0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xae, 0x42, 0x60, 0x82]), "{name} is cut short");
+        }
+        let readme = std::fs::read_to_string(proc::root().join("README.md")).unwrap();
+        for (name, _) in PICTURES {
+            assert!(readme.contains(&format!("]({DIR}/{name})")), "README.md does not show {name}");
         }
     }
 
