@@ -6,6 +6,25 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+#[cfg(test)]
+mod help_tests;
+
+/// The headings `--help` and the man page group the watch options under,
+/// by what a user is deciding (docs/usage.md says why these). Every watch
+/// option has one; help_tests.rs fails on an option without.
+pub mod heading {
+    pub const WATCH: &str = "Watch";
+    pub const PROBE: &str = "Probe";
+    pub const OUTPUT: &str = "Output";
+    pub const PASSIVE: &str = "Passive mode";
+    pub const ORIGINS: &str = "Origins";
+    pub const FLEET: &str = "Fleet";
+    pub const RECORDING: &str = "Recording";
+    /// In the order --help shows them (that of each heading's first option).
+    #[cfg(test)]
+    pub const ALL: [&str; 7] = [WATCH, PROBE, OUTPUT, PASSIVE, ORIGINS, FLEET, RECORDING];
+}
+
 #[derive(Debug, Parser)]
 #[command(name = "jitterwatch", version, about = "Who steals each isolated CPU, and for how long: live.")]
 pub struct Cli {
@@ -43,92 +62,121 @@ pub enum EventsFormat {
 #[derive(Debug, Args)]
 pub struct WatchArgs {
     /// CPUs to watch, as a kernel cpulist (6,7 or 2-5,8); default: the isolated CPUs
+    #[arg(help_heading = heading::WATCH)]
     #[arg(long)]
     pub cpus: Option<String>,
     /// Smallest gap reported, e.g. 500ns, 2us; default: max(1us, 8 × the spin probe's loop floor); auto: 8 × that floor, sub-µs gaps too (the wake-up probe and passive mode keep their own defaults)
+    #[arg(help_heading = heading::WATCH)]
     #[arg(long, value_name = "DUR|auto", value_parser = crate::probe::threshold::parse)]
     pub threshold: Option<crate::probe::Threshold>,
     /// Stop after this long, e.g. 10s, 5m
+    #[arg(help_heading = heading::WATCH)]
     #[arg(long, value_parser = crate::duration::positive)]
     pub duration: Option<Duration>,
     /// Run the probes SCHED_FIFO, at PRIO (1-99, default 50)
+    #[arg(help_heading = heading::PROBE)]
     #[arg(long, value_name = "PRIO", num_args = 0..=1, default_missing_value = "50",
           value_parser = clap::value_parser!(i32).range(1..=99))]
     pub rt: Option<i32>,
     /// The probe on each CPU: spin (a tight clock loop) or wakeup (sleeps to a deadline every --period)
+    #[arg(help_heading = heading::PROBE)]
     #[arg(long, value_enum, default_value_t = ProbeArg::Spin, conflicts_with_all = ["pid", "tid", "comm"])]
     pub probe: ProbeArg,
     /// The wake-up probe's period, 10us to 10s (default 1ms)
+    #[arg(help_heading = heading::PROBE)]
     #[arg(long, value_name = "DUR", value_parser = crate::duration::period_ns)]
     pub period: Option<u64>,
     /// The wake-up probe's timer slack (PR_SET_TIMERSLACK), e.g. 1ns; default: the thread's (50us for SCHED_OTHER, 0 under --rt)
+    #[arg(help_heading = heading::PROBE)]
     #[arg(long, value_name = "DUR", value_parser = crate::duration::parse_ns)]
     pub timer_slack: Option<u64>,
     /// Hold /dev/cpu_dma_latency at US microseconds for the run, as cyclictest does (at 0) by default: no CPU enters an idle state slower to leave; default: not held, the machine as configured
+    #[arg(help_heading = heading::PROBE)]
     #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32))]
     pub dma_latency: Option<u32>,
     /// The probe loop's clock: tsc (the time-stamp counter, calibrated against CLOCK_MONOTONIC), vdso (clock_gettime), or auto: tsc where it is invariant and the kernel's clocksource, else vdso
+    #[arg(help_heading = heading::PROBE)]
     #[arg(long, value_enum, default_value_t = LoopClockArg::Auto)]
     pub clock: LoopClockArg,
     /// Write one row per hiccup to this CSV file
+    #[arg(help_heading = heading::OUTPUT)]
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
     /// Write the run's summary as JSON to this file (default with --csv: beside it, as NAME.summary.json, for `compare`)
+    #[arg(help_heading = heading::OUTPUT)]
     #[arg(long, value_name = "PATH")]
     pub summary_json: Option<PathBuf>,
     /// No live screen: print the summary at exit (automatic when stdout is not a terminal)
+    #[arg(help_heading = heading::OUTPUT)]
     #[arg(long)]
     pub no_tui: bool,
     /// Print the exit summary as JSON
+    #[arg(help_heading = heading::OUTPUT)]
     #[arg(long)]
     pub json: bool,
     /// Enable kernel BPF run-time statistics and show each program's ns/event
+    #[arg(help_heading = heading::OUTPUT)]
     #[arg(long)]
     pub bpf_stats: bool,
     /// Passive mode, no probe: watch every thread of these processes (threads they start later too)
+    #[arg(help_heading = heading::PASSIVE)]
     #[arg(long, value_name = "PID,...", value_delimiter = ',', conflicts_with = "rt")]
     pub pid: Vec<u32>,
     /// Passive mode, no probe: watch these threads
+    #[arg(help_heading = heading::PASSIVE)]
     #[arg(long, value_name = "TID,...", value_delimiter = ',', conflicts_with = "rt")]
     pub tid: Vec<u32>,
     /// Passive mode, no probe: watch threads with this name (its first 15 bytes, as the kernel keeps it)
+    #[arg(help_heading = heading::PASSIVE)]
     #[arg(long, value_name = "NAME", conflicts_with = "rt")]
     pub comm: Option<std::ffi::OsString>,
     /// Do not trace who sends IPIs or queues work onto the watched CPUs (the `origins` column stays empty)
+    #[arg(help_heading = heading::ORIGINS)]
     #[arg(long)]
     pub no_origins: bool,
     /// Also trace who wakes each task on the watched CPUs: a BPF program on every wake-up of every CPU (about 1% of a housekeeping CPU doing 130k wake-ups a second)
+    #[arg(help_heading = heading::ORIGINS)]
     #[arg(long, conflicts_with = "no_origins")]
     pub wake_origins: bool,
     /// Serve Prometheus metrics (OpenMetrics text) at http://ADDR/metrics, e.g. 127.0.0.1:9464
+    #[arg(help_heading = heading::FLEET)]
     #[arg(long, value_name = "ADDR")]
     pub prometheus: Option<String>,
     /// Causes per CPU (and watched threads) with a series of their own on /metrics; the rest are (others) of their kind
+    #[arg(help_heading = heading::FLEET)]
     #[arg(long, value_name = "K", default_value_t = crate::metrics::DEFAULT_TOP, requires = "prometheus",
           value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub prometheus_top: u16,
     /// After the run, keep serving its final figures this long, so that a --duration run's end is scraped
+    #[arg(help_heading = heading::FLEET)]
     #[arg(long, value_name = "DUR", requires = "prometheus", value_parser = crate::duration::positive)]
     pub prometheus_linger: Option<Duration>,
     /// Flight recorder: write a trace (Perfetto opens it) around each stall at or above --trace-above into DIR
+    #[arg(help_heading = heading::RECORDING)]
     #[arg(long, value_name = "DIR")]
     pub trace_dir: Option<PathBuf>,
     /// How long before a traced stall its trace begins: each CPU keeps this much of its events, up to 10s [default: 50ms]
+    #[arg(help_heading = heading::RECORDING)]
     #[arg(long, value_name = "DUR", requires = "trace_dir", value_parser = crate::duration::positive_ns)]
     pub trace_keep: Option<u64>,
     /// Stalls at or above this get a trace [default: 10 × the threshold]
+    #[arg(help_heading = heading::RECORDING)]
     #[arg(long, value_name = "DUR", requires = "trace_dir", value_parser = crate::duration::positive_ns)]
     pub trace_above: Option<u64>,
     /// Traces written per minute at most; the stalls left out are counted
+    #[arg(help_heading = heading::RECORDING)]
     #[arg(long, value_name = "N", requires = "trace_dir", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub trace_max: u32,
     /// The format of --trace-dir's and --record's traces: perfetto (protobuf) or json (Chrome trace-event, for tools that read only that)
+    #[arg(help_heading = heading::RECORDING)]
     #[arg(long, value_enum, default_value_t = crate::trace::Format::Perfetto)]
     pub trace_format: crate::trace::Format,
     /// Stop at the first stall at or over DUR, after writing its trace (with --trace-dir) and the summary; exit status 3
+    #[arg(help_heading = heading::WATCH)]
     #[arg(long, value_name = "DUR", value_parser = crate::duration::positive_ns)]
     pub stop_above: Option<u64>,
     /// Record the whole run as one trace into FILE (for short runs: at most 256 MiB of events; the trace and the summary say where it was cut)
+    #[arg(help_heading = heading::RECORDING)]
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
 }

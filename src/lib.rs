@@ -24,6 +24,7 @@ mod interval;
 mod kallsyms;
 mod lifecycle;
 mod loop_clock;
+mod manpage;
 mod metrics;
 mod monitor;
 mod names;
@@ -48,6 +49,9 @@ mod units;
 pub mod clock;
 pub mod cpulist;
 pub mod perfetto_proto;
+/// The README's pictures, for `cargo xtask screenshots` (examples/screenshots.rs).
+#[doc(hidden)]
+pub mod screenshots;
 pub mod sys;
 
 use say::say;
@@ -103,10 +107,7 @@ pub fn main() -> ExitCode {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "jitterwatch", &mut std::io::stdout().lock());
             Ok(0)
         }
-        Some(Command::Manpage) => clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
-            .render(&mut std::io::stdout().lock())
-            .map(|()| 0)
-            .map_err(Into::into),
+        Some(Command::Manpage) => manpage::render(&mut std::io::stdout().lock()).map(|()| 0).map_err(Into::into),
         Some(Command::Events { cpus, duration, format, file }) => events_cmd::run(cpus.as_deref(), duration, format, file.as_deref()),
         Some(Command::Compare { runs, out }) => compare::run(out.options(runs), &mut std::io::stdout().lock()),
         Some(Command::Report { run, out }) => compare::run(out.options(vec![run]), &mut std::io::stdout().lock()),

@@ -4,7 +4,7 @@
 //! (the CSV and the summary beside it).
 
 mod causes;
-mod chart;
+pub(crate) mod chart;
 mod figures;
 mod input;
 mod table;

@@ -11,6 +11,8 @@ mod keymap;
 mod keyreader;
 mod panes;
 mod render;
+// The README's picture of this screen (cargo xtask screenshots).
+pub(crate) mod screenshot;
 #[cfg(test)]
 mod sender_tests;
 mod senders;

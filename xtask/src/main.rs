@@ -9,6 +9,7 @@ mod hermetic;
 mod lint;
 mod proc;
 mod run;
+mod screenshots;
 mod test_cmd;
 mod vmlinux;
 mod vmtest;
@@ -60,6 +61,8 @@ enum Command {
     Lint,
     /// Regenerate bpf/vmlinux.h from /sys/kernel/btf/vmlinux.
     Vmlinux,
+    /// Redraw the README's pictures (docs/img: the live screen, a compare chart) from scripted runs.
+    Screenshots,
     /// A binary for production machines (libbpf, libelf, zlib linked in) and a .deb, in target/dist.
     Dist {
         /// Then run it from outside the tree, install the .deb, verify its unit, remove it (as root).
@@ -97,6 +100,7 @@ fn main() -> ExitCode {
         Command::Lint => lint::run(),
         Command::Hermetic => hermetic::run(),
         Command::Vmlinux => vmlinux::run(),
+        Command::Screenshots => screenshots::run(),
         Command::Dist { check } => dist::run(check),
         Command::Vmtest { kernels, mode, jobs, no_build, bin } => {
             vmtest::run(&vmtest::Options { kernels, modes: vmtest::modes(mode.as_deref()), jobs, build: !no_build && bin.is_none(), bin })
