@@ -11,8 +11,6 @@ use libbpf_rs::btf::ReferencesType;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
 
-use crate::stats::ProgStat;
-
 mod loadlog;
 
 mod skel {
@@ -22,6 +20,14 @@ mod skel {
 }
 pub use skel::types;
 use skel::{JitterwatchSkel, JitterwatchSkelBuilder};
+
+/// Per-program BPF run statistics (needs kernel.bpf_stats_enabled=1).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ProgStat {
+    pub name: String,
+    pub run_cnt: u64,
+    pub run_time_ns: u64,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum TracerError {

@@ -206,6 +206,23 @@ impl Cause {
     }
 }
 
+/// Who sent it, as a stall's cause reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Sender {
+    /// A task, on `cpu`.
+    Task { comm: Comm, pid: u32, tgid: u32, cpu: u32 },
+    /// Interrupt-level code of the watched CPU itself (a timer's callback
+    /// queueing work, an interrupt waking a task): its context's name.
+    Local(Cause),
+}
+
+/// A cause's origin: who, and for an IPI from where in the kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Origin {
+    pub sender: Sender,
+    pub via: Option<Symbol>,
+}
+
 #[cfg(test)]
 pub(crate) fn comm(s: &[u8]) -> Comm {
     let mut c = [0u8; crate::record::COMM_LEN];

@@ -68,6 +68,22 @@ impl Victim {
     }
 }
 
+/// The parts of one late wake-up, ns, and the largest cause of each
+/// (timer latency, scheduling delay, return to user; None: no named cause).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Parts {
+    pub timer_ns: u64,
+    pub sched_ns: u64,
+    pub user_ns: u64,
+    pub top: [Option<(Cause, u64)>; 3],
+}
+
+impl Parts {
+    pub fn ns(&self) -> [u64; 3] {
+        [self.timer_ns, self.sched_ns, self.user_ns]
+    }
+}
+
 /// Time a CPU was taken: `[t0, t1)` in CLOCK_MONOTONIC ns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interval {
@@ -95,12 +111,12 @@ pub struct Hiccup {
     pub causes: Vec<(Cause, u64)>,
     pub unexplained: u64,
     /// The wake-up probe's split of its latency (None for other sources).
-    pub parts: Option<crate::engine::Parts>,
+    pub parts: Option<Parts>,
     /// The CPU's frequency changed inside it: from (None: not known) → to, kHz.
     pub freq: Option<(Option<u32>, u32)>,
     /// Who caused some of its causes (an IPI's sender, a work item's
     /// queuer, a task's waker), where the sending was seen.
-    pub origins: Vec<(Cause, crate::engine::Origin)>,
+    pub origins: Vec<(Cause, crate::cause::Origin)>,
 }
 
 impl Hiccup {

@@ -226,7 +226,7 @@ mod tests {
     /// Senders per CPU, most time first, bounded per CPU.
     #[test]
     fn carries_the_top_senders_of_each_cpu() {
-        use crate::engine::{Origin, Sender};
+        use crate::cause::{Origin, Sender};
         let mut s = Stats::new(&[1, 2], 0);
         let ipi = Cause::Csd("flush_tlb_func".into());
         for i in 0..(SENDERS_SHOWN as u64 + 5) {

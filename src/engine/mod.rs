@@ -14,16 +14,14 @@ mod wakeup;
 
 use std::collections::VecDeque;
 
-use crate::cause::Cause;
+use crate::cause::{Cause, Origin, Sender};
 use crate::interval::{Hiccup, Interval, Source};
 use crate::record::{Event, OriginKind, Payload, Vector};
 
 pub use namer::{IdleStates, Namer};
-pub use origins::{Origin, Sender};
 pub use steal::StealTotals;
 pub use timeline::Context;
 use timeline::Timeline;
-pub use wakeup::Parts;
 
 /// A CPU's events come in order but for BPF programs nested in others
 /// (an IRQ entered while a program ran): an event this much past a gap's end

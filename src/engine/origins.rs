@@ -10,7 +10,6 @@
 
 use std::collections::VecDeque;
 
-use crate::cause::Symbol;
 use crate::record::{Comm, OriginKind};
 
 /// Origins kept per watched CPU (the oldest go first).
@@ -26,23 +25,6 @@ fn max_age(kind: OriginKind) -> u64 {
         OriginKind::Work => 1_000_000_000,
         OriginKind::Wake => 1_000_000_000,
     }
-}
-
-/// Who sent it, as a stall's cause reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Sender {
-    /// A task, on `cpu`.
-    Task { comm: Comm, pid: u32, tgid: u32, cpu: u32 },
-    /// Interrupt-level code of the watched CPU itself (a timer's callback
-    /// queueing work, an interrupt waking a task): its context's name.
-    Local(crate::cause::Cause),
-}
-
-/// A cause's origin: who, and for an IPI from where in the kernel.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Origin {
-    pub sender: Sender,
-    pub via: Option<Symbol>,
 }
 
 /// One sending, raw (names are resolved when a stall reports it).
@@ -64,7 +46,7 @@ pub enum RawSender {
         tgid: u32,
         cpu: u32,
     },
-    /// The watched CPU's own interrupt-level context (see [`Sender::Local`]).
+    /// The watched CPU's own interrupt-level context (see [`crate::cause::Sender::Local`]).
     Local(super::timeline::Context),
 }
 

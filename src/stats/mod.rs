@@ -16,7 +16,7 @@ pub mod origins;
 mod threads;
 pub mod wake;
 pub use causes::{CauseStats, MAX_CAUSES};
-pub use counters::{Counters, CpuCounters, ProgStat};
+pub use counters::{Counters, CpuCounters};
 pub use threads::{ThreadStats, Threads};
 
 /// Highest value the histograms track: one minute, in ns.

@@ -15,9 +15,12 @@ mod render;
 mod sender_tests;
 mod senders;
 mod sysinfo;
+mod table;
 mod terminal;
 #[cfg(test)]
 mod tests;
+mod theme;
+mod threads;
 
 use std::path::Path;
 use std::sync::mpsc::{Receiver, Sender};
