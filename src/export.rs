@@ -9,7 +9,6 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use crate::cause::Cause;
-use crate::collector::HiccupSink;
 use crate::interval::Hiccup;
 
 /// The nine columns of the contract, then those appended since: `source`
@@ -276,20 +275,6 @@ fn parse_entry(entry: &str) -> Option<(&str, String, u64)> {
         }
     }
     Some((kind, name, ns))
-}
-
-impl HiccupSink for CsvSink<Rows> {
-    fn write(&mut self, h: &Hiccup) -> io::Result<()> {
-        CsvSink::write(self, h)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        CsvSink::flush(self)
-    }
-
-    fn what(&self) -> &'static str {
-        "the CSV"
-    }
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ mod replay;
 mod sanitize;
 mod say;
 mod serve;
+mod sink;
 mod slots;
 mod snapshot;
 mod startup;

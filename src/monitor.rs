@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::cli::{LoopClockArg, ProbeArg, WatchArgs};
-use crate::collector::{self, Collector, HiccupSink};
+use crate::collector::{self, Collector};
 use crate::export::CsvSink;
 use crate::probe::{Probe, ProbeConfig, ProbeKind, Probes, Threshold, MIN_FLOORS, STOP_BOUND};
+use crate::sink::outputs::{Metrics, Outputs};
 
 /// The wake-up probe's period unless --period says otherwise (cyclictest's -i 1000).
 const DEFAULT_PERIOD_NS: u64 = 1_000_000;
@@ -46,10 +47,7 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
     // Held until the process ends: after the probes have stopped.
     let _locks = prep.locks;
     let tui = !serve && !args.no_tui && std::io::stdout().is_terminal();
-    let mut sinks: Vec<Box<dyn HiccupSink>> = Vec::new();
-    if let Some(path) = args.csv.as_deref() {
-        sinks.push(Box::new(CsvSink::create(path)?));
-    }
+    let csv = args.csv.as_deref().map(CsvSink::create).transpose()?;
     // Opened now so that a path that cannot be written fails before the run.
     let summary_file = match args.summary_json.clone().or_else(|| args.csv.as_deref().map(crate::summary::sidecar)) {
         Some(p) => Some((crate::output::create(&p, "the run summary")?, p)),
@@ -88,6 +86,15 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
     let threshold = rule.given().unwrap_or(passive::DEFAULT_THRESHOLD_NS);
     let tracker = target.as_ref().map(|t| passive::Tracker::new(t.filter.clone(), &cpus, threshold));
     let metrics_slot = endpoint.as_ref().map(|_| crate::metrics::Slot::default());
+    let mut recorder = recorder;
+    if let Some(r) = recorder.as_mut() {
+        let shared = probes.shared();
+        let passive_threshold = target.as_ref().map(|_| threshold);
+        r.read_thresholds(move |cpu| match passive_threshold {
+            Some(thr) => thr,
+            None => shared.iter().find(|p| p.cpu == cpu).map_or(0, |p| p.threshold_ns.load(Relaxed)),
+        });
+    }
     let mode = if target.is_some() {
         "passive"
     } else if matches!(kind, ProbeKind::Wakeup { .. }) {
@@ -108,15 +115,18 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
         collector::Config {
             cpus: cpus.clone(),
             housekeeping: prep.housekeeping,
-            sinks,
+            sinks: Outputs {
+                csv,
+                metrics: metrics_slot.clone().map(|slot| Metrics::new(&cpus, args.prometheus_top.into(), mode, slot)),
+                recorder,
+                whole,
+            }
+            .into_list(),
             bpf_stats: args.bpf_stats,
             snapshots,
             passive: tracker,
             origins: !args.no_origins,
             wake_origins: args.wake_origins,
-            metrics: metrics_slot.clone().map(|slot| (slot, args.prometheus_top.into(), mode)),
-            recorder,
-            whole,
             stop_above: args.stop_above,
         },
         probes.shared(),

@@ -154,6 +154,11 @@ impl Exporter {
         }
     }
 
+    /// The run starts at `at`: the first publication's rates count from there.
+    pub fn start(&mut self, at: u64) {
+        self.last_publish_ns = at;
+    }
+
     /// One explained stall. Allocates only for a cause never seen before.
     pub fn record(&mut self, h: &Hiccup) {
         // Its own system call's work took nothing from the thread.
