@@ -4,6 +4,7 @@
 //! its CPU's own events passing it), and charged to causes by exclusive
 //! time. Pure logic: no BPF, no threads.
 
+mod context;
 mod freq;
 mod namer;
 mod origins;
@@ -18,9 +19,9 @@ use crate::cause::{Cause, Origin, Sender};
 use crate::interval::{Hiccup, Interval, Source};
 use crate::record::{Event, OriginKind, Payload, Vector};
 
+pub use context::Context;
 pub use namer::{IdleStates, Namer};
 pub use steal::StealTotals;
-pub use timeline::Context;
 use timeline::Timeline;
 
 /// A CPU's events come in order but for BPF programs nested in others

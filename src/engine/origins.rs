@@ -47,7 +47,7 @@ pub enum RawSender {
         cpu: u32,
     },
     /// The watched CPU's own interrupt-level context (see [`crate::cause::Sender::Local`]).
-    Local(super::timeline::Context),
+    Local(super::context::Context),
 }
 
 #[derive(Debug, Default)]

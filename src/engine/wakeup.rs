@@ -5,7 +5,8 @@
 //! user). The parts are found on the CPU's timeline and add up to the
 //! latency exactly.
 
-use super::timeline::{Context, Timeline};
+use super::context::Context;
+use super::timeline::Timeline;
 use crate::interval::Parts;
 
 /// Where the parts of the wake-up `[deadline, t1)` begin. `woken`: when
