@@ -1,4 +1,4 @@
-//! The command line (DESIGN.md): watch by default, `events` to see the
+//! The command line (docs/ARCHITECTURE.md, Contracts): watch by default, `events` to see the
 //! decoded stream, `doctor` for the isolation audit.
 
 use std::path::PathBuf;

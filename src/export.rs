@@ -1,4 +1,4 @@
-//! The hiccups CSV (DESIGN.md): one row per hiccup, header first. Names are
+//! The hiccups CSV (docs/ARCHITECTURE.md, Contracts): one row per hiccup, header first. Names are
 //! escaped inside `causes`; the csv crate quotes fields per RFC 4180. Rows
 //! collect in memory and reach the file once per drain, in one write, so
 //! the file ends on a whole row whenever the process is stopped, killed

@@ -6,6 +6,7 @@ mod build;
 mod deps;
 mod dist;
 mod hermetic;
+mod layers;
 mod lint;
 mod proc;
 mod run;
@@ -58,6 +59,8 @@ enum Command {
     Hermetic,
     /// cargo fmt --check and cargo clippy --all-targets -D warnings, alone.
     Lint,
+    /// Check that modules import only downwards, in no circle, as docs/ARCHITECTURE.md's layers say.
+    Layers,
     /// Regenerate bpf/vmlinux.h from /sys/kernel/btf/vmlinux.
     Vmlinux,
     /// A binary for production machines (libbpf, libelf, zlib linked in) and a .deb, in target/dist.
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
         Command::Run { args } => run::run(&args),
         Command::Test { args } => test_cmd::run(&args),
         Command::Lint => lint::run(),
+        Command::Layers => layers::run(),
         Command::Hermetic => hermetic::run(),
         Command::Vmlinux => vmlinux::run(),
         Command::Dist { check } => dist::run(check),
