@@ -35,6 +35,11 @@ impl Source {
     pub const ALL: [Source; 6] =
         [Source::Probe, Source::Interrupted, Source::Preempted, Source::Wakeup, Source::WakeupProbe, Source::InSyscall];
 
+    /// Its place in [`Source::ALL`] (a test keeps the two in step).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
     /// As the CSV's `source` column writes it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -149,6 +154,14 @@ pub(crate) fn hiccup(cpu: u32, t0: u64, causes: Vec<(Cause, u64)>, unexplained: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_source_is_at_its_index_in_all() {
+        for (i, s) in Source::ALL.iter().enumerate() {
+            assert_eq!(s.index(), i, "{s:?}");
+        }
+        assert_eq!(Source::ALL.len(), Source::InSyscall.index() + 1, "a source added after InSyscall is in ALL");
+    }
 
     #[test]
     fn unexplained_time_takes_its_place_by_size() {

@@ -47,21 +47,7 @@ impl Theme {
     }
 
     pub fn kind(self, k: Kind) -> Style {
-        self.fg(match k {
-            Kind::Task => Color::Yellow,
-            Kind::Work => Color::Magenta,
-            Kind::Irq => Color::Red,
-            Kind::Softirq => Color::LightRed,
-            Kind::Timer => Color::Blue,
-            Kind::Ipi => Color::Cyan,
-            Kind::Nmi => Color::LightMagenta,
-            Kind::Unexplained => Color::Gray,
-            Kind::Lost => Color::DarkGray,
-            Kind::Idle => Color::Green,
-            Kind::Slack => Color::LightBlue,
-            Kind::Host => Color::White,
-            Kind::Smi => Color::LightYellow,
-        })
+        self.fg(k.colour())
     }
 
     /// A pane's frame; the focused one is drawn thick and marked ▶.
