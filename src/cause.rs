@@ -61,8 +61,6 @@ kinds! {
     Host => "host", White;
     /// The firmware (a system management interrupt, counted by the CPU).
     Smi => "smi", LightYellow;
-    /// A machine check's handler (throwaway: the cost of a new kind).
-    Mce => "mce", LightCyan;
 }
 
 impl Kind {
@@ -118,8 +116,6 @@ pub enum Cause {
     /// A cross-CPU function call (the csd callback).
     Csd(Symbol),
     Nmi(Symbol),
-    /// A machine check's handler, by its function.
-    Mce(Symbol),
     /// An idle state, by its cpuidle name (`C6`, `poll`, `halt`).
     Idle(Symbol),
     /// The wake-up probe's timer slack (the kernel may fire its timer that late).
@@ -149,7 +145,6 @@ impl Cause {
             Cause::Softirq(_) => Kind::Softirq,
             Cause::Timer(_) => Kind::Timer,
             Cause::Nmi(_) => Kind::Nmi,
-            Cause::Mce(_) => Kind::Mce,
             Cause::Idle(_) => Kind::Idle,
             Cause::Slack => Kind::Slack,
             Cause::Host => Kind::Host,
@@ -199,7 +194,7 @@ impl Cause {
                     None => out.push_str("[*]"),
                 }
             }
-            Cause::Work(s) | Cause::Timer(s) | Cause::Csd(s) | Cause::Nmi(s) | Cause::Mce(s) | Cause::Idle(s) => out.push_str(&visible(s)),
+            Cause::Work(s) | Cause::Timer(s) | Cause::Csd(s) | Cause::Nmi(s) | Cause::Idle(s) => out.push_str(&visible(s)),
             Cause::Irq { irq, name } => {
                 out.push_str(itoa::Buffer::new().format(*irq));
                 if !name.is_empty() {

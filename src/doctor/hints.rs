@@ -251,7 +251,6 @@ pub fn hints(report: &Report, cause: &Cause) -> Vec<String> {
         Cause::Smi => h.push(
             "smi: the firmware took the CPU (System Management Mode): in the BIOS, turn off what uses SMIs (legacy USB emulation, OS-visible power management left to the firmware, error reporting by SMI, iLO/iDRAC polling); `turbostat --show SMI` counts them",
         ),
-        Cause::Mce(_) => h.push("mce: the CPU reported a hardware error (machine check): see the kernel log and rasdaemon"),
         Cause::Others(_) => {}
     }
     h.out

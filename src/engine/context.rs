@@ -20,7 +20,6 @@ pub enum Context {
     Vector(Vector),
     Csd(u64),
     Nmi(u64),
-    Mce(u64),
     /// The CPU in idle state n (cpu_idle), `IDLE_EXIT` where the state is
     /// not known (an exit whose entry was not seen).
     Idle(u32),
@@ -54,7 +53,6 @@ impl Context {
             Context::Softirq(_) => Context::Others(Kind::Softirq),
             Context::Timer(_) => Context::Others(Kind::Timer),
             Context::Nmi(_) => Context::Others(Kind::Nmi),
-            Context::Mce(_) => Context::Others(Kind::Mce),
             // Idle states are few: never folded.
             c @ (Context::Idle(_) | Context::Others(_) | Context::Probe | Context::Unknown | Context::Lost) => c,
         }

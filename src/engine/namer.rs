@@ -90,7 +90,6 @@ impl Namer {
             Context::Vector(v) => Cause::Vector(v),
             Context::Csd(f) => Cause::Csd(self.symbol(f)),
             Context::Nmi(f) => Cause::Nmi(self.symbol(f)),
-            Context::Mce(f) => Cause::Mce(self.symbol(f)),
             Context::Idle(state) => Cause::Idle(Symbol::from(self.idle.name(state))),
             Context::Others(k) => Cause::Others(k),
             Context::Lost => Cause::Lost,
@@ -170,7 +169,6 @@ mod tests {
         assert_eq!(label(&mut n, Context::Timer(0xffffffff81002000)), "timer:tick_nohz_handler");
         assert_eq!(label(&mut n, Context::Vector(Vector::LocalTimer)), "irq:local_timer");
         assert_eq!(label(&mut n, Context::Nmi(0x10)), "nmi:0x10");
-        assert_eq!(label(&mut n, Context::Mce(0x10)), "mce:0x10");
         assert_eq!(n.cause(Context::Probe), Cause::Unexplained);
         n.note_irq(24, b"renamed\0");
         assert_eq!(label(&mut n, Context::Irq(24)), "irq:24:renamed");
