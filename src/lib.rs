@@ -24,6 +24,7 @@ mod kallsyms;
 mod lifecycle;
 mod loop_clock;
 mod metrics;
+mod mode;
 mod monitor;
 mod names;
 mod output;

@@ -28,6 +28,11 @@ pub struct Outputs {
 }
 
 impl Outputs {
+    /// With the Prometheus counters, once their CPUs are known.
+    pub fn with_metrics(self, metrics: Option<Metrics>) -> Self {
+        Outputs { metrics, ..self }
+    }
+
     /// Every output as a sink, in the order they see each stall.
     pub fn into_list(self) -> Vec<Box<dyn Sink>> {
         let Outputs { csv, metrics, recorder, whole } = self;
