@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 
 use crate::cause::{Cause, Origin, Sender};
 use crate::interval::{Hiccup, Interval, Source};
-use crate::record::{Event, OriginKind, Payload, Vector};
+use crate::record::{Event, OriginKind, Payload};
 
 pub use context::Context;
 pub use namer::{IdleStates, Namer};
@@ -356,14 +356,7 @@ impl Engine {
     fn origins_of(&mut self, slot: usize, end: u64) -> Vec<(Cause, Origin)> {
         let mut out = Vec::new();
         for &(ctx, _) in &self.scratch {
-            let (kind, key) = match ctx {
-                Context::Csd(f) => (OriginKind::Ipi, f),
-                // A reschedule IPI has no callback.
-                Context::Vector(Vector::Reschedule) => (OriginKind::Ipi, 0),
-                Context::Work(f) => (OriginKind::Work, f),
-                Context::Task { pid, .. } if pid != 0 => (OriginKind::Wake, u64::from(pid)),
-                _ => continue,
-            };
+            let Some((kind, key)) = origins::key_of(ctx) else { continue };
             let Some(s) = self.origins[slot].find(kind, key, end).copied() else { continue };
             let sender = match s.sender {
                 origins::RawSender::Task { comm, pid, tgid, cpu } => Sender::Task { comm, pid, tgid, cpu },

@@ -10,7 +10,8 @@
 
 use std::collections::VecDeque;
 
-use crate::record::{Comm, OriginKind};
+use super::context::Context;
+use crate::record::{Comm, OriginKind, Vector};
 
 /// Origins kept per watched CPU (the oldest go first).
 const KEPT: usize = 4096;
@@ -24,6 +25,20 @@ fn max_age(kind: OriginKind) -> u64 {
         OriginKind::Ipi => 10_000_000,
         OriginKind::Work => 1_000_000_000,
         OriginKind::Wake => 1_000_000_000,
+    }
+}
+
+/// How a context's origin is looked up: the sending's kind and key (an
+/// IPI's callback, a work item's function, a woken task's pid). None for
+/// a context nothing sends.
+pub fn key_of(ctx: Context) -> Option<(OriginKind, u64)> {
+    match ctx {
+        Context::Csd(f) => Some((OriginKind::Ipi, f)),
+        // A reschedule IPI has no callback.
+        Context::Vector(Vector::Reschedule) => Some((OriginKind::Ipi, 0)),
+        Context::Work(f) => Some((OriginKind::Work, f)),
+        Context::Task { pid, .. } if pid != 0 => Some((OriginKind::Wake, u64::from(pid))),
+        _ => None,
     }
 }
 
