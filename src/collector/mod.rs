@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::bpf::Tracer;
+use crate::bpf::{Programs, Tracer};
 use crate::clock::{now_ns, thread_cpu_ns};
 use crate::engine::{Engine, Namer};
 use crate::interval::Interval;
@@ -90,7 +90,8 @@ impl Collector {
             .spawn(move || {
                 crate::sys::pin_to(&cfg.housekeeping).context("cannot pin the collector to the unwatched CPUs")?;
                 let mut storage = MaybeUninit::uninit();
-                let tracer = match Tracer::attach(&mut storage, &cfg.cpus, cfg.passive.is_some(), wakeups, cfg.origins, cfg.wake_origins) {
+                let programs = Programs { passive: cfg.passive.is_some(), wakeups, origins: cfg.origins, wake_origins: cfg.wake_origins };
+                let tracer = match Tracer::attach(&mut storage, &cfg.cpus, programs) {
                     Ok(t) => t,
                     Err(e) => {
                         let msg = e.to_string();
