@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use crate::cause::{Cause, Kind};
 use crate::interval::{Hiccup, Victim};
 use crate::sanitize::visible_bytes;
+use crate::slots::CpuSlots;
 use crate::stats::origins::SenderKey;
 use crate::stats::Counters;
 
@@ -84,6 +85,7 @@ struct CpuTally {
 pub struct Exporter {
     mode: &'static str,
     cpus: Vec<CpuTally>,
+    slots: CpuSlots,
     threads: Ranked<Victim>,
     slot: Slot,
     last_publish_ns: u64,
@@ -127,6 +129,7 @@ impl Exporter {
                     senders: Ranked::new(top, Kind::ALL.len()),
                 })
                 .collect(),
+            slots: CpuSlots::new(cpus),
             threads: Ranked::new(top, 1),
             slot,
             last_publish_ns: now,
@@ -147,7 +150,7 @@ impl Exporter {
         if let Some(v) = h.victim {
             self.threads.add(&v, 0, h.gap);
         }
-        let Some(c) = self.cpus.iter_mut().find(|c| c.cpu == h.cpu) else { return };
+        let Some(c) = self.slots.get(h.cpu).map(|i| &mut self.cpus[i]) else { return };
         c.hiccups += 1;
         c.stolen_ns += h.gap;
         let secs = h.gap as f64 / 1e9;
