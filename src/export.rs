@@ -1,8 +1,8 @@
-//! The hiccups CSV (docs/ARCHITECTURE.md, Contracts): one row per hiccup, header first. Names are
-//! escaped inside `causes`; the csv crate quotes fields per RFC 4180. Rows
-//! collect in memory and reach the file once per drain, in one write, so
-//! the file ends on a whole row whenever the process is stopped, killed
-//! included (but for a kill inside that write).
+//! The hiccups CSV (docs/ARCHITECTURE.md, Contracts): one row per hiccup,
+//! header first. Names are escaped inside `causes`; the csv crate quotes
+//! fields per RFC 4180. Rows collect in memory and reach the file once per
+//! drain, in one write, so the file ends on a whole row whenever the
+//! process is stopped, killed included (but for a kill inside that write).
 
 use std::fs::File;
 use std::io::{self, Write};

@@ -1,8 +1,9 @@
 //! jitterwatch: who steals each isolated CPU, and for how long.
 //!
-//! Sources (the spin probe) produce intervals, the engine explains them
-//! from the kernel's events, sinks (aggregates, CSV, summary, screen)
-//! consume the explained intervals: see interval.rs for the seam.
+//! Sources (the probes, passive mode) produce intervals, the engine
+//! explains them from the kernel's events, sinks (aggregates, CSV,
+//! metrics, traces) consume the explained intervals: docs/ARCHITECTURE.md
+//! draws the layers and the way of one event.
 //! Modules are private: the binary calls `main`; the integration tests use
 //! the few public ones below.
 
