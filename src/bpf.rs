@@ -11,8 +11,6 @@ use libbpf_rs::btf::ReferencesType;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
 
-use crate::stats::ProgStat;
-
 mod loadlog;
 
 mod skel {
@@ -22,6 +20,14 @@ mod skel {
 }
 pub use skel::types;
 use skel::{JitterwatchSkel, JitterwatchSkelBuilder};
+
+/// Per-program BPF run statistics (needs kernel.bpf_stats_enabled=1).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ProgStat {
+    pub name: String,
+    pub run_cnt: u64,
+    pub run_time_ns: u64,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum TracerError {
@@ -153,26 +159,29 @@ fn open_switch_event(cpu: usize) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
+/// The programs a run wants besides those every run loads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Programs {
+    /// See every switch (the per-CPU perf event misses switches out of the
+    /// idle task, which passive mode needs to know a watched thread runs),
+    /// and renames (a watched name taken by exec or prctl).
+    pub passive: bool,
+    /// Wake-ups onto the watched CPUs (passive mode's, and the wake-up
+    /// probe's own).
+    pub wakeups: bool,
+    /// Who sends IPIs and queues work onto the watched CPUs.
+    pub origins: bool,
+    /// And who wakes tasks there (a program on every wake-up).
+    pub wake_origins: bool,
+}
+
 impl<'obj> Tracer<'obj> {
     /// Opens, loads and attaches the programs, watching `cpus`.
-    /// `passive`: see every switch (the per-CPU perf event misses switches
-    /// out of the idle task, which passive mode needs to know a watched
-    /// thread runs). `wakeups`: also trace wake-ups onto the watched CPUs
-    /// (passive mode's, and the wake-up probe's own). `origins`: also trace
-    /// who sends IPIs and queues work onto them; `wake_origins`: and who
-    /// wakes tasks there.
-    pub fn attach(
-        storage: &'obj mut MaybeUninit<OpenObject>,
-        cpus: &[usize],
-        passive: bool,
-        wakeups: bool,
-        origins: bool,
-        wake_origins: bool,
-    ) -> Result<Self, TracerError> {
+    pub fn attach(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &[usize], programs: Programs) -> Result<Self, TracerError> {
         // libbpf's log (verifier output...) is many lines: kept, for the
         // one line a refusal gets, and printed only on request.
         loadlog::start();
-        let loaded = Self::load(storage, cpus, passive, wakeups, origins, wake_origins);
+        let loaded = Self::load(storage, cpus, programs);
         let log = loadlog::stop();
         let loaded = loaded.map_err(|e| match (&e, loadlog::refusal(&log)) {
             (TracerError::Bpf { .. }, Some((prog, reason))) => TracerError::Refused { prog, reason },
@@ -182,14 +191,8 @@ impl<'obj> Tracer<'obj> {
     }
 
     /// Opens and loads the programs this kernel can run.
-    fn load(
-        storage: &'obj mut MaybeUninit<OpenObject>,
-        cpus: &[usize],
-        passive: bool,
-        wakeups: bool,
-        origins: bool,
-        wake_origins: bool,
-    ) -> Result<Loaded<'obj>, TracerError> {
+    fn load(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &[usize], programs: Programs) -> Result<Loaded<'obj>, TracerError> {
+        let Programs { passive, wakeups, origins, wake_origins } = programs;
         let btf = Btf::from_vmlinux().map_err(|e| TracerError::Btf(e.to_string()))?;
         let has = |tp: &str| btf.type_by_name::<Typedef<'_>>(&format!("btf_trace_{tp}")).is_some();
         if !has("sched_switch") {

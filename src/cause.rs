@@ -9,47 +9,64 @@ use std::sync::Arc;
 use crate::record::{Comm, Vector};
 use crate::sanitize::{push_visible_bytes, visible};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    Task,
-    Work,
-    Irq,
-    Softirq,
-    Timer,
-    Ipi,
-    Nmi,
-    Unexplained,
+/// Declares `Kind` and, from the same rows, `Kind::ALL`, each kind's label
+/// and its colour: a new kind of cause is one row of [`kinds!`] below.
+macro_rules! kinds {
+    ($($(#[$doc:meta])* $kind:ident => $label:literal, $colour:ident;)+) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum Kind {
+            $($(#[$doc])* $kind,)+
+        }
+
+        impl Kind {
+            /// Every kind, in the order declared: each table, counter and
+            /// encoder iterates this list.
+            pub const ALL: [Kind; [$(stringify!($kind)),+].len()] = [$(Kind::$kind),+];
+
+            /// Its label: in the CSV, the summary, the screen and the metrics.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Kind::$kind => $label,)+
+                }
+            }
+
+            /// Its colour on the screen (where there is colour).
+            pub fn colour(self) -> ratatui::style::Color {
+                match self {
+                    $(Kind::$kind => ratatui::style::Color::$colour,)+
+                }
+            }
+        }
+    };
+}
+
+kinds! {
+    Task => "task", Yellow;
+    Work => "work", Magenta;
+    Irq => "irq", Red;
+    Softirq => "softirq", LightRed;
+    Timer => "timer", Blue;
+    Ipi => "ipi", Cyan;
+    Nmi => "nmi", LightMagenta;
+    Unexplained => "unexplained", Gray;
     /// Time while the CPU's events were dropped (ring buffer full).
-    Lost,
+    Lost => "lost", DarkGray;
     /// The CPU in an idle state (and leaving it).
-    Idle,
+    Idle => "idle", Green;
     /// A wake-up's timer slack: how late the kernel may fire the timer.
-    Slack,
+    Slack => "slack", LightBlue;
     /// The hypervisor ran something else while this vCPU was runnable
     /// (its steal clock).
-    Host,
+    Host => "host", White;
     /// The firmware (a system management interrupt, counted by the CPU).
-    Smi,
+    Smi => "smi", LightYellow;
 }
 
 impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Task => "task",
-            Kind::Work => "work",
-            Kind::Irq => "irq",
-            Kind::Softirq => "softirq",
-            Kind::Timer => "timer",
-            Kind::Ipi => "ipi",
-            Kind::Nmi => "nmi",
-            Kind::Unexplained => "unexplained",
-            Kind::Lost => "lost",
-            Kind::Idle => "idle",
-            Kind::Slack => "slack",
-            Kind::Host => "host",
-            Kind::Smi => "smi",
-        }
+    /// Its place in [`Kind::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
     }
 }
 
@@ -210,6 +227,23 @@ impl Cause {
     }
 }
 
+/// Who sent it, as a stall's cause reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Sender {
+    /// A task, on `cpu`.
+    Task { comm: Comm, pid: u32, tgid: u32, cpu: u32 },
+    /// Interrupt-level code of the watched CPU itself (a timer's callback
+    /// queueing work, an interrupt waking a task): its context's name.
+    Local(Cause),
+}
+
+/// A cause's origin: who, and for an IPI from where in the kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Origin {
+    pub sender: Sender,
+    pub via: Option<Symbol>,
+}
+
 #[cfg(test)]
 pub(crate) fn comm(s: &[u8]) -> Comm {
     let mut c = [0u8; crate::record::COMM_LEN];
@@ -221,6 +255,16 @@ pub(crate) fn comm(s: &[u8]) -> Comm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kind_is_at_its_index_in_all() {
+        for (i, k) in Kind::ALL.iter().enumerate() {
+            assert_eq!(k.index(), i, "{k}");
+        }
+        let json = serde_json::to_string(&Kind::ALL).unwrap();
+        let labels: Vec<String> = Kind::ALL.iter().map(|k| format!("\"{k}\"")).collect();
+        assert_eq!(json, format!("[{}]", labels.join(",")), "serde writes each kind's label");
+    }
 
     #[test]
     fn names_each_kind_escaped() {

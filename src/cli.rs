@@ -1,5 +1,5 @@
-//! The command line (DESIGN.md): watch by default, `events` to see the
-//! decoded stream, `doctor` for the isolation audit.
+//! The command line (docs/ARCHITECTURE.md, Contracts): watch by default,
+//! `events` to see the decoded stream, `doctor` for the isolation audit.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 
 use std::path::Path;
 
-use crate::bpf::Tracer;
+use crate::bpf::{Programs, Tracer};
 use crate::cli::EventsFormat;
 use crate::clock::now_ns;
 use crate::event_lines::Printer;
@@ -37,7 +37,9 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
         _ => None,
     };
     let mut storage = MaybeUninit::uninit();
-    let tracer = Tracer::attach(&mut storage, &prep.cpus, false, false, true, true)?;
+    // Every sending onto the CPUs, and nothing passive mode alone needs.
+    let programs = Programs { origins: true, wake_origins: true, ..Programs::default() };
+    let tracer = Tracer::attach(&mut storage, &prep.cpus, programs)?;
     startup::say_missing(&tracer.missing);
     let out = RefCell::new(BufWriter::with_capacity(1 << 16, std::io::stdout().lock()));
     let printer = RefCell::new(Printer::new(prep.namer));

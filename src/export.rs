@@ -1,15 +1,14 @@
-//! The hiccups CSV (DESIGN.md): one row per hiccup, header first. Names are
-//! escaped inside `causes`; the csv crate quotes fields per RFC 4180. Rows
-//! collect in memory and reach the file once per drain, in one write, so
-//! the file ends on a whole row whenever the process is stopped, killed
-//! included (but for a kill inside that write).
+//! The hiccups CSV (docs/ARCHITECTURE.md, Contracts): one row per hiccup,
+//! header first. Names are escaped inside `causes`; the csv crate quotes
+//! fields per RFC 4180. Rows collect in memory and reach the file once per
+//! drain, in one write, so the file ends on a whole row whenever the
+//! process is stopped, killed included (but for a kill inside that write).
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
 use crate::cause::Cause;
-use crate::collector::HiccupSink;
 use crate::interval::Hiccup;
 
 /// The nine columns of the contract, then those appended since: `source`
@@ -53,14 +52,14 @@ fn push_name(cause: &Cause, scratch: &mut String, out: &mut String) {
 
 /// `comm[pid] on cpu N via FUNCTION`, as the `origins` column and the
 /// views write an origin (escaped as names are, before the CSV's own).
-pub fn push_origin(o: &crate::engine::Origin, out: &mut String) {
+pub fn push_origin(o: &crate::cause::Origin, out: &mut String) {
     match &o.sender {
-        crate::engine::Sender::Task { comm, pid, cpu, .. } => {
+        crate::cause::Sender::Task { comm, pid, cpu, .. } => {
             Cause::Task { comm: *comm, pid: Some(*pid) }.push_name(out);
             out.push_str(" on cpu ");
             out.push_str(itoa::Buffer::new().format(*cpu));
         }
-        crate::engine::Sender::Local(c) => {
+        crate::cause::Sender::Local(c) => {
             out.push('(');
             out.push_str(c.kind().as_str());
             out.push(':');
@@ -278,20 +277,6 @@ fn parse_entry(entry: &str) -> Option<(&str, String, u64)> {
     Some((kind, name, ns))
 }
 
-impl HiccupSink for CsvSink<Rows> {
-    fn write(&mut self, h: &Hiccup) -> io::Result<()> {
-        CsvSink::write(self, h)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        CsvSink::flush(self)
-    }
-
-    fn what(&self) -> &'static str {
-        "the CSV"
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -365,7 +350,7 @@ mod tests {
     /// field (`;` and `=`), so it splits back whatever the sender's name.
     #[test]
     fn origins_are_escaped_like_names() {
-        use crate::engine::{Origin, Sender};
+        use crate::cause::{Origin, Sender};
         let ipi = Cause::Csd(Symbol::from("flush_tlb_func"));
         let mut h = hiccup(0, 5, vec![(ipi.clone(), 9)], 0);
         let sender = Sender::Task { comm: comm(b"a;b=c\\\x1b"), pid: 7, tgid: 7, cpu: 0 };

@@ -35,6 +35,11 @@ impl Source {
     pub const ALL: [Source; 6] =
         [Source::Probe, Source::Interrupted, Source::Preempted, Source::Wakeup, Source::WakeupProbe, Source::InSyscall];
 
+    /// Its place in [`Source::ALL`] (a test keeps the two in step).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
     /// As the CSV's `source` column writes it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -68,6 +73,22 @@ impl Victim {
     }
 }
 
+/// The parts of one late wake-up, ns, and the largest cause of each
+/// (timer latency, scheduling delay, return to user; None: no named cause).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Parts {
+    pub timer_ns: u64,
+    pub sched_ns: u64,
+    pub user_ns: u64,
+    pub top: [Option<(Cause, u64)>; 3],
+}
+
+impl Parts {
+    pub fn ns(&self) -> [u64; 3] {
+        [self.timer_ns, self.sched_ns, self.user_ns]
+    }
+}
+
 /// Time a CPU was taken: `[t0, t1)` in CLOCK_MONOTONIC ns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interval {
@@ -95,12 +116,12 @@ pub struct Hiccup {
     pub causes: Vec<(Cause, u64)>,
     pub unexplained: u64,
     /// The wake-up probe's split of its latency (None for other sources).
-    pub parts: Option<crate::engine::Parts>,
+    pub parts: Option<Parts>,
     /// The CPU's frequency changed inside it: from (None: not known) → to, kHz.
     pub freq: Option<(Option<u32>, u32)>,
     /// Who caused some of its causes (an IPI's sender, a work item's
     /// queuer, a task's waker), where the sending was seen.
-    pub origins: Vec<(Cause, crate::engine::Origin)>,
+    pub origins: Vec<(Cause, crate::cause::Origin)>,
 }
 
 impl Hiccup {
@@ -133,6 +154,14 @@ pub(crate) fn hiccup(cpu: u32, t0: u64, causes: Vec<(Cause, u64)>, unexplained: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_source_is_at_its_index_in_all() {
+        for (i, s) in Source::ALL.iter().enumerate() {
+            assert_eq!(s.index(), i, "{s:?}");
+        }
+        assert_eq!(Source::ALL.len(), Source::InSyscall.index() + 1, "a source added after InSyscall is in ALL");
+    }
 
     #[test]
     fn unexplained_time_takes_its_place_by_size() {

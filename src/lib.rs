@@ -1,8 +1,9 @@
 //! jitterwatch: who steals each isolated CPU, and for how long.
 //!
-//! Sources (the spin probe) produce intervals, the engine explains them
-//! from the kernel's events, sinks (aggregates, CSV, summary, screen)
-//! consume the explained intervals: see interval.rs for the seam.
+//! Sources (the probes, passive mode) produce intervals, the engine
+//! explains them from the kernel's events, sinks (aggregates, CSV,
+//! metrics, traces) consume the explained intervals: docs/ARCHITECTURE.md
+//! draws the layers and the way of one event.
 //! Modules are private: the binary calls `main`; the integration tests use
 //! the few public ones below.
 
@@ -26,6 +27,7 @@ mod lifecycle;
 mod loop_clock;
 mod manpage;
 mod metrics;
+mod mode;
 mod monitor;
 mod names;
 mod output;
@@ -37,6 +39,7 @@ mod replay;
 mod sanitize;
 mod say;
 mod serve;
+mod sink;
 mod slots;
 mod snapshot;
 mod startup;

@@ -19,6 +19,7 @@ use crate::engine::{Engine, IdleStates, Namer};
 use crate::interval::{Interval, Source};
 use crate::kallsyms::Kallsyms;
 use crate::record::{c_comm as comm, Event};
+use crate::sink::Sinks;
 use crate::stats::Stats;
 
 /// Simulated time per drain: each drain reads one cycle of every CPU.
@@ -210,7 +211,7 @@ pub fn run(cpus: usize, events: u64, out: &mut dyn Write) -> Result<i32> {
     let r = replay(cpus, events)?;
     let hwm = status_kib("VmHWM:")?;
     let input_kib = (r.per_cycle * std::mem::size_of::<jw_event>()) as u64 / 1024;
-    let hiccups: u64 = r.drain.stats.cpus.iter().map(|c| c.hiccups).sum();
+    let hiccups: u64 = r.drain.sinks.stats.cpus.iter().map(|c| c.hiccups).sum();
     let per_cpu_sec = 1e9 / CYCLE_NS as f64 / cpus as f64;
     let v = serde_json::json!({
         "cpus": cpus,
@@ -238,7 +239,7 @@ fn replay(cpus: usize, events: u64) -> Result<Replayed> {
         // As the collector does: the probe's own time is never a cause.
         engine.set_probe_tids(cpu, &[PROBE_TID + cpu]);
     }
-    let mut drain = Drain::new(engine, Stats::new(&list, start), Vec::new(), start, None);
+    let mut drain = Drain::new(engine, Sinks::new(Stats::new(&list, start), Vec::new(), None), start, None);
     let mut decoded = 0u64;
     for c in 0..cycles {
         replay.cycle = c;
@@ -270,10 +271,10 @@ mod tests {
     fn replayed_gaps_are_explained_by_the_stream() {
         let r = replay(3, 200_000).unwrap();
         assert!(r.decoded >= 190_000, "{}", r.decoded);
-        for c in &r.drain.stats.cpus {
+        for c in &r.drain.sinks.stats.cpus {
             assert!(c.hiccups > 1000, "cpu {}: {} hiccups", c.cpu, c.hiccups);
             let top: Vec<(Kind, String)> =
-                r.drain.stats.top_causes(Some(c.cpu)).iter().map(|(k, _)| (k.cause.kind(), k.cause.name())).collect();
+                r.drain.sinks.stats.top_causes(Some(c.cpu)).iter().map(|(k, _)| (k.cause.kind(), k.cause.name())).collect();
             assert!(top.contains(&(Kind::Work, "vmstat_update".into())), "{top:?}");
             assert!(top.contains(&(Kind::Timer, "tick_nohz_handler".into())), "{top:?}");
             assert_eq!(top[..2], [(Kind::Work, "vmstat_update".into()), (Kind::Timer, "tick_nohz_handler".into())]);

@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 
 use crate::cause::Kind;
-use crate::interval::Hiccup;
+use crate::interval::{Hiccup, Source};
 use crate::stats::{CauseKey, Counters, CpuCounters, Stats};
 
 /// Senders sent per CPU: the table is sent ten times a second, and a
@@ -155,7 +155,7 @@ impl Snapshot {
                     tid: t.victim.tid,
                     name: t.victim.name(),
                     hiccups: t.hiccups(),
-                    by_kind: [t.count[1], t.count[2], t.count[3]],
+                    by_kind: [Source::Interrupted, Source::Preempted, Source::Wakeup].map(|s| t.of(s).0),
                     p99_ns: t.pct(0.99),
                     max_ns: t.max_ns,
                     lost_pct: t.lost_pct(),
@@ -226,7 +226,7 @@ mod tests {
     /// Senders per CPU, most time first, bounded per CPU.
     #[test]
     fn carries_the_top_senders_of_each_cpu() {
-        use crate::engine::{Origin, Sender};
+        use crate::cause::{Origin, Sender};
         let mut s = Stats::new(&[1, 2], 0);
         let ipi = Cause::Csd("flush_tlb_func".into());
         for i in 0..(SENDERS_SHOWN as u64 + 5) {

@@ -1,17 +1,16 @@
 //! One drain of the collector, free of BPF and threads so it is tested on
 //! scripted sources: the intervals reported so far go to the engine, then a
 //! bounded batch of kernel events, then every interval the events have
-//! passed is explained and handed to the aggregates and the sinks.
-
-use std::io;
+//! passed is explained and handed to the sinks (the aggregates among
+//! them), which the drain knows only as one list.
 
 use anyhow::{Context as _, Result};
 
 use crate::engine::Engine;
-use crate::interval::{Hiccup, Interval};
+use crate::interval::Interval;
 use crate::passive::Tracker;
 use crate::record::Event;
-use crate::stats::Stats;
+use crate::sink::Sinks;
 
 /// Records read per drain at most, so a producer faster than the reader
 /// cannot keep it in one drain for ever; and a quarter of a timeline's
@@ -43,15 +42,6 @@ pub trait IntervalSource {
     fn horizons(&self, out: &mut dyn FnMut(u32, u64));
 }
 
-/// A consumer of explained intervals (the CSV; later traces, metrics).
-pub trait HiccupSink: Send {
-    fn write(&mut self, h: &Hiccup) -> io::Result<()>;
-    /// Called after every drain: rows written so far reach the file whole.
-    fn flush(&mut self) -> io::Result<()>;
-    /// What it is, for error messages ("writing the CSV").
-    fn what(&self) -> &'static str;
-}
-
 /// What one drain saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Drained {
@@ -62,8 +52,8 @@ pub struct Drained {
 
 pub struct Drain {
     pub engine: Engine,
-    pub stats: Stats,
-    sinks: Vec<Box<dyn HiccupSink>>,
+    /// The aggregates and every other output (sink/).
+    pub sinks: Sinks,
     batch: Vec<Event>,
     drops: Vec<(u32, u64)>,
     /// The sources' horizons, read before their intervals are taken.
@@ -73,21 +63,12 @@ pub struct Drain {
     pub events: u64,
     /// Passive mode: intervals derived from the events themselves.
     tracker: Option<Tracker>,
-    /// The Prometheus endpoint's counters, fed every explained stall.
-    pub metrics: Option<crate::metrics::Exporter>,
-    /// The flight recorder (--trace-dir) and the whole-run recording
-    /// (--record): fed every event and every explained stall.
-    pub recorder: Option<crate::trace::FlightRecorder>,
-    pub whole: Option<crate::trace::Whole>,
-    /// --stop-above: the first stall at or over it is `stats.stopped_on`.
-    pub stop_above: Option<u64>,
 }
 
 impl Drain {
-    pub fn new(engine: Engine, stats: Stats, sinks: Vec<Box<dyn HiccupSink>>, start: u64, tracker: Option<Tracker>) -> Self {
+    pub fn new(engine: Engine, sinks: Sinks, start: u64, tracker: Option<Tracker>) -> Self {
         Drain {
             engine,
-            stats,
             sinks,
             batch: Vec::with_capacity(MAX_PER_DRAIN),
             drops: Vec::new(),
@@ -95,10 +76,6 @@ impl Drain {
             watermark: start,
             events: 0,
             tracker,
-            metrics: None,
-            recorder: None,
-            whole: None,
-            stop_above: None,
         }
     }
 
@@ -112,12 +89,13 @@ impl Drain {
     /// Passive mode: the watched threads as known at `now`, into the stats.
     pub fn update_threads(&mut self, now: u64) {
         if let Some(t) = &self.tracker {
-            self.stats.set_threads(t.threads().map(|i| {
+            let stats = &mut self.sinks.stats;
+            stats.set_threads(t.threads().map(|i| {
                 let mut i = i.clone();
                 i.runnable_ns = t.runnable_until(i.tid, now);
                 i
             }));
-            self.stats.threads_elsewhere = t.seen_elsewhere.clone();
+            stats.threads_elsewhere = t.seen_elsewhere.clone();
         }
     }
 
@@ -147,12 +125,7 @@ impl Drain {
                     t.on_event(ev, &mut |iv| engine.on_interval(iv));
                 }
                 self.engine.on_event(ev);
-                if let Some(r) = self.recorder.as_mut() {
-                    r.on_event(ev);
-                }
-                if let Some(w) = self.whole.as_mut() {
-                    w.on_event(ev);
-                }
+                self.sinks.on_event(ev);
             }
             self.events += self.batch.len() as u64;
             // The last drain empties the buffer; the others take one batch.
@@ -180,61 +153,27 @@ impl Drain {
         if last {
             self.engine.finish();
         }
-        let (stats, sinks, metrics) = (&mut self.stats, &mut self.sinks, &mut self.metrics);
-        let (recorder, whole, stop_above) = (&mut self.recorder, &mut self.whole, self.stop_above);
-        let mut failed: Option<(&'static str, io::Error)> = None;
+        let sinks = &mut self.sinks;
+        let mut written = Ok(());
         self.engine.attribute_ready(self.watermark, |h| {
-            let stops = stop_above.is_some_and(|s| h.gap >= s) && stats.stopped_on.is_none();
-            if stops {
-                let limit_ns = stop_above.unwrap_or(0);
-                stats.stopped_on = Some(crate::stats::StopStall { cpu: h.cpu, time_ns: h.t0, gap_ns: h.gap, limit_ns });
-            }
-            if let Some(r) = recorder.as_mut() {
-                r.on_hiccup(&h, stops);
-            }
-            if let Some(w) = whole.as_mut() {
-                w.on_hiccup(&h);
-            }
-            stats.record(&h);
-            if let Some(m) = metrics.as_mut() {
-                m.record(&h);
-            }
-            for s in sinks.iter_mut() {
-                if failed.is_none() {
-                    if let Err(e) = s.write(&h) {
-                        failed = Some((s.what(), e));
-                    }
-                }
+            let r = sinks.on_hiccup(&h);
+            if written.is_ok() {
+                written = r;
             }
         });
-        for s in self.sinks.iter_mut() {
-            if failed.is_none() {
-                if let Err(e) = s.flush() {
-                    failed = Some((s.what(), e));
-                }
-            }
-        }
-        if let Some((what, e)) = failed {
-            return Err(e).with_context(|| format!("writing {what}"));
-        }
-        if let Some(r) = self.recorder.as_mut() {
-            r.flush(self.watermark, last, &mut self.engine.namer);
-        }
+        written?;
+        self.sinks.after_drain(self.watermark, last, &mut self.engine.namer)?;
         let watermark = self.watermark;
         for &(cpu, t) in &self.horizons {
             self.engine.prune(cpu, t.min(watermark));
-            if let Some(r) = self.recorder.as_mut() {
-                r.prune(cpu, t.min(watermark));
-            }
+            self.sinks.prune(cpu, t.min(watermark));
         }
         if let Some(t) = &self.tracker {
             // A thread preempted long ago still needs the history since then.
-            let (engine, recorder) = (&mut self.engine, &mut self.recorder);
+            let (engine, sinks) = (&mut self.engine, &mut self.sinks);
             t.horizons(watermark, &mut |cpu, h| {
                 engine.prune(cpu, h);
-                if let Some(r) = recorder.as_mut() {
-                    r.prune(cpu, h);
-                }
+                sinks.prune(cpu, h);
             });
         }
         Ok(Drained { records, oldest_ts: (oldest != u64::MAX).then_some(oldest) })

@@ -16,16 +16,17 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::bpf::Tracer;
+use crate::bpf::{Programs, Tracer};
 use crate::clock::{now_ns, thread_cpu_ns};
 use crate::engine::{Engine, Namer};
 use crate::interval::Interval;
 use crate::passive::Tracker;
 use crate::probe::ProbeShared;
+use crate::sink::{Sink, Sinks};
 use crate::snapshot::Snapshot;
 use crate::stats::{Counters, CpuCounters, Stats};
 
-pub use drain::{Drain, EventSource, HiccupSink, IntervalSource, MARGIN_NS};
+pub use drain::{Drain, EventSource, IntervalSource, MARGIN_NS};
 
 /// How often the ring buffer is drained: often under load, less when quiet
 /// (each wakeup costs the housekeeping CPU a little).
@@ -35,8 +36,6 @@ const POLL_QUIET: Duration = Duration::from_millis(20);
 const QUIET_RECORDS: usize = 256;
 /// How often a snapshot goes to the screen (its frame rate).
 const SNAPSHOT_NS: u64 = 100_000_000;
-/// How often the Prometheus endpoint's figures are published.
-const PUBLISH_NS: u64 = 1_000_000_000;
 /// Segments each CPU's timeline keeps at most.
 pub const WINDOW: usize = 1 << 16;
 
@@ -55,7 +54,8 @@ pub enum Command {
 pub struct Config {
     pub cpus: Vec<usize>,
     pub housekeeping: Vec<usize>,
-    pub sinks: Vec<Box<dyn HiccupSink>>,
+    /// Every output besides the aggregates (sink/).
+    pub sinks: Vec<Box<dyn Sink>>,
     pub bpf_stats: bool,
     /// Where snapshots go, when a screen shows them.
     pub snapshots: Option<SyncSender<Snapshot>>,
@@ -65,11 +65,7 @@ pub struct Config {
     pub origins: bool,
     /// And who wakes tasks onto them (a program on every wake-up).
     pub wake_origins: bool,
-    /// The Prometheus endpoint's slot, its causes per CPU, and the mode.
-    pub metrics: Option<(crate::metrics::Slot, usize, &'static str)>,
-    /// --trace-dir, --record, --stop-above (see trace/ and Drain).
-    pub recorder: Option<crate::trace::FlightRecorder>,
-    pub whole: Option<crate::trace::Whole>,
+    /// --stop-above: the first stall at or over it ends the run.
     pub stop_above: Option<u64>,
 }
 
@@ -94,7 +90,8 @@ impl Collector {
             .spawn(move || {
                 crate::sys::pin_to(&cfg.housekeeping).context("cannot pin the collector to the unwatched CPUs")?;
                 let mut storage = MaybeUninit::uninit();
-                let tracer = match Tracer::attach(&mut storage, &cfg.cpus, cfg.passive.is_some(), wakeups, cfg.origins, cfg.wake_origins) {
+                let programs = Programs { passive: cfg.passive.is_some(), wakeups, origins: cfg.origins, wake_origins: cfg.wake_origins };
+                let tracer = match Tracer::attach(&mut storage, &cfg.cpus, programs) {
                     Ok(t) => t,
                     Err(e) => {
                         let msg = e.to_string();
@@ -170,20 +167,10 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], na
     let passive_threshold = passive.as_ref().map(Tracker::threshold);
     // Without probes the run starts when tracing does.
     let mut started = passive.is_some();
-    let mut drain = Drain::new(engine, Stats::new(&cfg.cpus, attach_ns), std::mem::take(&mut cfg.sinks), attach_ns, passive);
-    drain.metrics = cfg.metrics.take().map(|(slot, top, mode)| crate::metrics::Exporter::new(&cfg.cpus, top, mode, slot, attach_ns));
-    drain.recorder = cfg.recorder.take();
-    if let Some(r) = drain.recorder.as_mut() {
-        let shared: Vec<Arc<ProbeShared>> = probes.to_vec();
-        r.read_thresholds(move |cpu| match passive_threshold {
-            Some(thr) => thr,
-            None => shared.iter().find(|p| p.cpu == cpu).map_or(0, |p| p.threshold_ns.load(Relaxed)),
-        });
-    }
-    drain.whole = cfg.whole.take().map(|w| w.starting_at(attach_ns));
-    drain.stop_above = cfg.stop_above;
+    let mut sinks = Sinks::new(Stats::new(&cfg.cpus, attach_ns), std::mem::take(&mut cfg.sinks), cfg.stop_above);
+    sinks.start(attach_ns);
+    let mut drain = Drain::new(engine, sinks, attach_ns, passive);
     let mut stop_asked = false;
-    let mut next_publish = attach_ns;
     let mut own = Own {
         // What came before (loading and attaching, the ring buffer's
         // set-up) is set-up; the consumer's own cost counts from here.
@@ -198,7 +185,7 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], na
         let mut last = false;
         loop {
             match rx.try_recv() {
-                Ok(Command::Reset) => drain.stats.reset(now_ns()),
+                Ok(Command::Reset) => drain.sinks.stats.reset(now_ns()),
                 Ok(Command::Seed(seeds, at)) => drain.seed(&seeds, at),
                 Ok(Command::Stop) | Err(TryRecvError::Disconnected) => last = true,
                 Err(TryRecvError::Empty) => break,
@@ -215,7 +202,7 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], na
         }
         let now = now_ns();
         let seen = drain.step(&mut ring, &Probes(probes), now, last)?;
-        if drain.stats.stopped_on.is_some() && !stop_asked {
+        if drain.sinks.stats.stopped_on.is_some() && !stop_asked {
             // --stop-above: the run ends as on SIGINT (the stall's trace is
             // written by the drains that follow).
             stop_asked = true;
@@ -232,35 +219,24 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], na
         if !started {
             // Elapsed time counts from the probes' first sample.
             if let Some(t) = probes.iter().map(|p| p.first_sample_ns.load(Relaxed)).filter(|&t| t != 0).min() {
-                drain.stats.start_ns = t;
+                drain.sinks.stats.start_ns = t;
                 started = true;
             }
         }
         let snapshot_due = cfg.snapshots.is_some() && drained >= next_snapshot;
-        let publish_due = drain.metrics.is_some() && drained >= next_publish;
-        if snapshot_due || publish_due || last {
+        if snapshot_due || drain.sinks.wants_counters(drained) || last {
             next_snapshot = drained + SNAPSHOT_NS;
             let raw = own.counters(&drain, tracer, probes, cfg.bpf_stats);
-            if let Some(m) = drain.metrics.as_mut().filter(|_| publish_due || last) {
-                next_publish = drained + PUBLISH_NS;
-                m.publish(&raw, drained);
-            }
-            drain.stats.update_counters(raw, drained);
+            drain.sinks.on_counters(raw, drained, last);
             drain.update_threads(drained);
             if let Some(tx) = cfg.snapshots.as_ref() {
                 // Never wait on the screen: a frame it has not taken yet is enough.
-                let _ = tx.try_send(Snapshot::of(&drain.stats));
+                let _ = tx.try_send(Snapshot::of(&drain.sinks.stats));
             }
             own.lag_ns = 0;
         }
         if last {
-            if let Some(r) = drain.recorder.take() {
-                drain.stats.traces = Some(r.finish());
-            }
-            if let Some(w) = drain.whole.take() {
-                drain.stats.recorded = Some(w.finish(now_ns(), &mut drain.engine.namer)?);
-            }
-            return Ok(drain.stats);
+            return drain.sinks.finish(now_ns(), &mut drain.engine.namer);
         }
         thread::sleep(if seen.records < QUIET_RECORDS { POLL_QUIET } else { POLL });
     }
@@ -291,7 +267,7 @@ impl Own {
         }
         let drops = &self.drops;
         let window = drain.engine.window_stats();
-        let stats = &drain.stats;
+        let stats = &drain.sinks.stats;
         let mut c = Counters {
             events: drain.events,
             // This runs on the collector thread: the consumer's own cost.

@@ -4,6 +4,7 @@
 //! its CPU's own events passing it), and charged to causes by exclusive
 //! time. Pure logic: no BPF, no threads.
 
+mod context;
 mod freq;
 mod namer;
 mod origins;
@@ -14,16 +15,14 @@ mod wakeup;
 
 use std::collections::VecDeque;
 
-use crate::cause::Cause;
+use crate::cause::{Cause, Origin, Sender};
 use crate::interval::{Hiccup, Interval, Source};
-use crate::record::{Event, OriginKind, Payload, Vector};
+use crate::record::{Event, OriginKind, Payload};
 
+pub use context::Context;
 pub use namer::{IdleStates, Namer};
-pub use origins::{Origin, Sender};
 pub use steal::StealTotals;
-pub use timeline::Context;
 use timeline::Timeline;
-pub use wakeup::Parts;
 
 /// A CPU's events come in order but for BPF programs nested in others
 /// (an IRQ entered while a program ran): an event this much past a gap's end
@@ -357,14 +356,7 @@ impl Engine {
     fn origins_of(&mut self, slot: usize, end: u64) -> Vec<(Cause, Origin)> {
         let mut out = Vec::new();
         for &(ctx, _) in &self.scratch {
-            let (kind, key) = match ctx {
-                Context::Csd(f) => (OriginKind::Ipi, f),
-                // A reschedule IPI has no callback.
-                Context::Vector(Vector::Reschedule) => (OriginKind::Ipi, 0),
-                Context::Work(f) => (OriginKind::Work, f),
-                Context::Task { pid, .. } if pid != 0 => (OriginKind::Wake, u64::from(pid)),
-                _ => continue,
-            };
+            let Some((kind, key)) = origins::key_of(ctx) else { continue };
             let Some(s) = self.origins[slot].find(kind, key, end).copied() else { continue };
             let sender = match s.sender {
                 origins::RawSender::Task { comm, pid, tgid, cpu } => Sender::Task { comm, pid, tgid, cpu },

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::cause::{Cause, Symbol};
 use crate::kallsyms::Kallsyms;
 
-use super::timeline::Context;
+use super::context::Context;
 
 /// Cached contexts at most: pid churn clears the cache rather than grow it.
 const CACHE_MAX: usize = 100_000;

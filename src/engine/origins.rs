@@ -10,8 +10,8 @@
 
 use std::collections::VecDeque;
 
-use crate::cause::Symbol;
-use crate::record::{Comm, OriginKind};
+use super::context::Context;
+use crate::record::{Comm, OriginKind, Vector};
 
 /// Origins kept per watched CPU (the oldest go first).
 const KEPT: usize = 4096;
@@ -28,21 +28,18 @@ fn max_age(kind: OriginKind) -> u64 {
     }
 }
 
-/// Who sent it, as a stall's cause reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Sender {
-    /// A task, on `cpu`.
-    Task { comm: Comm, pid: u32, tgid: u32, cpu: u32 },
-    /// Interrupt-level code of the watched CPU itself (a timer's callback
-    /// queueing work, an interrupt waking a task): its context's name.
-    Local(crate::cause::Cause),
-}
-
-/// A cause's origin: who, and for an IPI from where in the kernel.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Origin {
-    pub sender: Sender,
-    pub via: Option<Symbol>,
+/// How a context's origin is looked up: the sending's kind and key (an
+/// IPI's callback, a work item's function, a woken task's pid). None for
+/// a context nothing sends.
+pub fn key_of(ctx: Context) -> Option<(OriginKind, u64)> {
+    match ctx {
+        Context::Csd(f) => Some((OriginKind::Ipi, f)),
+        // A reschedule IPI has no callback.
+        Context::Vector(Vector::Reschedule) => Some((OriginKind::Ipi, 0)),
+        Context::Work(f) => Some((OriginKind::Work, f)),
+        Context::Task { pid, .. } if pid != 0 => Some((OriginKind::Wake, u64::from(pid))),
+        _ => None,
+    }
 }
 
 /// One sending, raw (names are resolved when a stall reports it).
@@ -64,8 +61,8 @@ pub enum RawSender {
         tgid: u32,
         cpu: u32,
     },
-    /// The watched CPU's own interrupt-level context (see [`Sender::Local`]).
-    Local(super::timeline::Context),
+    /// The watched CPU's own interrupt-level context (see [`crate::cause::Sender::Local`]).
+    Local(super::context::Context),
 }
 
 #[derive(Debug, Default)]

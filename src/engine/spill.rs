@@ -1,7 +1,7 @@
 //! Segments a full timeline window pushed out, summed per context: a
 //! stall longer than the window keeps its totals, only not their order.
 
-use super::timeline::{Context, Segment};
+use super::context::{Context, Segment};
 
 /// Distinct contexts the spill keeps as they are; past it, new ones are
 /// folded (tasks by program, the rest by kind), and past twice as many,

@@ -5,23 +5,9 @@
 //! user). The parts are found on the CPU's timeline and add up to the
 //! latency exactly.
 
-use super::timeline::{Context, Timeline};
-
-/// The parts of one late wake-up, ns, and the largest cause of each
-/// (timer latency, scheduling delay, return to user; None: no named cause).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Parts {
-    pub timer_ns: u64,
-    pub sched_ns: u64,
-    pub user_ns: u64,
-    pub top: [Option<(crate::cause::Cause, u64)>; 3],
-}
-
-impl Parts {
-    pub fn ns(&self) -> [u64; 3] {
-        [self.timer_ns, self.sched_ns, self.user_ns]
-    }
-}
+use super::context::Context;
+use super::timeline::Timeline;
+use crate::interval::Parts;
 
 /// Where the parts of the wake-up `[deadline, t1)` begin. `woken`: when
 /// the probe was woken (its sched_wakeup, inside its timer's callback),

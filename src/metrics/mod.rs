@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use crate::cause::{Cause, Kind};
 use crate::interval::{Hiccup, Victim};
 use crate::sanitize::visible_bytes;
+use crate::slots::CpuSlots;
 use crate::stats::origins::SenderKey;
 use crate::stats::Counters;
 
@@ -30,27 +31,6 @@ pub const DEFAULT_TOP: u16 = 10;
 /// three a decade.
 pub const BUCKETS: [f64; 19] =
     [1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2e-2, 5e-2, 0.1, 0.2, 0.5, 1.0];
-
-/// Kinds of cause, for the `(others)` series of each.
-const KINDS: [Kind; 13] = [
-    Kind::Task,
-    Kind::Work,
-    Kind::Irq,
-    Kind::Softirq,
-    Kind::Timer,
-    Kind::Ipi,
-    Kind::Nmi,
-    Kind::Unexplained,
-    Kind::Lost,
-    Kind::Idle,
-    Kind::Slack,
-    Kind::Host,
-    Kind::Smi,
-];
-
-fn kind_index(k: Kind) -> usize {
-    KINDS.iter().position(|&x| x == k).expect("every kind is listed")
-}
 
 /// Where the collector leaves the latest view for the endpoint.
 pub type Slot = Arc<Mutex<Option<Arc<View>>>>;
@@ -105,6 +85,7 @@ struct CpuTally {
 pub struct Exporter {
     mode: &'static str,
     cpus: Vec<CpuTally>,
+    slots: CpuSlots,
     threads: Ranked<Victim>,
     slot: Slot,
     last_publish_ns: u64,
@@ -144,14 +125,20 @@ impl Exporter {
                     hiccups: 0,
                     stolen_ns: 0,
                     counts: [0; BUCKETS.len() + 1],
-                    causes: Ranked::new(top, KINDS.len()),
-                    senders: Ranked::new(top, KINDS.len()),
+                    causes: Ranked::new(top, Kind::ALL.len()),
+                    senders: Ranked::new(top, Kind::ALL.len()),
                 })
                 .collect(),
+            slots: CpuSlots::new(cpus),
             threads: Ranked::new(top, 1),
             slot,
             last_publish_ns: now,
         }
+    }
+
+    /// The run starts at `at`: the first publication's rates count from there.
+    pub fn start(&mut self, at: u64) {
+        self.last_publish_ns = at;
     }
 
     /// One explained stall. Allocates only for a cause never seen before.
@@ -163,17 +150,17 @@ impl Exporter {
         if let Some(v) = h.victim {
             self.threads.add(&v, 0, h.gap);
         }
-        let Some(c) = self.cpus.iter_mut().find(|c| c.cpu == h.cpu) else { return };
+        let Some(c) = self.slots.get(h.cpu).map(|i| &mut self.cpus[i]) else { return };
         c.hiccups += 1;
         c.stolen_ns += h.gap;
         let secs = h.gap as f64 / 1e9;
         c.counts[BUCKETS.partition_point(|&b| b < secs)] += 1;
         for (cause, ns) in h.all_causes() {
-            c.causes.add(&series_key(cause), kind_index(cause.kind()), ns);
+            c.causes.add(&series_key(cause), cause.kind().index(), ns);
         }
         for (cause, origin) in &h.origins {
             let ns = h.causes.iter().find(|(x, _)| x == cause).map_or(0, |x| x.1);
-            let k = kind_index(cause.kind());
+            let k = cause.kind().index();
             c.senders.add(&(k, SenderKey::of(&origin.sender)), k, ns);
         }
     }
@@ -206,7 +193,7 @@ impl Exporter {
                     .map(|(cause, (ns, n))| CauseSeries { kind: cause.kind().as_str(), name: series_name(cause), ns, hiccups: n })
                     .collect();
                 causes.extend(others.into_iter().map(|(k, (ns, n))| CauseSeries {
-                    kind: KINDS[k].as_str(),
+                    kind: Kind::ALL[k].as_str(),
                     name: crate::cause::OTHERS.to_string(),
                     ns,
                     hiccups: n,
@@ -214,10 +201,10 @@ impl Exporter {
                 let (own, others) = c.senders.series();
                 let mut senders: Vec<CauseSeries> = own
                     .into_iter()
-                    .map(|((k, s), (ns, n))| CauseSeries { kind: KINDS[*k].as_str(), name: s.name(), ns, hiccups: n })
+                    .map(|((k, s), (ns, n))| CauseSeries { kind: Kind::ALL[*k].as_str(), name: s.name(), ns, hiccups: n })
                     .collect();
                 senders.extend(others.into_iter().map(|(k, (ns, n))| CauseSeries {
-                    kind: KINDS[k].as_str(),
+                    kind: Kind::ALL[k].as_str(),
                     name: crate::cause::OTHERS.to_string(),
                     ns,
                     hiccups: n,

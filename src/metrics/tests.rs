@@ -135,7 +135,7 @@ fn counts_stalls_causes_and_buckets_exactly() {
 
 #[test]
 fn senders_have_their_own_bounded_series() {
-    use crate::engine::{Origin, Sender};
+    use crate::cause::{Origin, Sender};
     let (mut e, slot) = exporter(10);
     let ipi = Cause::Csd("flush_tlb_func".into());
     let mut h = hiccup(5_000, vec![(ipi.clone(), 4_000)], None);

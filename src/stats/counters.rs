@@ -3,15 +3,8 @@
 //! CPU. Their sources count from the start; a reset subtracts what they
 //! were at the time, so every view shows counts since the reset.
 
+use crate::bpf::ProgStat;
 use crate::probe::HIST_BUCKETS;
-
-/// Per-program BPF run statistics (needs kernel.bpf_stats_enabled=1).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ProgStat {
-    pub name: String,
-    pub run_cnt: u64,
-    pub run_time_ns: u64,
-}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CpuCounters {

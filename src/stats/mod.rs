@@ -9,6 +9,7 @@ use hdrhistogram::Histogram;
 
 use crate::cause::Cause;
 use crate::interval::Hiccup;
+use crate::slots::CpuSlots;
 
 mod causes;
 mod counters;
@@ -16,7 +17,7 @@ pub mod origins;
 mod threads;
 pub mod wake;
 pub use causes::{CauseStats, MAX_CAUSES};
-pub use counters::{Counters, CpuCounters, ProgStat};
+pub use counters::{Counters, CpuCounters};
 pub use threads::{ThreadStats, Threads};
 
 /// Highest value the histograms track: one minute, in ns.
@@ -117,7 +118,9 @@ pub struct Stats {
     pub start_ns: u64,
     /// Latest time the aggregates cover.
     pub now_ns: u64,
+    /// In the order watched; `slots` finds a CPU's.
     pub cpus: Vec<CpuStats>,
+    slots: CpuSlots,
     pub causes: HashMap<CauseKey, CauseStats>,
     pub worst: Vec<Hiccup>,
     /// What the probes, the kernel and jitterwatch itself count (events,
@@ -161,6 +164,7 @@ impl Stats {
             start_ns,
             now_ns: start_ns,
             cpus: cpus.iter().map(|&c| CpuStats::new(c as u32)).collect(),
+            slots: CpuSlots::new(cpus),
             causes: HashMap::new(),
             worst: Vec::with_capacity(WORST_KEPT + 1),
             counters: Counters::new(cpus),
@@ -188,7 +192,7 @@ impl Stats {
     }
 
     pub fn cpu_mut(&mut self, cpu: u32) -> Option<&mut CpuStats> {
-        self.cpus.iter_mut().find(|c| c.cpu == cpu)
+        self.slots.get(cpu).map(|i| &mut self.cpus[i])
     }
 
     pub fn elapsed_ns(&self) -> u64 {

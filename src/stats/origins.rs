@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
+use crate::cause::Sender;
 use crate::cause::{Cause, Kind};
-use crate::engine::Sender;
 use crate::interval::Hiccup;
 use crate::record::Comm;
 
@@ -89,7 +89,7 @@ impl BySender {
 mod tests {
     use super::*;
     use crate::cause::comm;
-    use crate::engine::Origin;
+    use crate::cause::Origin;
     use crate::interval::Source;
 
     fn hiccup(cause: Cause, ns: u64, sender: Sender) -> Hiccup {

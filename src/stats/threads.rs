@@ -34,7 +34,7 @@ impl ThreadStats {
     }
 
     pub fn of(&self, s: Source) -> (u64, u64) {
-        (self.count[index(s)], self.ns[index(s)])
+        (self.count[s.index()], self.ns[s.index()])
     }
 
     /// Hiccups: what others took from it, its own system calls' work apart.
@@ -100,10 +100,6 @@ impl ThreadStats {
     }
 }
 
-fn index(s: Source) -> usize {
-    Source::ALL.iter().position(|&x| x == s).expect("every source is in Source::ALL")
-}
-
 #[derive(Default)]
 pub struct Threads {
     pub by_tid: HashMap<u32, ThreadStats>,
@@ -114,7 +110,7 @@ impl Threads {
         let Some(v) = h.victim else { return };
         let t = self.by_tid.entry(v.tid).or_insert_with(|| ThreadStats::new(v));
         t.victim = v;
-        let k = index(h.source);
+        let k = h.source.index();
         t.count[k] += 1;
         t.ns[k] += h.gap;
         if h.source == Source::InSyscall {

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use crate::cause::Cause;
-use crate::engine::Parts;
+use crate::interval::Parts;
 
 /// Causes kept per part; past it, the smallest newcomers go uncounted
 /// there (the part's total stays exact).

@@ -224,7 +224,7 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn from_stats(s: &Stats) -> Self {
+    pub fn from_stats(s: &Stats, mode: &'static str) -> Self {
         let cpus: Vec<CpuRow> = s
             .cpus
             .iter()
@@ -283,11 +283,10 @@ impl Summary {
             .collect();
         let n = &s.counters;
         let notes = notes::of(s, &cpus);
-        let wakeup = cpus.iter().any(|c| c.wakeup.is_some());
         Summary {
             jitterwatch: env!("CARGO_PKG_VERSION"),
             csv: None,
-            mode: if wakeup { "wakeup" } else { "probe" },
+            mode,
             duration_ns: s.elapsed_ns(),
             events: n.events,
             events_per_sec: s.per_sec(n.events),
@@ -350,87 +349,4 @@ impl Summary {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cause::comm;
-    use crate::interval::hiccup;
-    use crate::stats::Counters;
-
-    #[test]
-    fn text_and_json_carry_the_same_figures_escaped() {
-        let mut s = Stats::new(&[1], 0);
-        // A comm with an escape, a bidi override, a byte that is not UTF-8
-        // and a literal backslash sequence.
-        let evil = Cause::Task { comm: comm(b"ev\\x1b\x1b\xe2\x80\xae\xff"), pid: Some(9) };
-        s.record(&hiccup(1, 10, vec![(evil, 900)], 100));
-        let mut raw = Counters::new(&[1]);
-        raw.cpus[0].threshold_ns = 250;
-        (raw.events, raw.consumer_cpu_ns, raw.setup_cpu_ns) = (400, 20_000, 30_000_000);
-        s.update_counters(raw, 1_000_000);
-        let sum = Summary::from_stats(&s);
-        let mut text = Vec::new();
-        sum.write_text(&mut text).unwrap();
-        let text = String::from_utf8(text).unwrap();
-        assert!(text.lines().next().unwrap().starts_with(" cpu threshold_ns   hiccups"));
-        assert!(text.contains("   1          250         1"), "{text}");
-        let shown = "ev\\\\x1b\\x1b\\u{202e}\\xff[9]";
-        assert!(text.contains(shown), "{text}");
-        assert!(!text.contains('\x1b') && !text.contains('\u{202e}'));
-        assert!(text.contains("consumer thread: 20.0µs of CPU, 2.0% of one CPU, 50 ns per event (after 30.0ms of set-up"), "{text}");
-        let mut json = Vec::new();
-        sum.write_json(&mut json).unwrap();
-        assert!(!String::from_utf8(json.clone()).unwrap().contains('\u{202e}'), "raw bidi override in the JSON");
-        let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
-        assert_eq!(v["cpus"][0]["hiccups"], 1);
-        assert_eq!(v["cpus"][0]["max_ns"], 1000);
-        assert_eq!(v["cpus"][0]["top_causes"][0]["kind"], "task");
-        assert_eq!(v["cpus"][0]["top_causes"][0]["name"], shown);
-        assert_eq!(v["cpus"][0]["stolen_pct"], 0.1);
-        assert_eq!(v["overhead"]["consumer_cpu_ns"], 20_000);
-        assert_eq!(v["overhead"]["consumer_ns_per_event"], 50.0);
-        assert_eq!(v["overhead"]["setup_cpu_ns"], 30_000_000);
-    }
-
-    /// Per-class totals: every cause of a kind summed, also those past the
-    /// top few, in the JSON and the text.
-    #[test]
-    fn causes_are_summed_by_kind() {
-        let mut s = Stats::new(&[1], 0);
-        let irq = |n: i32| Cause::Irq { irq: n, name: std::sync::Arc::from(&b"dev"[..]) };
-        for i in 0..8 {
-            s.record(&hiccup(1, 10 + i, vec![(irq(30 + i as i32), 300), (Cause::Softirq(3), 100)], 50));
-        }
-        s.record(&hiccup(1, 100, vec![(Cause::Task { comm: comm(b"hog"), pid: Some(7) }, 5_000)], 0));
-        let sum = Summary::from_stats(&s);
-        let k: Vec<(Kind, u64, u64)> = sum.cpus[0].by_kind.iter().map(|r| (r.kind, r.count, r.total_ns)).collect();
-        assert_eq!(k, [(Kind::Task, 1, 5_000), (Kind::Irq, 8, 2_400), (Kind::Softirq, 8, 800), (Kind::Unexplained, 8, 400)]);
-        let mut json = Vec::new();
-        sum.write_json(&mut json).unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
-        assert_eq!(v["cpus"][0]["by_kind"][1], serde_json::json!({"kind": "irq", "count": 8, "total_ns": 2400}));
-        let mut text = Vec::new();
-        sum.write_text(&mut text).unwrap();
-        let text = String::from_utf8(text).unwrap();
-        assert!(text.contains("by kind: task 1 × 5.0µs, irq 8 × 2.4µs, softirq 8 × 800ns, unexplained 8 × 400ns"), "{text}");
-    }
-
-    #[test]
-    fn the_sidecar_sits_beside_the_csv() {
-        assert_eq!(sidecar(Path::new("runs/untuned.csv")), Path::new("runs/untuned.summary.json"));
-        assert_eq!(sidecar(Path::new("hiccups")), Path::new("hiccups.summary.json"));
-        assert_eq!(sidecar(Path::new("a.b.txt")), Path::new("a.b.txt.summary.json"));
-    }
-
-    /// Drop counters that could not be read are said, never shown as 0.
-    #[test]
-    fn unreadable_drop_counters_are_a_note() {
-        let mut s = Stats::new(&[1], 0);
-        let mut raw = Counters::new(&[1]);
-        raw.cpus[0].drops = 12;
-        raw.drop_read_failures = 2;
-        s.update_counters(raw, 1_000_000);
-        let sum = Summary::from_stats(&s);
-        assert_eq!(sum.cpus[0].ringbuf_drops, 12);
-        assert!(sum.notes.iter().any(|n| n.contains("could not be read 2 time(s)") && n.contains("lower bounds")), "{:?}", sum.notes);
-    }
-}
+mod tests;

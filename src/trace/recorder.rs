@@ -15,9 +15,9 @@ use crate::interval::Hiccup;
 use crate::record::Event;
 use crate::slots::CpuSlots;
 
-use super::build::{Builder, Mark};
+use super::build::Mark;
 use super::ring::Ring;
-use super::writer::{Format, Job, Writer};
+use super::writer::{Format, Job, Window, Writer};
 use super::Totals;
 
 /// How long after a stall its trace goes on: what the CPU did next.
@@ -46,28 +46,6 @@ pub struct Options {
 /// Events a CPU's ring holds at most.
 pub fn cap_events() -> usize {
     super::ring::events_within(CAP_BYTES_PER_CPU)
-}
-
-/// A trace to build: a CPU's events in `[from, to)` and its stalls.
-pub struct Window {
-    pub cpu: u32,
-    pub from: u64,
-    pub to: u64,
-    pub passive: bool,
-    pub events: Vec<Event>,
-    pub marks: Vec<Mark>,
-    pub hiccup: Hiccup,
-}
-
-impl Window {
-    pub fn build(&self, namer: &mut Namer) -> super::model::Trace {
-        let mut b = Builder::new(self.from, self.to, namer);
-        b.cpu(self.cpu, &self.events);
-        b.stalls(self.cpu, self.passive, &self.marks, &[&self.hiccup]);
-        let mut trace = b.finish();
-        trace.clocks = Some(super::model::clocks_now());
-        trace
-    }
 }
 
 struct Pending {

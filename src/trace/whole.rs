@@ -66,9 +66,8 @@ impl Whole {
     }
 
     /// The recording begins here (the collector's attach time).
-    pub fn starting_at(mut self, t: u64) -> Self {
+    pub fn start_at(&mut self, t: u64) {
         self.start = t;
-        self
     }
 
     /// A smaller cap, for the tests of the cut.

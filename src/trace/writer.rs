@@ -10,9 +10,35 @@ use std::thread;
 
 use anyhow::{Context, Result};
 
+use crate::engine::Namer;
+use crate::interval::Hiccup;
+use crate::record::Event;
 use crate::say::say;
 
+use super::build::{Builder, Mark};
 use super::model::Trace;
+
+/// A trace to build: a CPU's events in `[from, to)` and its stalls.
+pub struct Window {
+    pub cpu: u32,
+    pub from: u64,
+    pub to: u64,
+    pub passive: bool,
+    pub events: Vec<Event>,
+    pub marks: Vec<Mark>,
+    pub hiccup: Hiccup,
+}
+
+impl Window {
+    pub fn build(&self, namer: &mut Namer) -> Trace {
+        let mut b = Builder::new(self.from, self.to, namer);
+        b.cpu(self.cpu, &self.events);
+        b.stalls(self.cpu, self.passive, &self.marks, &[&self.hiccup]);
+        let mut trace = b.finish();
+        trace.clocks = Some(super::model::clocks_now());
+        trace
+    }
+}
 
 /// Traces waiting for the writer at most.
 const QUEUE: usize = 4;
@@ -81,7 +107,7 @@ pub fn utc(ns: u64) -> String {
 pub enum Job {
     /// A stall's window: its CPU's events, the other stalls to draw, and a
     /// namer forked from the engine's.
-    Window { window: Box<super::recorder::Window>, namer: crate::engine::Namer, name: String },
+    Window { window: Box<Window>, namer: crate::engine::Namer, name: String },
     /// A trace already built (tests).
     #[cfg(test)]
     Built { trace: Trace, name: String },

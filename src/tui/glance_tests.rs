@@ -83,7 +83,7 @@ fn unexplained_time_is_worded_to_fit() {
 /// gives way to it as to a culprit's.
 #[test]
 fn a_long_sender_is_whole() {
-    use crate::engine::{Origin, Sender};
+    use crate::cause::{Origin, Sender};
     let mut s = stats();
     let work = Cause::Work(Symbol::from("vmstat_update"));
     let timer = Cause::Timer(Symbol::from("intel_gt_retire_requests_timer"));
@@ -234,11 +234,11 @@ fn the_threads_pane_drops_columns_never_digits() {
     let a = redis();
     let all = ["hiccups", "int/pre/wk", "p99", "max", "lost", "migr"];
     // The widest name (21) and each column whole (12.3k/1.2M/999 takes 14) need 67.
-    assert_eq!(super::panes::thread_columns_for_test(&a, 67), all);
-    assert_eq!(super::panes::thread_columns_for_test(&a, 66), all[..5]);
-    assert_eq!(super::panes::thread_columns_for_test(&a, 61), ["hiccups", "p99", "max", "lost"]);
-    assert_eq!(super::panes::thread_columns_for_test(&a, 46), ["hiccups", "max", "lost"]);
-    assert_eq!(super::panes::thread_columns_for_test(&a, 20), ["hiccups", "lost"]);
+    assert_eq!(super::threads::thread_columns_for_test(&a, 67), all);
+    assert_eq!(super::threads::thread_columns_for_test(&a, 66), all[..5]);
+    assert_eq!(super::threads::thread_columns_for_test(&a, 61), ["hiccups", "p99", "max", "lost"]);
+    assert_eq!(super::threads::thread_columns_for_test(&a, 46), ["hiccups", "max", "lost"]);
+    assert_eq!(super::threads::thread_columns_for_test(&a, 20), ["hiccups", "lost"]);
 }
 
 /// The threads the screen counts: those found at start, less those gone

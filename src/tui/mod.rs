@@ -17,9 +17,12 @@ pub(crate) mod screenshot;
 mod sender_tests;
 mod senders;
 mod sysinfo;
+mod table;
 mod terminal;
 #[cfg(test)]
 mod tests;
+mod theme;
+mod threads;
 
 use std::path::Path;
 use std::sync::mpsc::{Receiver, Sender};

@@ -14,24 +14,8 @@ use crate::snapshot::{CpuRow, Culprit};
 
 use super::app::{App, Pane, Sort};
 use super::fmt;
-use super::render::Theme;
-
-pub(super) fn right(s: String) -> Cell<'static> {
-    Cell::from(Line::from(s).right_aligned())
-}
-
-fn right_styled(s: String, st: Style) -> Cell<'static> {
-    Cell::from(Line::styled(s, st).right_aligned())
-}
-
-/// `[first-last of n]` when a list does not fit.
-pub(super) fn window(first: usize, shown: usize, n: usize) -> String {
-    if shown >= n {
-        String::new()
-    } else {
-        format!(" [{}-{} of {n}] ", first + 1, first + shown)
-    }
-}
+use super::table::{cut, fixed, right, right_styled, table_inner, window};
+use super::theme::Theme;
 
 /// Fixed CPU-row columns, before the sparkline.
 const CPU_COLS: [u16; 8] = [4, 7, 6, 7, 7, 7, 7, 6];
@@ -160,17 +144,6 @@ pub fn sparkline(c: &CpuRow, now_sec: u64, width: usize) -> String {
 const CULPRIT_COLS: [u16; 7] = [4, 11, 6, 8, 8, 7, 6];
 const CULPRIT_FIXED: u16 = fixed(&CULPRIT_COLS);
 
-/// What a bordered table with one name column besides `cols` takes
-/// without the names: the columns, a space between each two, the borders.
-pub(super) const fn fixed(cols: &[u16]) -> u16 {
-    let (mut sum, mut i) = (cols.len() as u16 + 2, 0);
-    while i < cols.len() {
-        sum += cols[i];
-        i += 1;
-    }
-    sum
-}
-
 /// The widest a culprit's name gets its whole room for: the loop-gap
 /// histogram beside the pane gives way before a name up to this is cut.
 pub const NAME_MAX: u16 = 40;
@@ -196,34 +169,6 @@ fn culprit_name(s: &Culprit, th: Theme, long: bool, w: usize) -> Line<'static> {
     let mut l = cut(Line::styled(victim, th.dim()), left);
     l.spans.insert(0, name);
     l
-}
-
-/// `line` cut to `w` columns, marked `…` where cut: a name cut short says so.
-pub(super) fn cut(line: Line<'static>, w: usize) -> Line<'static> {
-    if line.width() <= w || w == 0 {
-        return line;
-    }
-    let mut left = w - 1;
-    let mut spans = Vec::new();
-    for sp in line.spans {
-        let mut kept = String::new();
-        for ch in sp.content.chars() {
-            let cw = Span::raw(ch.to_string()).width();
-            if cw > left {
-                left = 0;
-                break;
-            }
-            left -= cw;
-            kept.push(ch);
-        }
-        let done = left == 0 || kept.len() < sp.content.len();
-        spans.push(Span::styled(kept, sp.style));
-        if done {
-            break;
-        }
-    }
-    spans.push(Span::raw("…"));
-    Line::from(spans)
 }
 
 /// How wide the Culprits pane (or by sender, the Senders pane) wants to
@@ -290,10 +235,6 @@ pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     } else {
         Widget::render(table, area, buf);
     }
-}
-
-pub(super) fn table_inner(area: Rect) -> Rect {
-    Rect { x: area.x + 1, y: area.y + 1, width: area.width.saturating_sub(2), height: area.height.saturating_sub(2) }
 }
 
 /// A cause as the breakdown names it: tasks, work items and timers by
@@ -394,9 +335,7 @@ pub fn side_max(app: &App) -> u16 {
     if app.watched().is_empty() {
         64
     } else {
-        let cells = thread_cells(app);
-        let name = thread_name_w(&cells);
-        (name + thread_columns(&cells, usize::MAX).iter().map(|c| c.1 + 1).sum::<usize>() + 2) as u16
+        super::threads::max_width(app)
     }
 }
 
@@ -406,7 +345,7 @@ pub fn side_min(app: &App) -> u16 {
     if app.watched().is_empty() {
         HIST_LABEL + HIST_COL + 2
     } else {
-        threads_min(app)
+        super::threads::min_width(app)
     }
 }
 
@@ -453,104 +392,4 @@ pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         lines.push(Line::from(l));
     }
     Paragraph::new(lines).render(inner, buf);
-}
-
-/// The watched threads' columns besides the name: (header, what it says).
-const THREAD_HEADS: [&str; 6] = ["hiccups", "int/pre/wk", "p99", "max", "lost", "migr"];
-/// Which columns go, in this order, where the pane is too narrow for all:
-/// migrations, the split by kind, p99, max. The count and the time lost stay.
-const THREAD_DROPS: [usize; 4] = [5, 1, 2, 3];
-/// The widest a thread's name gets its whole room for before a column
-/// goes (a comm holds 15 bytes: `comm[tid]` takes at most 24).
-const THREAD_NAME_MAX: usize = 24;
-
-/// The room the watched threads' names get: the widest, up to [`THREAD_NAME_MAX`].
-fn thread_name_w(cells: &[(String, [String; 6])]) -> usize {
-    cells.iter().map(|c| c.0.chars().count()).max().unwrap_or(0).clamp("thread".len(), THREAD_NAME_MAX)
-}
-
-/// Each watched thread's name and figures, as the pane writes them.
-fn thread_cells(app: &App) -> Vec<(String, [String; 6])> {
-    app.watched()
-        .into_iter()
-        .map(|(_, name, t)| {
-            let dash = || "-".to_string();
-            let vals = match t {
-                Some(t) => {
-                    let [i, p, w] = t.by_kind.map(fmt::count);
-                    let some = |ns: u64| if t.hiccups == 0 { dash() } else { fmt::dur(ns) };
-                    [
-                        fmt::count(t.hiccups),
-                        format!("{i}/{p}/{w}"),
-                        some(t.p99_ns),
-                        some(t.max_ns),
-                        t.lost_pct.map_or_else(dash, fmt::pct),
-                        fmt::count(t.migrations),
-                    ]
-                }
-                // Found at start, not seen on a watched CPU since.
-                None => ["0".into(), dash(), dash(), dash(), dash(), dash()],
-            };
-            (name.to_string(), vals)
-        })
-        .collect()
-}
-
-/// The columns that fit in `width` (inside the borders), each as wide as
-/// its widest value: every value whole, the least telling columns gone
-/// first. (column, width), in order.
-fn thread_columns(cells: &[(String, [String; 6])], width: usize) -> Vec<(usize, usize)> {
-    let w = |i: usize| cells.iter().map(|c| c.1[i].chars().count()).chain([THREAD_HEADS[i].chars().count()]).max().unwrap_or(0);
-    let mut cols: Vec<(usize, usize)> = (0..6).map(|i| (i, w(i))).collect();
-    let name = thread_name_w(cells);
-    let need = |cols: &[(usize, usize)]| name + cols.iter().map(|c| c.1 + 1).sum::<usize>();
-    for drop in THREAD_DROPS {
-        if need(&cols) <= width {
-            break;
-        }
-        cols.retain(|c| c.0 != drop);
-    }
-    cols
-}
-
-/// The narrowest the watched threads' pane is worth drawing: a name, the
-/// count and the time lost, whole.
-fn threads_min(app: &App) -> u16 {
-    let cells = thread_cells(app);
-    let name = thread_name_w(&cells);
-    (name + thread_columns(&cells, 0).iter().map(|c| c.1 + 1).sum::<usize>() + 2) as u16
-}
-
-/// Passive mode's per-thread view, in the place of the probe's loop gaps:
-/// every watched thread, values whole, the time lost labelled with what it
-/// is a share of.
-pub fn threads(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
-    let room = area.width.saturating_sub(2) as usize;
-    let title =
-        [" Watched threads · lost: % of its runnable time ", " Watched threads · lost: % of runnable ", " Threads · lost: % of runnable "]
-            .into_iter()
-            .find(|t| t.chars().count() <= room)
-            .unwrap_or(" Threads ");
-    let block = th.block(title.into(), app.focus == Pane::Histogram);
-    let inner = block.inner(area);
-    block.render(area, buf);
-    let cells = thread_cells(app);
-    let cols = thread_columns(&cells, inner.width as usize);
-    let name_w = (inner.width as usize).saturating_sub(cols.iter().map(|c| c.1 + 1).sum());
-    let rows = cells.into_iter().map(|(name, vals)| {
-        let mut row = vec![Cell::from(cut(Line::raw(name), name_w))];
-        row.extend(cols.iter().map(|&(i, _)| right(vals[i].clone())));
-        Row::new(row)
-    });
-    let mut widths = vec![Constraint::Fill(1)];
-    widths.extend(cols.iter().map(|c| Constraint::Length(c.1 as u16)));
-    let mut header: Vec<Cell> = vec![Cell::from("thread")];
-    header.extend(cols.iter().map(|&(i, _)| right(THREAD_HEADS[i].to_string())));
-    Table::new(rows, widths).header(Row::new(header).style(th.head())).column_spacing(1).render(inner, buf);
-}
-
-/// The headers of the watched threads' columns that fit in `width`.
-#[cfg(test)]
-pub(super) fn thread_columns_for_test(app: &App, width: usize) -> Vec<&'static str> {
-    thread_columns(&thread_cells(app), width).into_iter().map(|c| THREAD_HEADS[c.0]).collect()
 }

@@ -6,85 +6,15 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Widget, Wrap};
-
-use crate::cause::Kind;
+use ratatui::widgets::{Clear, Paragraph, Widget, Wrap};
 
 use super::app::{App, Pane};
 use super::fmt;
 use super::keymap::{FOOTER_KEYS, KEYS};
 use super::panes;
 use super::senders;
-
-/// Styles, with or without colour (NO_COLOR): without, only bold and
-/// reverse video remain, and the text carries the meaning.
-#[derive(Clone, Copy)]
-pub struct Theme {
-    pub color: bool,
-}
-
-impl Theme {
-    pub fn fg(self, c: Color) -> Style {
-        if self.color {
-            Style::new().fg(c)
-        } else {
-            Style::new()
-        }
-    }
-
-    pub fn warn(self) -> Style {
-        let s = Style::new().add_modifier(Modifier::BOLD);
-        if self.color {
-            s.fg(Color::White).bg(Color::Red)
-        } else {
-            s.add_modifier(Modifier::REVERSED)
-        }
-    }
-
-    pub fn dim(self) -> Style {
-        self.fg(Color::DarkGray)
-    }
-
-    pub fn head(self) -> Style {
-        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
-    }
-
-    pub fn key(self) -> Style {
-        if self.color {
-            Style::new().fg(Color::Black).bg(Color::Cyan)
-        } else {
-            Style::new().add_modifier(Modifier::REVERSED)
-        }
-    }
-
-    pub fn kind(self, k: Kind) -> Style {
-        self.fg(match k {
-            Kind::Task => Color::Yellow,
-            Kind::Work => Color::Magenta,
-            Kind::Irq => Color::Red,
-            Kind::Softirq => Color::LightRed,
-            Kind::Timer => Color::Blue,
-            Kind::Ipi => Color::Cyan,
-            Kind::Nmi => Color::LightMagenta,
-            Kind::Unexplained => Color::Gray,
-            Kind::Lost => Color::DarkGray,
-            Kind::Idle => Color::Green,
-            Kind::Slack => Color::LightBlue,
-            Kind::Host => Color::White,
-            Kind::Smi => Color::LightYellow,
-        })
-    }
-
-    /// A pane's frame; the focused one is drawn thick and marked ▶.
-    pub fn block(self, title: String, focused: bool) -> Block<'static> {
-        let b = Block::bordered().title(if focused { format!("▶{title}") } else { title });
-        if focused {
-            b.border_type(BorderType::Thick).border_style(self.fg(Color::Cyan)).title_style(Style::new().add_modifier(Modifier::BOLD))
-        } else {
-            b.border_style(self.dim())
-        }
-    }
-}
+use super::theme::Theme;
+use super::threads;
 
 /// Wide enough to show every pane at once.
 fn large(area: Rect) -> bool {
@@ -98,7 +28,7 @@ impl App {
         if self.watched().is_empty() {
             panes::histogram(self, th, area, buf);
         } else {
-            panes::threads(self, th, area, buf);
+            threads::pane(self, th, area, buf);
         }
     }
 

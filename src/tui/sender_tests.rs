@@ -4,7 +4,7 @@
 use super::app::{Action, App, Sort};
 use super::tests::{app, draw, info, line_with, stats, task, text, S, START};
 use crate::cause::{comm, Cause, Symbol};
-use crate::engine::{Origin, Sender};
+use crate::cause::{Origin, Sender};
 use crate::interval::{hiccup, Hiccup};
 use crate::snapshot::Snapshot;
 use crate::stats::Stats;

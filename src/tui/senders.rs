@@ -12,13 +12,13 @@ use crate::cause::Kind;
 
 use super::app::{App, Pane, Sort};
 use super::fmt;
-use super::panes::{cut, right, table_inner, window};
-use super::render::Theme;
+use super::table::{cut, fixed, right, table_inner, window};
+use super::theme::Theme;
 
 /// The columns other than the sender's name (CPU, kind, count, total,
 /// share); with the spaces and borders, what the pane takes besides names.
 const COLS: [u16; 5] = [4, 7, 6, 8, 7];
-pub const FIXED: u16 = super::panes::fixed(&COLS);
+pub const FIXED: u16 = fixed(&COLS);
 
 /// A sender's kind of cause as the pane names it: a task's is a wake-up.
 fn kind_label(k: Kind) -> &'static str {

@@ -8,11 +8,12 @@ use ratatui::Terminal;
 
 use super::app::{Action, App, Pane, Sort};
 use super::sysinfo::{Isolation, SysInfo};
+use crate::bpf::ProgStat;
 use crate::cause::{comm, Cause, Symbol};
 use crate::interval::hiccup;
 use crate::record::Vector;
 use crate::snapshot::Snapshot;
-use crate::stats::{Counters, ProgStat, Stats};
+use crate::stats::{Counters, Stats};
 
 pub(super) const S: u64 = 1_000_000_000;
 pub(super) const START: u64 = 100 * S;
@@ -349,7 +350,7 @@ fn the_wakeup_probe_shows_latencies() {
     s.update_counters(raw, START + 3 * S);
     let mut late = hiccup(6, START + 2 * S, vec![(Cause::Slack, 50_000), (task(b"kdamond.0", 71), 1_200_000)], 8_000);
     late.source = crate::interval::Source::WakeupProbe;
-    late.parts = Some(crate::engine::Parts { timer_ns: 52_000, sched_ns: 1_198_000, user_ns: 8_000, top: Default::default() });
+    late.parts = Some(crate::interval::Parts { timer_ns: 52_000, sched_ns: 1_198_000, user_ns: 8_000, top: Default::default() });
     late.freq = Some((Some(2_400_000), 800_000));
     s.record(&late);
     let a = App::new(info(), Snapshot::of(&s), true);

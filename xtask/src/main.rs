@@ -6,6 +6,7 @@ mod build;
 mod deps;
 mod dist;
 mod hermetic;
+mod layers;
 mod lint;
 mod proc;
 mod run;
@@ -59,6 +60,8 @@ enum Command {
     Hermetic,
     /// cargo fmt --check and cargo clippy --all-targets -D warnings, alone.
     Lint,
+    /// Check that modules import only downwards, in no circle, as docs/ARCHITECTURE.md's layers say.
+    Layers,
     /// Regenerate bpf/vmlinux.h from /sys/kernel/btf/vmlinux.
     Vmlinux,
     /// Redraw the README's pictures (docs/img: the live screen, a compare chart) from scripted runs.
@@ -98,6 +101,7 @@ fn main() -> ExitCode {
         Command::Run { args } => run::run(&args),
         Command::Test { args } => test_cmd::run(&args),
         Command::Lint => lint::run(),
+        Command::Layers => layers::run(),
         Command::Hermetic => hermetic::run(),
         Command::Vmlinux => vmlinux::run(),
         Command::Screenshots => screenshots::run(),

@@ -1,6 +1,6 @@
-//! `cargo xtask test [-- TEST_ARGS]`: the lint gates (fmt, clippy), then
-//! every test of the workspace as root (the end-to-end tests load BPF). A
-//! non-root user builds the tests as themself, then only the run goes
+//! `cargo xtask test [-- TEST_ARGS]`: the lint gates (fmt, clippy, the
+//! module layers), then every test of the workspace as root (the
+//! end-to-end tests load BPF). A non-root user builds the tests as themself, then only the run goes
 //! through `sudo -E`. Tests that could not run (not root, no BTF, outside
 //! CI) append their name to a file whose path is in [`SKIP_LOG_VAR`]; the
 //! count is the last thing printed, so a skip is never buried in captured
@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 
-use crate::{deps, dist, hermetic, lint, proc, vmtest};
+use crate::{deps, dist, hermetic, layers, lint, proc, vmtest};
 
 const CARGO_TEST: &[&str] = &["test", "--workspace", "--all-targets"];
 
@@ -31,6 +31,7 @@ pub fn run(test_args: &[String]) -> Result<()> {
     let start = Instant::now();
     deps::ensure(false)?;
     lint::run()?;
+    layers::run()?;
 
     let skip_log = proc::target_dir().join("skipped-tests.txt");
     // A stale list from an earlier run would be counted again.

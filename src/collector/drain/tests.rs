@@ -1,15 +1,18 @@
 //! The drain against scripted sources: events that come late, a drain
-//! capped by its batch size, and the last drain.
+//! capped by its batch size, the last drain, and what its sinks see.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::io;
 
 use super::*;
 use crate::cause::comm;
 use crate::engine::{IdleStates, Namer};
-use crate::interval::Source;
+use crate::interval::{Hiccup, Source};
 use crate::kallsyms::Kallsyms;
 use crate::record::{Payload, Task};
+use crate::sink::Sink;
+use crate::stats::Stats;
 
 const CPU: u32 = 1;
 const PROBE: u32 = 999;
@@ -58,9 +61,14 @@ fn switch(ts: u64, prev: Task, next: Task) -> Event {
 }
 
 fn drain() -> Drain {
+    drain_to(Vec::new())
+}
+
+/// A drain whose aggregates are followed by `sinks`.
+fn drain_to(sinks: Vec<Box<dyn Sink>>) -> Drain {
     let mut e = Engine::new(&[CPU as usize], 0, 1 << 16, Namer::new(Kallsyms::empty(), IdleStates::default()));
     e.set_probe_tids(CPU, &[PROBE]);
-    Drain::new(e, Stats::new(&[CPU as usize], 0), Vec::new(), 0, None)
+    Drain::new(e, Sinks::new(Stats::new(&[CPU as usize], 0), sinks, None), 0, None)
 }
 
 fn gap(t0: u64, t1: u64) -> Gaps {
@@ -73,7 +81,7 @@ fn none() -> Gaps {
 
 /// The only hiccup's causes as `label=ns`.
 fn causes(d: &Drain) -> Vec<String> {
-    d.stats.worst.iter().flat_map(|h| h.all_causes().map(|(c, ns)| format!("{}={ns}", c.label()))).collect()
+    d.sinks.stats.worst.iter().flat_map(|h| h.all_causes().map(|(c, ns)| format!("{}={ns}", c.label()))).collect()
 }
 
 /// A hog ran 100-300 µs inside the probe's gap; its switch back out is
@@ -84,7 +92,7 @@ fn late_events_wait_for_the_watermark() {
     let mut d = drain();
     let mut src = script([switch(50 * US, task(0, "swapper/1"), probe), switch(100 * US, probe, hog)]);
     d.step(&mut src, &gap(100 * US, 300 * US), 1200 * US, false).unwrap();
-    assert_eq!(d.stats.cpus[0].hiccups, 0, "explained before its events were read");
+    assert_eq!(d.sinks.stats.cpus[0].hiccups, 0, "explained before its events were read");
     src.0.push_back(switch(300 * US, hog, probe));
     let seen = d.step(&mut src, &none(), 2 * MS, false).unwrap();
     assert_eq!(seen, Drained { records: 1, oldest_ts: Some(300 * US) });
@@ -109,10 +117,10 @@ fn a_capped_drain_holds_the_watermark() {
     let mut src = script(events);
     let first = d.step(&mut src, &gap(100 * US, 200 * US), 100 * MS, false).unwrap();
     assert_eq!(first.records, MAX_PER_DRAIN);
-    assert_eq!(d.stats.cpus[0].hiccups, 0, "explained from a capped drain");
+    assert_eq!(d.sinks.stats.cpus[0].hiccups, 0, "explained from a capped drain");
     d.step(&mut src, &none(), 100 * MS, false).unwrap();
     assert_eq!(d.events, storm as u64 + 3);
-    assert_eq!(d.stats.cpus[0].hiccups, 1);
+    assert_eq!(d.sinks.stats.cpus[0].hiccups, 1);
     assert!(causes(&d)[0].starts_with("task:hog[50]="), "{:?}", causes(&d));
 }
 
@@ -130,30 +138,90 @@ fn the_last_drain_reads_all_and_explains_all() {
     let mut d = drain();
     let seen = d.step(&mut script(events), &gap(100 * US, end), end + 10, true).unwrap();
     assert_eq!(seen.records, 2 * MAX_PER_DRAIN + 2);
-    assert_eq!(d.stats.cpus[0].hiccups, 1);
-    assert_eq!(d.stats.cpus[0].explained_ns, end - 100 * US);
+    assert_eq!(d.sinks.stats.cpus[0].hiccups, 1);
+    assert_eq!(d.sinks.stats.cpus[0].explained_ns, end - 100 * US);
 }
 
+/// A sink that fails every write, as a full disk does.
 struct Broken;
 
-impl HiccupSink for Broken {
-    fn write(&mut self, _: &Hiccup) -> io::Result<()> {
-        Err(io::Error::other("disk full"))
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
+impl Sink for Broken {
     fn what(&self) -> &'static str {
         "the CSV"
+    }
+    fn on_hiccup(&mut self, _: &Hiccup, _: Option<u64>) -> io::Result<()> {
+        Err(io::Error::other("disk full"))
     }
 }
 
 #[test]
 fn a_failing_sink_stops_the_drain_with_its_name() {
-    let mut d = drain();
-    d.sinks.push(Box::new(Broken));
+    let mut d = drain_to(vec![Box::new(Broken)]);
     let e = d.step(&mut script([]), &gap(10, 20), 10 * MS, false).unwrap_err();
     assert_eq!(format!("{e:#}"), "writing the CSV: disk full");
+}
+
+/// What a sink was handed, shared with the test that reads it.
+#[derive(Default)]
+struct Seen {
+    events: usize,
+    hiccups: Vec<(u64, Option<u64>)>,
+    drains: Vec<(u64, bool)>,
+    pruned: Vec<(u32, u64)>,
+}
+
+struct Spy(std::sync::Arc<std::sync::Mutex<Seen>>);
+
+impl Sink for Spy {
+    fn what(&self) -> &'static str {
+        "the spy"
+    }
+    fn on_event(&mut self, _: &Event) {
+        self.0.lock().unwrap().events += 1;
+    }
+    fn on_hiccup(&mut self, h: &Hiccup, stop: Option<u64>) -> io::Result<()> {
+        self.0.lock().unwrap().hiccups.push((h.gap, stop));
+        Ok(())
+    }
+    fn after_drain(&mut self, watermark: u64, last: bool, _: &mut Namer) -> io::Result<()> {
+        self.0.lock().unwrap().drains.push((watermark, last));
+        Ok(())
+    }
+    fn prune(&mut self, cpu: u32, horizon: u64) {
+        self.0.lock().unwrap().pruned.push((cpu, horizon));
+    }
+}
+
+/// A registered sink gets every event, every explained stall (the first
+/// over --stop-above marked, once), the end of each drain and the prunes,
+/// as the aggregates do: the drain has no list of its own.
+#[test]
+fn every_sink_sees_what_the_aggregates_see() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Seen::default()));
+    let engine = drain().engine;
+    let sinks = Sinks::new(Stats::new(&[CPU as usize], 0), vec![Box::new(Spy(seen.clone()))], Some(150 * US));
+    let mut d = Drain::new(engine, sinks, 0, None);
+    let (probe, hog) = (task(PROBE, "probe"), task(50, "hog"));
+    let mut src = script([
+        switch(50 * US, task(0, "swapper/1"), probe),
+        switch(100 * US, probe, hog),
+        switch(300 * US, hog, probe),
+        switch(400 * US, probe, hog),
+        switch(700 * US, hog, probe),
+    ]);
+    let gaps = Gaps(RefCell::new(vec![
+        Interval { cpu: CPU, t0: 100 * US, t1: 300 * US, source: Source::Probe, victim: None, smis: 0 },
+        Interval { cpu: CPU, t0: 400 * US, t1: 700 * US, source: Source::Probe, victim: None, smis: 0 },
+    ]));
+    d.step(&mut src, &gaps, 10 * MS, false).unwrap();
+    let s = seen.lock().unwrap();
+    assert_eq!(s.events, 5);
+    assert_eq!(s.hiccups, [(200 * US, Some(150 * US)), (300 * US, None)]);
+    assert_eq!(d.sinks.stats.cpus[0].hiccups, 2);
+    let stop = d.sinks.stats.stopped_on.as_ref().map(|st| (st.time_ns, st.gap_ns));
+    assert_eq!(stop, Some((100 * US, 200 * US)));
+    assert_eq!(s.drains, [(10 * MS - MARGIN_NS, false)]);
+    assert_eq!(s.pruned, [(CPU, 0)]);
 }
 
 fn dropped(mut e: Event, n: u32) -> Event {
@@ -192,6 +260,7 @@ fn drops_no_record_carries_yet_are_taken_from_the_totals() {
     ]);
     d.step(&mut src, &gap(2499 * US, 2900 * US), 6 * MS, false).unwrap();
     let second: Vec<String> = d
+        .sinks
         .stats
         .worst
         .iter()

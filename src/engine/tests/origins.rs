@@ -3,7 +3,7 @@
 //! waker by pid; nothing when the sending was not seen.
 
 use super::*;
-use crate::engine::{Origin, Sender};
+use crate::cause::{Origin, Sender};
 use crate::record::OriginKind;
 
 const FLUSH_FN: u64 = 0xffff_ffff_8100_4000;

@@ -1,0 +1,98 @@
+//! The end of a run: the summary with what happened on the way (threads
+//! gone, probes stuck, CPUs offline), written where it was asked for, and
+//! the exit status.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::Plan;
+use crate::cli::WatchArgs;
+use crate::probe::STOP_BOUND;
+use crate::say::say;
+use crate::stats::Stats;
+use crate::summary::Summary;
+use crate::{cpulist, lifecycle, passive};
+
+/// The exit status of a run ended by --stop-above.
+pub const STOPPED_ON_STALL: i32 = 3;
+
+/// What happened as the run ended.
+pub struct Ended {
+    /// Passive mode: the watched threads that exited.
+    pub exited: Option<passive::Exits>,
+    /// CPUs whose probe had not stopped in time.
+    pub stuck: Vec<u32>,
+    /// CPUs that went offline under their probe.
+    pub moved: Vec<u32>,
+}
+
+/// Writes the summary (to its file, then stdout), lingers for a last
+/// scrape, and says how the run ended.
+pub(super) fn finish(args: &WatchArgs, plan: &Plan, stats: &Stats, ended: Ended, file: Option<(File, PathBuf)>) -> Result<i32> {
+    let (mut summary, offline) = summarize(plan, stats, ended);
+    if let Some((file, path)) = file {
+        summary.csv =
+            args.csv.as_deref().map(|c| std::path::absolute(c).unwrap_or_else(|_| c.to_path_buf()).to_string_lossy().into_owned());
+        let mut w = std::io::BufWriter::new(file);
+        summary
+            .write_json(&mut w)
+            .and_then(|()| w.flush())
+            .map_err(|e| anyhow::anyhow!("cannot write the run summary {}: {e}", path.display()))?;
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        summary.write_json(&mut out)?;
+    } else {
+        summary.write_text(&mut out)?;
+    }
+    out.flush()?;
+    if let Some(d) = args.prometheus_linger {
+        // The final figures were published as the collector finished.
+        let until = Instant::now() + d;
+        while Instant::now() < until && !lifecycle::stop_requested() {
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+    match offline {
+        // The summary above covers the run up to then; the exit says it was cut short.
+        Some(note) => Err(anyhow::anyhow!(note)),
+        // Like a test that failed its bound: scripts tell it from a clean end.
+        None if stats.stopped_on.is_some() => Ok(STOPPED_ON_STALL),
+        None => Ok(0),
+    }
+}
+
+/// The summary with its notes, and the note of CPUs gone offline (which
+/// makes the run fail).
+fn summarize(plan: &Plan, stats: &Stats, ended: Ended) -> (Summary, Option<String>) {
+    let mut summary = Summary::from_stats(stats, plan.mode.label()).with_hints(&plan.audit);
+    if let Some(note) = ended.exited.and_then(|e| e.note()) {
+        summary.notes.push(note);
+    }
+    if plan.mode.is_passive() {
+        summary.notes.push(passive::HOST_PAUSES.to_string());
+    }
+    for cpu in ended.stuck {
+        let note = format!(
+            "the probe on CPU {cpu} had not stopped {} ms after it was asked (starved by a task on its CPU?): the summary ends without it",
+            STOP_BOUND.as_millis()
+        );
+        say!("{note}");
+        summary.notes.push(note);
+    }
+    let offline = (!ended.moved.is_empty()).then(|| {
+        format!(
+            "CPU {} went offline during the run: its probe stopped measuring there, and the run ended (bring it back online and run again)",
+            cpulist::Display(&ended.moved.iter().map(|&c| c as usize).collect::<Vec<_>>())
+        )
+    });
+    if let Some(note) = &offline {
+        summary.notes.push(note.clone());
+    }
+    (summary, offline)
+}

@@ -1,0 +1,117 @@
+//! The run's outputs besides the screen, opened before anything spins (a
+//! path that cannot be written fails the run there), and the lines that
+//! say where the traces go.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+
+use anyhow::Result;
+
+use crate::cli::WatchArgs;
+use crate::export::CsvSink;
+use crate::probe::Probes;
+use crate::say::say;
+use crate::sink::outputs::Outputs;
+
+/// Every file output of the run: the sinks (the metrics join them once the
+/// collector knows its CPUs), and the summary's file and path.
+pub struct Opened {
+    pub outputs: Outputs,
+    pub summary_file: Option<(File, PathBuf)>,
+}
+
+/// `tui`: the screen will show (the flight recorder then says nothing).
+pub fn open(args: &WatchArgs, cpus: &[usize], passive: bool, tui: bool) -> Result<Opened> {
+    let csv = args.csv.as_deref().map(CsvSink::create).transpose()?;
+    let summary_file = match args.summary_json.clone().or_else(|| args.csv.as_deref().map(crate::summary::sidecar)) {
+        Some(p) => Some((crate::output::create(&p, "the run summary")?, p)),
+        None => None,
+    };
+    let (recorder, whole) = traces(args, cpus, passive, tui)?;
+    Ok(Opened { outputs: Outputs { csv, metrics: None, recorder, whole }, summary_file })
+}
+
+/// The longest --trace-keep: the recorder's memory cap bounds it anyway.
+const MAX_KEEP_NS: u64 = 10_000_000_000;
+const DEFAULT_KEEP_NS: u64 = 50_000_000;
+
+/// The flight recorder and the recording, ready before anything spins (a
+/// directory or file that cannot be written fails the run here).
+pub fn traces(
+    args: &WatchArgs,
+    cpus: &[usize],
+    passive: bool,
+    tui: bool,
+) -> Result<(Option<crate::trace::FlightRecorder>, Option<crate::trace::Whole>)> {
+    let recorder = match &args.trace_dir {
+        Some(dir) => {
+            let keep_ns = args.trace_keep.unwrap_or(DEFAULT_KEEP_NS);
+            if keep_ns > MAX_KEEP_NS {
+                anyhow::bail!(
+                    "--trace-keep {} is over 10s: traces are for the moments around a stall (use --record for a whole run)",
+                    crate::units::ns(keep_ns)
+                );
+            }
+            let opts = crate::trace::Options {
+                dir: dir.clone(),
+                keep_ns,
+                above_ns: args.trace_above,
+                max_per_minute: args.trace_max,
+                format: args.trace_format,
+                passive,
+                announce: !tui,
+            };
+            Some(crate::trace::FlightRecorder::new(opts, cpus)?)
+        }
+        None => None,
+    };
+    let whole = match &args.record {
+        Some(path) => Some(crate::trace::Whole::new(path, args.trace_format, cpus, passive, crate::clock::now_ns())?),
+        None => None,
+    };
+    Ok((recorder, whole))
+}
+
+/// One line each for the flight recorder and the recording, once the
+/// thresholds are known (the default --trace-above follows them).
+pub fn say_traces(args: &WatchArgs, probes: &Probes, passive_threshold: u64, passive: bool) {
+    if let Some(dir) = &args.trace_dir {
+        let above = match args.trace_above {
+            Some(a) => crate::units::ns(a),
+            None if passive => format!(
+                "{} ({} × the threshold)",
+                crate::units::ns(crate::trace::ABOVE_THRESHOLDS * passive_threshold),
+                crate::trace::ABOVE_THRESHOLDS
+            ),
+            None => {
+                let each: Vec<String> = probes
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "{}: {}",
+                            p.shared.cpu,
+                            crate::units::ns(crate::trace::ABOVE_THRESHOLDS * p.shared.threshold_ns.load(Relaxed))
+                        )
+                    })
+                    .collect();
+                format!("{} × the threshold ({})", crate::trace::ABOVE_THRESHOLDS, each.join(", "))
+            }
+        };
+        say!(
+            "flight recorder: stalls at or above {above} traced into {} ({}, at most {} a minute); each CPU keeps its last {} of events, at most {:.0} MiB",
+            crate::sanitize::visible(&dir.display().to_string()),
+            args.trace_format.extension(),
+            args.trace_max,
+            crate::units::ns(args.trace_keep.unwrap_or(DEFAULT_KEEP_NS)),
+            crate::trace::cap_mib()
+        );
+    }
+    if let Some(path) = &args.record {
+        say!(
+            "recording the whole run into {} (at most {} MiB of events: a longer run is cut there)",
+            crate::sanitize::visible(&path.display().to_string()),
+            crate::trace::RECORD_CAP_BYTES >> 20
+        );
+    }
+}

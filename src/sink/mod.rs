@@ -1,0 +1,126 @@
+//! Everything that consumes what the engine explains: the aggregates, the
+//! CSV, the Prometheus counters, the flight recorder and the whole-run
+//! recording. Each is a [`Sink`]; the drain hands every event and every
+//! explained interval to [`Sinks`], which passes them down one list, so a
+//! new output is a new `Sink` registered in [`outputs`] and touches no
+//! drain. Pure logic: no BPF, no threads of its own.
+
+pub mod outputs;
+
+use std::io;
+
+use anyhow::{Context as _, Result};
+
+use crate::engine::Namer;
+use crate::interval::Hiccup;
+use crate::record::Event;
+use crate::stats::{Counters, Stats};
+
+/// One consumer of the drain's output. Only `what` and `on_hiccup` are
+/// needed; the rest is for sinks that keep events, write files or publish.
+pub trait Sink: Send {
+    /// What it is, for error messages ("the CSV": "writing the CSV").
+    fn what(&self) -> &'static str;
+    /// The run starts here (the collector's attach time, CLOCK_MONOTONIC ns).
+    fn start(&mut self, _at: u64) {}
+    /// Every kernel event read, in the order read.
+    fn on_event(&mut self, _ev: &Event) {}
+    /// Every explained interval. `stop`: Some(limit) for the stall that
+    /// stops the run (--stop-above limit), once.
+    fn on_hiccup(&mut self, h: &Hiccup, stop: Option<u64>) -> io::Result<()>;
+    /// After every drain: every event before `watermark` has been read
+    /// (`last`: every event there will be). What was written reaches its
+    /// file whole here.
+    fn after_drain(&mut self, _watermark: u64, _last: bool, _namer: &mut Namer) -> io::Result<()> {
+        Ok(())
+    }
+    /// Nothing before `horizon` on `cpu` will be explained any more.
+    fn prune(&mut self, _cpu: u32, _horizon: u64) {}
+    /// Whether it wants the counters at `now` (see `on_counters`).
+    fn wants_counters(&self, _now: u64) -> bool {
+        false
+    }
+    /// What the probes and the kernel count, since the start, as read at
+    /// `now` (`last`: the final reading).
+    fn on_counters(&mut self, _raw: &Counters, _now: u64, _last: bool) {}
+    /// The run is over at `end`: what the sink adds to the final aggregates.
+    fn finish(self: Box<Self>, _end: u64, _namer: &mut Namer, _stats: &mut Stats) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The aggregates, which the collector also reads (snapshots, counters,
+/// the final summary), then every other sink of the run, in one list.
+pub struct Sinks {
+    pub stats: Stats,
+    list: Vec<Box<dyn Sink>>,
+    /// --stop-above: the first stall at or over it stops the run.
+    stop_above: Option<u64>,
+}
+
+impl Sinks {
+    pub fn new(stats: Stats, list: Vec<Box<dyn Sink>>, stop_above: Option<u64>) -> Self {
+        Sinks { stats, list, stop_above }
+    }
+
+    /// Every sink, the aggregates first.
+    fn each(&mut self) -> impl Iterator<Item = &mut dyn Sink> {
+        std::iter::once(&mut self.stats as &mut dyn Sink).chain(self.list.iter_mut().map(|s| s.as_mut() as &mut dyn Sink))
+    }
+
+    pub fn start(&mut self, at: u64) {
+        self.each().for_each(|s| s.start(at));
+    }
+
+    pub fn on_event(&mut self, ev: &Event) {
+        // Only the trace sinks keep events: skip the aggregates' no-op.
+        self.list.iter_mut().for_each(|s| s.on_event(ev));
+    }
+
+    /// Every sink sees `h`, whatever another's error; the first error is
+    /// the one returned.
+    pub fn on_hiccup(&mut self, h: &Hiccup) -> Result<()> {
+        let stop = self.stop_above.filter(|&limit| h.gap >= limit && self.stats.stopped_on.is_none());
+        let mut failed = None;
+        for s in self.each() {
+            if let Err(e) = s.on_hiccup(h, stop) {
+                failed.get_or_insert((s.what(), e));
+            }
+        }
+        failed.map_or(Ok(()), |(what, e)| Err(e).with_context(|| format!("writing {what}")))
+    }
+
+    pub fn after_drain(&mut self, watermark: u64, last: bool, namer: &mut Namer) -> Result<()> {
+        for s in self.each() {
+            s.after_drain(watermark, last, namer).with_context(|| format!("writing {}", s.what()))?;
+        }
+        Ok(())
+    }
+
+    pub fn prune(&mut self, cpu: u32, horizon: u64) {
+        self.each().for_each(|s| s.prune(cpu, horizon));
+    }
+
+    pub fn wants_counters(&self, now: u64) -> bool {
+        self.list.iter().any(|s| s.wants_counters(now))
+    }
+
+    /// The counters to every sink, then into the aggregates (which keep
+    /// them since their last reset).
+    pub fn on_counters(&mut self, raw: Counters, now: u64, last: bool) {
+        self.list.iter_mut().for_each(|s| s.on_counters(&raw, now, last));
+        self.stats.update_counters(raw, now);
+    }
+
+    /// Finishes every sink in order; the aggregates they completed.
+    pub fn finish(self, end: u64, namer: &mut Namer) -> Result<Stats> {
+        let mut stats = self.stats;
+        for s in self.list {
+            s.finish(end, namer, &mut stats)?;
+        }
+        Ok(stats)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,87 @@
+//! Each output through the trait, as the drain drives it (the drain's own
+//! tests drive a registered sink with scripted sources).
+
+use std::io;
+
+use super::outputs::{Metrics, Outputs};
+use super::*;
+use crate::cause::Cause;
+use crate::engine::IdleStates;
+use crate::export::CsvSink;
+use crate::interval::hiccup;
+use crate::kallsyms::Kallsyms;
+
+fn namer() -> Namer {
+    Namer::new(Kallsyms::empty(), IdleStates::default())
+}
+
+/// The aggregates count a stall, and keep the one that stopped the run.
+#[test]
+fn the_aggregates_keep_the_stall_that_stops_the_run() {
+    let mut stats = Stats::new(&[2], 0);
+    let s: &mut dyn Sink = &mut stats;
+    s.on_hiccup(&hiccup(2, 10, vec![(Cause::Softirq(1), 50)], 0), None).unwrap();
+    s.on_hiccup(&hiccup(2, 90, vec![(Cause::Softirq(1), 70)], 0), Some(60)).unwrap();
+    assert_eq!(stats.cpus[0].hiccups, 2);
+    let st = stats.stopped_on.expect("stopped");
+    assert_eq!((st.cpu, st.time_ns, st.gap_ns, st.limit_ns), (2, 90, 70, 60));
+}
+
+/// The CSV's rows reach the file at the end of a drain, whole.
+#[test]
+fn the_csv_writes_its_rows_at_the_end_of_a_drain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.csv");
+    let mut list = Outputs { csv: Some(CsvSink::create(&path).unwrap()), ..Outputs::default() }.into_list();
+    let s = list[0].as_mut();
+    assert_eq!(s.what(), "the CSV");
+    s.on_hiccup(&hiccup(3, 1_000, vec![(Cause::Softirq(1), 50)], 5), None).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "", "written before the drain ended");
+    s.after_drain(2_000, false, &mut namer()).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(rows[1].contains(",55,"), "{text}");
+}
+
+/// The Prometheus counters ask for the counters once a second from the
+/// start, and publish a view when handed them.
+#[test]
+fn the_metrics_publish_once_a_second_from_the_start() {
+    let slot = crate::metrics::Slot::default();
+    let mut m = Metrics::new(&[4], 10, "probe", slot.clone());
+    let s: &mut dyn Sink = &mut m;
+    s.start(5_000);
+    assert!(!s.wants_counters(4_999));
+    assert!(s.wants_counters(5_000));
+    s.on_hiccup(&hiccup(4, 5_100, vec![(Cause::Softirq(1), 50)], 0), None).unwrap();
+    s.on_counters(&Counters::new(&[4]), 5_200, false);
+    assert!(!s.wants_counters(5_200 + 999_999_999));
+    assert!(s.wants_counters(5_200 + 1_000_000_000));
+    let view = slot.lock().unwrap().clone().expect("published");
+    assert_eq!((view.mode, view.cpus[0].cpu, view.cpus[0].hiccups), ("probe", 4, 1));
+}
+
+struct Failing;
+
+impl Sink for Failing {
+    fn what(&self) -> &'static str {
+        "the failing sink"
+    }
+    fn on_hiccup(&mut self, _: &Hiccup, _: Option<u64>) -> io::Result<()> {
+        Err(io::Error::other("gone"))
+    }
+}
+
+/// One sink's error is reported, and keeps no other from the stall.
+#[test]
+fn a_failing_sink_keeps_no_other_from_a_stall() {
+    let slot = crate::metrics::Slot::default();
+    let list: Vec<Box<dyn Sink>> = vec![Box::new(Failing), Box::new(Metrics::new(&[1], 10, "probe", slot.clone()))];
+    let mut sinks = Sinks::new(Stats::new(&[1], 0), list, None);
+    let e = sinks.on_hiccup(&hiccup(1, 0, vec![(Cause::Softirq(1), 50)], 0)).unwrap_err();
+    assert_eq!(format!("{e:#}"), "writing the failing sink: gone");
+    assert_eq!(sinks.stats.cpus[0].hiccups, 1);
+    sinks.on_counters(Counters::new(&[1]), 10, true);
+    assert_eq!(slot.lock().unwrap().as_ref().map(|v| v.cpus[0].hiccups), Some(1));
+}
