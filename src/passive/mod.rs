@@ -6,6 +6,7 @@
 
 mod classes;
 mod filter;
+mod thread;
 mod tracker;
 
 use std::fs;
@@ -15,7 +16,8 @@ use anyhow::{bail, Result};
 
 pub use classes::Classes;
 pub use filter::Filter;
-pub use tracker::{Found, ThreadInfo, Tracker};
+pub use thread::{Found, ThreadInfo};
+pub use tracker::Tracker;
 
 use crate::cpulist;
 use crate::procfs::{allowed_cpus, parse_stat};

@@ -12,10 +12,11 @@
 use std::collections::HashMap;
 
 use crate::interval::{Interval, Source, Victim};
-use crate::record::{Comm, Event, Payload, Task};
+use crate::record::{Event, Payload, Task};
 
 use super::classes::{class_of, Classes};
 use super::filter::Filter;
+use super::thread::{Found, State, Thread, ThreadInfo};
 
 /// Interrupt-level activity this close to the previous one continues the
 /// same interruption (the return to the thread and the next entry take a
@@ -29,75 +30,6 @@ pub const MERGE_NS: u64 = 2_000;
 /// interrupt into schedule() takes ~1-5 µs on hardware and ~40 µs under
 /// qemu's TCG: 100 µs covers both.
 pub const JOIN_NS: u64 = 100_000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Running {
-        cpu: u32,
-        since: u64,
-    },
-    /// `from`: where its gap began (an interruption that led to the
-    /// preemption), at most `since`.
-    Preempted {
-        cpu: u32,
-        since: u64,
-        from: u64,
-    },
-    Woken {
-        cpu: u32,
-        at: u64,
-    },
-    Sleeping,
-}
-
-/// How passive mode learnt of a thread: said in the summary, so a user
-/// knows why a thread is (or is not yet) watched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Found {
-    /// Running on a watched CPU when tracing began (read from /proc): on
-    /// an isolated CPU it may never switch.
-    RunningAtAttach,
-    /// At a context switch into or out of it.
-    Switch,
-    /// At its wake-up.
-    Wakeup,
-    /// Running, when it took the watched name (exec, prctl).
-    Rename,
-}
-
-impl Found {
-    pub fn words(self) -> &'static str {
-        match self {
-            Found::RunningAtAttach => "found running at attach (from /proc)",
-            Found::Switch => "found at a context switch",
-            Found::Wakeup => "found at a wake-up",
-            Found::Rename => "found running when it took the name (exec or prctl)",
-        }
-    }
-}
-
-/// What passive mode knows of a watched thread besides its hiccups.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ThreadInfo {
-    pub tid: u32,
-    pub tgid: u32,
-    pub comm: Comm,
-    /// Time it ran or wanted to (running, preempted, waiting after a
-    /// wake-up), ns: what "% of its runnable time lost" divides by.
-    pub runnable_ns: u64,
-    /// (from CPU, to CPU, times), in the order first seen.
-    pub migrations: Vec<(u32, u32, u64)>,
-    pub last_cpu: Option<u32>,
-    pub found: Found,
-    /// What reached it, counted as rtla osnoise counts (classes.rs).
-    pub classes: Classes,
-}
-
-struct Thread {
-    info: ThreadInfo,
-    state: State,
-}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Pending {
@@ -461,13 +393,6 @@ impl Tracker {
     /// Counts the time each running or waiting thread has spent so far up
     /// to `now`, so a summary taken mid-run divides by the right time.
     pub fn runnable_until(&self, tid: u32, now: u64) -> u64 {
-        self.threads.get(&tid).map_or(0, |t| {
-            t.info.runnable_ns
-                + match t.state {
-                    State::Running { since, .. } | State::Preempted { since, .. } => now.saturating_sub(since),
-                    State::Woken { at, .. } => now.saturating_sub(at),
-                    State::Sleeping => 0,
-                }
-        })
+        self.threads.get(&tid).map_or(0, |t| t.runnable_until(now))
     }
 }
