@@ -2,8 +2,6 @@
 //! the engine as a probe's gaps are; and the threads found in a fixture
 //! /proc.
 
-use std::fs;
-
 use super::*;
 use crate::engine::{Engine, IdleStates, Namer};
 use crate::interval::{Hiccup, Interval, Source};
@@ -211,131 +209,6 @@ fn probe_and_passive_modes_agree_on_causes() {
     assert_eq!(probe[0], ["task:hog[77]=195000", "irq:local_timer=5000"]);
 }
 
-/// A fixture /proc: (pid, tid, comm, flags, affinity).
-fn proc_root(tasks: &[(u32, u32, &[u8], u64, &str)]) -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    for &(pid, tid, comm, flags, cpus) in tasks {
-        let mut stat = format!("{tid} (").into_bytes();
-        stat.extend_from_slice(comm);
-        stat.extend_from_slice(format!(") S 1 1 1 0 -1 {flags} 0 0").as_bytes());
-        for dir in [format!("proc/{pid}/task/{tid}"), format!("proc/{tid}")] {
-            let p = d.path().join(&dir);
-            fs::create_dir_all(&p).unwrap();
-            fs::write(p.join("stat"), &stat).unwrap();
-            fs::write(p.join("status"), format!("Name:\tx\nTgid:\t{pid}\nCpus_allowed_list:\t{cpus}\n")).unwrap();
-        }
-        if pid == tid {
-            fs::create_dir_all(d.path().join(format!("proc/{pid}/task"))).unwrap();
-        }
-    }
-    d
-}
-
-#[test]
-fn resolve_finds_threads_their_cpus_and_refuses_what_it_cannot_watch() {
-    let r = proc_root(&[(100, 100, b"app", 0x400000, "2-3"), (100, 101, b"a) b\xff", 0x400040, "3"), (2, 2, b"kthreadd", 0x208040, "0-3")]);
-    let f = |tgids: Vec<u32>, tids: Vec<u32>, comm: Option<&[u8]>| Filter { tgids, tids, comm: comm.map(<[u8]>::to_vec) };
-    let t = resolve(r.path(), f(vec![100], vec![], None), None, &[0, 1, 2, 3]).unwrap();
-    assert_eq!(t.cpus, vec![2, 3]);
-    assert_eq!(t.threads, vec![(100, "app".to_string()), (101, "a) b\\xff".to_string())]);
-    let t = resolve(r.path(), f(vec![], vec![], Some(b"a) b\xff")), None, &[0, 1, 2, 3]).unwrap();
-    assert_eq!((t.cpus.clone(), t.threads.len()), (vec![3], 1));
-    // With --cpus, a thread that may run elsewhere is said once.
-    let t = resolve(r.path(), f(vec![100], vec![], None), Some(&[3]), &[0, 1, 2, 3]).unwrap();
-    assert_eq!(t.cpus, vec![3]);
-    assert!(t.notes.len() == 1 && t.notes[0].contains("app[100] may also run on CPUs 2"), "{:?}", t.notes);
-    let e = |f: Filter| resolve(r.path(), f, None, &[0, 1, 2, 3]).unwrap_err().to_string();
-    assert!(e(f(vec![999], vec![], None)).contains("--pid 999: no such process"));
-    // Kernel threads are watched like others, by --tid, --pid or --comm alike.
-    let k = proc_root(&[(40, 40, b"ksoftirqd/3", 0x208040, "3")]);
-    for filter in [f(vec![], vec![40], None), f(vec![40], vec![], None), f(vec![], vec![], Some(b"ksoftirqd/3"))] {
-        let t = resolve(k.path(), filter, None, &[0, 1, 2, 3]).unwrap();
-        assert_eq!((t.cpus.clone(), t.threads.clone(), t.found.clone()), (vec![3], vec![(40, "ksoftirqd/3".to_string())], vec![(40, 40)]));
-    }
-    assert!(e(f(vec![], vec![], Some(b"nope"))).contains("no thread has that name"));
-    // Unpinned threads leave jitterwatch no CPU of its own.
-    let r = proc_root(&[(300, 300, b"free", 0, "0-3")]);
-    assert!(resolve(r.path(), f(vec![300], vec![], None), None, &[0, 1, 2, 3])
-        .unwrap_err()
-        .to_string()
-        .contains("may run on every online CPU"));
-}
-
-/// A thread busy on an isolated CPU before tracing began never switches:
-/// seeded from /proc, its interruptions are seen from the first one.
-#[test]
-fn a_thread_already_running_is_watched_from_the_seed() {
-    let seed = Seed { tid: APP, tgid: APP, comm: crate::cause::comm(b"app"), cpu: CPU };
-    let evs = [irq(1_000 * US, true), irq(1_020 * US, false), irq(5_000 * US, true), irq(5_030 * US, false)];
-    // Without the seed nothing is known to run there: blind.
-    let (blind, t) = run(&evs, US);
-    assert!(blind.is_empty() && t.threads().count() == 0, "{blind:?}");
-    let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2, 3], US);
-    tracker.seed(std::slice::from_ref(&seed), 500 * US);
-    let mut out = Vec::new();
-    for e in &evs {
-        tracker.on_event(e, &mut |iv| out.push(iv));
-    }
-    tracker.flush(10_000 * US, &mut |iv| out.push(iv));
-    let got: Vec<(u64, u64, Source)> = out.iter().map(|i| (i.t0, i.t1, i.source)).collect();
-    assert_eq!(got, [(1_000 * US, 1_020 * US, Source::Interrupted), (5_000 * US, 5_030 * US, Source::Interrupted)]);
-    let info = tracker.threads().next().expect("the seeded thread");
-    assert_eq!((info.found, info.last_cpu), (Found::RunningAtAttach, Some(CPU)));
-    assert_eq!(tracker.runnable_until(APP, 6_000 * US), 5_500 * US);
-    // A switch already seen on that CPU says what runs there: the seed
-    // (read later, from /proc) does not override it.
-    let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2, 3], US);
-    tracker.on_event(&switch(100 * US, app(), task(77, 77, "other"), 1), &mut |_| {});
-    tracker.seed(std::slice::from_ref(&seed), 500 * US);
-    assert_eq!(tracker.threads().next().map(|i| i.found), Some(Found::Switch));
-    // A seed on a CPU not watched is ignored.
-    let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2], US);
-    tracker.seed(&[seed], 500 * US);
-    assert_eq!(tracker.threads().count(), 0);
-}
-
-/// A fixture stat line with a state and the CPU it last ran on.
-fn stat_line(tid: u32, comm: &str, state: char, cpu: u32) -> String {
-    let mut f = vec![format!("{tid}"), format!("({comm})"), state.to_string()];
-    f.extend((4..=38).map(|i| if i == 9 { "4194560".to_string() } else { "0".to_string() }));
-    f.push(cpu.to_string());
-    f.extend(["0"; 13].iter().map(|s| s.to_string()));
-    f.join(" ")
-}
-
-#[test]
-fn at_attach_finds_the_running_and_the_gone() {
-    let d = tempfile::tempdir().unwrap();
-    for (tid, comm, state, cpu) in [(501, "busy", 'R', 3), (502, "sleeper", 'S', 3), (503, "elsewhere", 'R', 1)] {
-        let p = d.path().join(format!("proc/500/task/{tid}"));
-        fs::create_dir_all(&p).unwrap();
-        fs::write(p.join("stat"), stat_line(tid, comm, state, cpu)).unwrap();
-    }
-    let names = |v: &[(u32, &str)]| v.iter().map(|&(t, n)| (t, n.to_string())).collect::<Vec<_>>();
-    let t = Target {
-        filter: Filter { tgids: vec![500], ..Filter::default() },
-        cpus: vec![3],
-        threads: names(&[(501, "busy"), (502, "sleeper"), (503, "elsewhere"), (504, "gone")]),
-        found: vec![(500, 501), (500, 502), (500, 503), (500, 504)],
-        notes: vec![],
-    };
-    let a = at_attach(d.path(), &t);
-    assert_eq!(a.running, [Seed { tid: 501, tgid: 500, comm: crate::cause::comm(b"busy"), cpu: 3 }]);
-    assert_eq!(a.gone, [(504, "gone".to_string())]);
-    let lines = start_lines(&t, &a, 1_000);
-    assert!(lines[0].starts_with("passive: watching 3 threads (busy, sleeper, elsewhere) on CPU 3"), "{lines:?}");
-    assert!(lines.iter().any(|l| l.contains("busy[501] is running on CPU 3 (read from /proc at attach)")), "{lines:?}");
-    assert!(lines.iter().any(|l| l == "passive: gone[504] ended before tracing began: it is not watched"), "{lines:?}");
-    // Nothing matches yet: said, with what it waits for.
-    let none =
-        Target { filter: Filter { comm: Some(b"osnoise/3\x1b".to_vec()), ..Filter::default() }, threads: vec![], found: vec![], ..t };
-    let lines = start_lines(&none, &AtAttach::default(), 1_000);
-    assert_eq!(
-        lines[0],
-        "passive: no thread matches yet: waiting for a thread named osnoise/3\\x1b to run on CPU 3 (no probe; threshold 1000 ns)"
-    );
-}
-
 /// A softirq the thread's own system call ran (a loopback send's NET_RX
 /// inside write()) is its own work: `in-syscall`, apart from interruptions;
 /// the softirq at an IRQ's exit stays part of that interruption.
@@ -403,3 +276,5 @@ fn a_thread_that_execs_into_the_watched_name_is_watched_from_the_rename() {
     let info = tracker.threads().next().expect("found at the rename");
     assert_eq!((info.tid, info.found), (600, Found::Rename));
 }
+
+mod attach;
