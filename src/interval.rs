@@ -125,6 +125,22 @@ pub struct Hiccup {
 }
 
 impl Hiccup {
+    /// Nothing yet: what the engine fills in (and reuses).
+    pub fn empty() -> Self {
+        Hiccup {
+            cpu: 0,
+            t0: 0,
+            gap: 0,
+            source: Source::Probe,
+            victim: None,
+            causes: Vec::new(),
+            unexplained: 0,
+            parts: None,
+            freq: None,
+            origins: Vec::new(),
+        }
+    }
+
     /// Time charged to a cause, `lost` included (the CSV's explained_ns).
     pub fn explained(&self) -> u64 {
         self.gap - self.unexplained

@@ -156,7 +156,7 @@ impl Drain {
         let sinks = &mut self.sinks;
         let mut written = Ok(());
         self.engine.attribute_ready(self.watermark, |h| {
-            let r = sinks.on_hiccup(&h);
+            let r = sinks.on_hiccup(h);
             if written.is_ok() {
                 written = r;
             }

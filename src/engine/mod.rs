@@ -33,6 +33,12 @@ pub const REORDER_NS: u64 = 1_000_000;
 /// still waiting to be explained span a few ms).
 const PROBE_WAKES: usize = 256;
 
+/// Hiccups kept for reuse once the sinks have seen them: their cause and
+/// origin lists keep their capacity, so explaining a stall allocates
+/// nothing once warmed up. More than a drain usually hands out; a burst
+/// beyond it is freed.
+const SPARE_HICCUPS: usize = 256;
+
 pub struct Engine {
     /// CPU number → index into `timelines`.
     slots: crate::slots::CpuSlots,
@@ -43,6 +49,8 @@ pub struct Engine {
     /// Gaps attributed as their CPU's events passed them, not yet handed out.
     done: VecDeque<Hiccup>,
     scratch: Vec<(Context, u64)>,
+    /// Hiccups handed out and seen, for reuse (see [`SPARE_HICCUPS`]).
+    spare: Vec<Hiccup>,
     pub namer: Namer,
     /// Events from CPUs we do not watch (should stay 0: BPF filters them).
     pub foreign_events: u64,
@@ -75,6 +83,7 @@ impl Engine {
             next_end: vec![u64::MAX; cpus.len()],
             done: VecDeque::with_capacity(64),
             scratch: Vec::with_capacity(32),
+            spare: Vec::with_capacity(SPARE_HICCUPS),
             namer,
             foreign_events: 0,
             drops_seen: vec![0; cpus.len()],
@@ -230,19 +239,27 @@ impl Engine {
     }
 
     /// Attributes every pending gap that ended at or before `watermark` (all
-    /// events up to it have been consumed), handing each to `out`.
+    /// events up to it have been consumed), showing each to `out`, which
+    /// borrows it: the engine reuses its lists for the next stall.
     /// Stalls on a CPU with a moving steal clock wait up to
     /// [`steal::HOLD_NS`] for the increment that may follow them.
-    pub fn attribute_ready(&mut self, watermark: u64, mut out: impl FnMut(Hiccup)) {
+    pub fn attribute_ready(&mut self, watermark: u64, mut out: impl FnMut(&Hiccup)) {
         let mut done = std::mem::take(&mut self.done);
         self.take_pending(None, watermark, |h| done.push_back(h));
+        let spare = &mut self.spare;
+        let mut show = |h: Hiccup| {
+            out(&h);
+            if spare.len() < SPARE_HICCUPS {
+                spare.push(h);
+            }
+        };
         for h in done.drain(..) {
-            let i = self.slot(h.cpu).expect("hiccups are on watched CPUs");
-            self.steals[i].hold(h, &mut out);
+            let i = self.slots.get(h.cpu).expect("hiccups are on watched CPUs");
+            self.steals[i].hold(h, &mut show);
         }
         self.done = done;
         for s in &mut self.steals {
-            s.release(watermark, self.finishing, &mut out);
+            s.release(watermark, self.finishing, &mut show);
         }
     }
 
@@ -304,7 +321,9 @@ impl Engine {
         // A victim's own time inside its interval (the kernel's entry and
         // exit around an interrupt) is not a cause of its own loss.
         let own = |ctx: &Context| matches!((ctx, g.victim), (Context::Task { pid, .. }, Some(v)) if *pid == v.tid);
-        let mut causes = Vec::with_capacity(self.scratch.len() + 1);
+        let mut h = self.spare.pop().unwrap_or_else(Hiccup::empty);
+        let causes = &mut h.causes;
+        causes.clear();
         if slack > 0 {
             causes.push((Cause::Slack, slack));
         }
@@ -336,25 +355,23 @@ impl Engine {
         }
         // Largest first; ties in a stable order.
         causes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        let origins = self.origins_of(slot, g.t1);
-        Hiccup {
-            cpu: g.cpu,
-            t0: g.t0,
-            gap: g.t1 - g.t0,
-            source: g.source,
-            victim: g.victim,
-            causes,
-            unexplained,
-            parts,
-            freq: self.freqs[slot].within(g.t0, g.t1),
-            origins,
-        }
+        self.origins_of(slot, g.t1, &mut h.origins);
+        h.cpu = g.cpu;
+        h.t0 = g.t0;
+        h.gap = g.t1 - g.t0;
+        h.source = g.source;
+        h.victim = g.victim;
+        h.unexplained = unexplained;
+        h.parts = parts;
+        h.freq = self.freqs[slot].within(g.t0, g.t1);
+        h
     }
 
     /// The origins of the causes in `scratch` (a stall on `slot` that ended
-    /// at `end`), in the order of the causes, for those whose sending was seen.
-    fn origins_of(&mut self, slot: usize, end: u64) -> Vec<(Cause, Origin)> {
-        let mut out = Vec::new();
+    /// at `end`), in the order of the causes, for those whose sending was
+    /// seen, into `out` (emptied first).
+    fn origins_of(&mut self, slot: usize, end: u64, out: &mut Vec<(Cause, Origin)>) {
+        out.clear();
         for &(ctx, _) in &self.scratch {
             let Some((kind, key)) = origins::key_of(ctx) else { continue };
             let Some(s) = self.origins[slot].find(kind, key, end).copied() else { continue };
@@ -365,7 +382,6 @@ impl Engine {
             let via = (kind == OriginKind::Ipi && s.callsite != 0).then(|| self.namer.symbol(s.callsite));
             out.push((self.namer.cause(ctx), Origin { sender, via }));
         }
-        out
     }
 
     /// Drops history no future gap can need: before `before[cpu]` (the

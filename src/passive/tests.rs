@@ -49,7 +49,7 @@ fn run(events: &[Event], threshold: u64) -> (Vec<(Source, u32, Vec<String>)>, Tr
     let end = events.last().map_or(0, |e| e.ts) + 10_000 * US;
     tracker.flush(end, &mut |iv| engine.on_interval(iv));
     let mut out = Vec::new();
-    engine.attribute_ready(end, |h: Hiccup| {
+    engine.attribute_ready(end, |h: &Hiccup| {
         let causes = h.all_causes().map(|(c, ns)| format!("{}={ns}", c.label())).collect();
         out.push((h.source, h.victim.map_or(0, |v| v.tid), causes));
     });
@@ -202,7 +202,7 @@ fn probe_and_passive_modes_agree_on_causes() {
         engine.on_event(e);
     }
     let mut probe = Vec::new();
-    engine.attribute_ready(10_000 * US, |h: Hiccup| {
+    engine.attribute_ready(10_000 * US, |h: &Hiccup| {
         probe.push(h.all_causes().map(|(c, ns)| format!("{}={ns}", c.label())).collect::<Vec<_>>())
     });
     assert_eq!(passive[0].2, probe[0]);
@@ -244,7 +244,7 @@ fn a_softirq_in_its_own_syscall_is_its_own_work() {
         engine.on_event(e);
     }
     tracker.flush(10_000 * US, &mut |iv| engine.on_interval(iv));
-    engine.attribute_ready(10_000 * US, |h: Hiccup| s.record(&h));
+    engine.attribute_ready(10_000 * US, |h: &Hiccup| s.record(h));
     assert_eq!(s.cpus[0].hiccups, 1, "only the interruption is a hiccup");
     let t = &s.threads.by_tid[&APP];
     assert_eq!((t.hiccups(), t.lost_ns(), t.of(Source::InSyscall)), (1, 30 * US, (1, 40 * US)));

@@ -57,7 +57,7 @@ fn engine_with_window(window: usize) -> Engine {
 /// and its unexplained time.
 fn first_hiccup(e: &mut Engine, watermark: u64) -> (Vec<String>, u64) {
     let mut got = Vec::new();
-    e.attribute_ready(watermark, |h| got.push(h));
+    e.attribute_ready(watermark, |h| got.push(h.clone()));
     let h = got.first().expect("a hiccup");
     (labels(h), h.unexplained)
 }
@@ -77,7 +77,7 @@ fn run_gaps(events: &[Event], gaps: &[(u64, u64)], watermark: u64) -> Vec<(Vec<S
         e.on_interval(gap(t0, t1));
     }
     let mut got = Vec::new();
-    e.attribute_ready(watermark, |h| got.push(h));
+    e.attribute_ready(watermark, |h| got.push(h.clone()));
     assert_eq!(got.len(), gaps.len(), "gaps not attributed");
     got.iter()
         .map(|h| {

@@ -44,7 +44,7 @@ fn hiccups(e: &mut Engine, events: &[Event], gaps: &[(u32, u64, u64)]) -> Vec<Hi
         e.on_interval(Interval { cpu, ..gap(t0, t1) });
     }
     let mut got = Vec::new();
-    e.attribute_ready(1_000_000, |h| got.push(h));
+    e.attribute_ready(1_000_000, |h| got.push(h.clone()));
     got
 }
 
@@ -157,4 +157,20 @@ fn a_task_names_its_waker_the_latest_before_the_stall() {
     let got = hiccups(&mut e, &evs, &[(CPU, 100, 300)]);
     let o = origin_of(&got[0], "task:hog[77]").expect("an origin");
     assert_eq!(o.sender, Sender::Task { comm: comm("bash"), pid: 6, tgid: 6, cpu: 0 });
+}
+
+#[test]
+fn a_reused_stall_carries_nothing_of_the_one_before() {
+    // The engine hands out stalls by reference and reuses them: the second
+    // attribution (an empty gap) must not keep the first's causes or origins.
+    let mut e = origins_engine(&[CPU as usize]);
+    let java = task(4242, "java");
+    let mut evs = vec![switch(10, task(1, "x"), probe()), sent(90, CPU, OriginKind::Ipi, 0, java, FLUSH_FN, 0)];
+    evs.extend(flush_ipi(CPU, 100));
+    let first = hiccups(&mut e, &evs, &[(CPU, 95, 140)]);
+    assert!(!first[0].causes.is_empty() && !first[0].origins.is_empty());
+    e.on_interval(Interval { cpu: CPU, ..gap(200_000, 200_050) });
+    let mut seen = Vec::new();
+    e.attribute_ready(2_000_000, |h| seen.push((h.t0, h.gap, h.causes.len(), h.origins.len(), h.unexplained)));
+    assert_eq!(seen, vec![(200_000, 50, 0, 0, 50)]);
 }

@@ -17,7 +17,7 @@ fn an_smi_takes_the_unexplained_time_only() {
     e.on_interval(Interval { smis: 1, ..gap(100, 400) });
     e.on_interval(gap(1000, 1300));
     let mut got = Vec::new();
-    e.attribute_ready(2000, |h| got.push(h));
+    e.attribute_ready(2000, |h| got.push(h.clone()));
     assert_eq!(
         (labels(&got[0]), got[0].unexplained),
         (vec!["smi:system management interrupt (firmware)=240".into(), "irq:9=60".into()], 0)

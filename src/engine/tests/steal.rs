@@ -39,7 +39,7 @@ fn feed(e: &mut Engine, events: &[Event]) {
 
 fn ready(e: &mut Engine, watermark: u64) -> Vec<Hiccup> {
     let mut got = Vec::new();
-    e.attribute_ready(watermark, |h| got.push(h));
+    e.attribute_ready(watermark, |h| got.push(h.clone()));
     for h in &got {
         assert_eq!(h.causes.iter().map(|c| c.1).sum::<u64>() + h.unexplained, h.gap, "rows add up");
     }

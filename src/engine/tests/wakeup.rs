@@ -33,7 +33,7 @@ fn late(e: &mut Engine, events: &[Event], d: u64, t1: u64) -> Hiccup {
     }
     e.on_interval(Interval { cpu: CPU, t0: d, t1, source: Source::WakeupProbe, victim: None, smis: 0 });
     let mut got = Vec::new();
-    e.attribute_ready(t1 + 10 * US, |h| got.push(h));
+    e.attribute_ready(t1 + 10 * US, |h| got.push(h.clone()));
     got.pop().expect("a hiccup")
 }
 
@@ -144,7 +144,7 @@ fn a_wakeup_whose_events_arrive_late() {
     let d = 1000 * US;
     e.on_interval(Interval { cpu: CPU, t0: d, t1: d + 102 * US, source: Source::WakeupProbe, victim: None, smis: 0 });
     let mut early = Vec::new();
-    e.attribute_ready(d, |h| early.push(h));
+    e.attribute_ready(d, |h| early.push(h.clone()));
     assert!(early.is_empty(), "attributed before its events came");
     let mut evs = vec![switch(900 * US, probe(), task(77, "fifohog"))];
     evs.extend(timer_irq(d));

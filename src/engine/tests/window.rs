@@ -10,13 +10,13 @@ fn waits_for_the_watermark_and_tolerates_late_events() {
     e.on_interval(gap(90, 310));
     let mut got = Vec::new();
     // Drained only up to 200: the gap's end has not been covered yet.
-    e.attribute_ready(200, |h| got.push(h));
+    e.attribute_ready(200, |h| got.push(h.clone()));
     assert!(got.is_empty());
     assert_eq!(e.pending.len(), 1);
     // Events from another CPU arrive in between, out of order: ignored here.
     e.on_event(&Event { ts: 5, cpu: 0, dropped: 0, payload: Payload::SoftirqEntry { vec: 1, syscall: None } });
     e.on_event(&switch(300, task(50, "hog"), probe()));
-    e.attribute_ready(1000, |h| got.push(h));
+    e.attribute_ready(1000, |h| got.push(h.clone()));
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].causes[0].1, 200);
     assert_eq!(e.foreign_events, 1);
@@ -46,7 +46,7 @@ fn prune_keeps_what_pending_gaps_need() {
     e.on_interval(gap(100, 300));
     e.prune(CPU, 10_000);
     let mut got = Vec::new();
-    e.attribute_ready(1000, |h| got.push(h));
+    e.attribute_ready(1000, |h| got.push(h.clone()));
     assert_eq!(got[0].causes.len(), 1);
     e.prune(CPU, 10_000);
     assert_eq!(e.timelines[0].held(), 0);
