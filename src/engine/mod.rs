@@ -35,17 +35,19 @@ const PROBE_WAKES: usize = 256;
 
 /// Hiccups kept for reuse once the sinks have seen them: their cause and
 /// origin lists keep their capacity, so explaining a stall allocates
-/// nothing once warmed up. More than a drain usually hands out; a burst
-/// beyond it is freed.
-const SPARE_HICCUPS: usize = 256;
+/// nothing once warmed up. As many as wait for a steal reading at a
+/// passive-mode rate (~20 ms of 100k stalls/s); a burst beyond it is freed.
+const SPARE_HICCUPS: usize = 4096;
 
 pub struct Engine {
     /// CPU number → index into `timelines`.
     slots: crate::slots::CpuSlots,
     timelines: Vec<Timeline>,
-    pending: VecDeque<Interval>,
-    /// Per timeline: the earliest end of its pending gaps (u64::MAX: none).
-    next_end: Vec<u64>,
+    /// Per timeline: its gaps waiting to be explained, by end (ties in the
+    /// order reported), so the next one due is at the front.
+    pending: Vec<VecDeque<Interval>>,
+    /// The gaps being explained now, reused.
+    ready: Vec<Interval>,
     /// Gaps attributed as their CPU's events passed them, not yet handed out.
     done: VecDeque<Hiccup>,
     scratch: Vec<(Context, u64)>,
@@ -79,8 +81,8 @@ impl Engine {
         Self {
             slots: crate::slots::CpuSlots::new(cpus),
             timelines: cpus.iter().map(|_| Timeline::new(start, window)).collect(),
-            pending: VecDeque::with_capacity(4096),
-            next_end: vec![u64::MAX; cpus.len()],
+            pending: cpus.iter().map(|_| VecDeque::with_capacity(256)).collect(),
+            ready: Vec::with_capacity(256),
             done: VecDeque::with_capacity(64),
             scratch: Vec::with_capacity(32),
             spare: Vec::with_capacity(SPARE_HICCUPS),
@@ -180,7 +182,7 @@ impl Engine {
         // consumer that fell behind drains a burst that would slide the
         // window past the gap before the drain's watermark allowed it.
         // (Otherwise the watermark does it, in batches that are cheaper.)
-        if ev.ts >= self.next_end[i].saturating_add(REORDER_NS) && self.timelines[i].filling() {
+        if ev.ts >= self.next_end(i).saturating_add(REORDER_NS) && self.timelines[i].filling() {
             self.attribute_cpu(i, ev.ts - REORDER_NS);
         }
         self.timelines[i].on_event(ev);
@@ -201,9 +203,16 @@ impl Engine {
 
     pub fn on_interval(&mut self, gap: Interval) {
         if let Some(i) = self.slot(gap.cpu).filter(|_| gap.t1 > gap.t0) {
-            self.pending.push_back(gap);
-            self.next_end[i] = self.next_end[i].min(gap.t1);
+            let q = &mut self.pending[i];
+            // Gaps mostly come in the order they end: then it is a push.
+            let at = if q.back().is_none_or(|b| b.t1 <= gap.t1) { q.len() } else { q.partition_point(|p| p.t1 <= gap.t1) };
+            q.insert(at, gap);
         }
+    }
+
+    /// When slot `i`'s next pending gap ends (u64::MAX: none pending).
+    fn next_end(&self, i: usize) -> u64 {
+        self.pending[i].front().map_or(u64::MAX, |g| g.t1)
     }
 
     /// Attributes slot `i`'s pending gaps that ended by `upto` into `done`.
@@ -214,28 +223,24 @@ impl Engine {
     }
 
     /// Attributes the pending gaps (of slot `only`, or all) that ended by
-    /// `upto`, in order, and notes when the rest end.
+    /// `upto`, in the order they ended (each CPU's history is read forwards).
     fn take_pending(&mut self, only: Option<usize>, upto: u64, mut out: impl FnMut(Hiccup)) {
-        for (i, end) in self.next_end.iter_mut().enumerate() {
+        let mut ready = std::mem::take(&mut self.ready);
+        for (i, q) in self.pending.iter_mut().enumerate() {
             if only.is_none_or(|o| o == i) {
-                *end = u64::MAX;
+                while let Some(g) = q.pop_front_if(|g| g.t1 <= upto) {
+                    ready.push(g);
+                }
             }
         }
-        let mut k = 0;
-        while k < self.pending.len() {
-            let g = self.pending[k];
-            let Some(i) = self.slot(g.cpu).filter(|&i| only.is_none_or(|o| o == i)) else {
-                k += 1;
-                continue;
-            };
-            if g.t1 <= upto {
-                self.pending.remove(k);
-                out(self.attribute(g, upto));
-            } else {
-                self.next_end[i] = self.next_end[i].min(g.t1);
-                k += 1;
-            }
+        // Stable: gaps of one CPU that end together keep their order.
+        if only.is_none() {
+            ready.sort_by_key(|g| g.t1);
         }
+        for g in ready.drain(..) {
+            out(self.attribute(g, upto));
+        }
+        self.ready = ready;
     }
 
     /// Attributes every pending gap that ended at or before `watermark` (all
@@ -388,7 +393,7 @@ impl Engine {
     /// probe's progress) and before every pending gap's start.
     pub fn prune(&mut self, cpu: u32, before: u64) {
         let Some(i) = self.slot(cpu) else { return };
-        let oldest_pending = self.pending.iter().filter(|g| g.cpu == cpu).map(|g| g.t0).min();
+        let oldest_pending = self.pending[i].iter().map(|g| g.t0).min();
         let t = oldest_pending.map_or(before, |p| p.min(before));
         self.timelines[i].prune(t);
         self.freqs[i].prune(t);

@@ -12,7 +12,7 @@ fn waits_for_the_watermark_and_tolerates_late_events() {
     // Drained only up to 200: the gap's end has not been covered yet.
     e.attribute_ready(200, |h| got.push(h.clone()));
     assert!(got.is_empty());
-    assert_eq!(e.pending.len(), 1);
+    assert_eq!(e.pending[0].len(), 1);
     // Events from another CPU arrive in between, out of order: ignored here.
     e.on_event(&Event { ts: 5, cpu: 0, dropped: 0, payload: Payload::SoftirqEntry { vec: 1, syscall: None } });
     e.on_event(&switch(300, task(50, "hog"), probe()));
@@ -210,4 +210,24 @@ fn a_gap_is_attributed_as_its_cpus_events_pass_it() {
         t += 200_000;
     }
     assert_eq!(first_hiccup(&mut e, t + 10_000_000), (vec!["task:ping[50]=100".to_string(), "task:pong[51]=100".into()], 0));
+}
+
+#[test]
+fn gaps_are_explained_in_the_order_they_end_whatever_order_they_came() {
+    // Passive mode reports a preempted thread's gap when it runs again,
+    // after the shorter gaps inside it: each CPU's gaps wait by their end.
+    let mut e = engine();
+    e.on_event(&switch(100, probe(), task(50, "hog")));
+    e.on_event(&switch(300, task(50, "hog"), probe()));
+    e.on_interval(gap(250, 400));
+    e.on_interval(gap(90, 310));
+    e.on_interval(gap(120, 200));
+    assert_eq!(e.next_end(0), 200);
+    let mut got = Vec::new();
+    e.attribute_ready(350, |h| got.push((h.t0, h.gap)));
+    assert_eq!(got, vec![(120, 80), (90, 220)]);
+    assert_eq!(e.next_end(0), 400);
+    e.attribute_ready(1000, |h| got.push((h.t0, h.gap)));
+    assert_eq!(got[2..], [(250, 150)]);
+    assert_eq!(e.next_end(0), u64::MAX);
 }
