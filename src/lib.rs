@@ -21,6 +21,7 @@ mod engine;
 mod event_lines;
 mod events_cmd;
 mod export;
+mod fastmap;
 mod interval;
 mod kallsyms;
 mod lifecycle;

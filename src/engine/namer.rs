@@ -3,7 +3,7 @@
 //! reported them. Each context is resolved once and cached, so reporting a
 //! hiccup costs lookups, not symbol searches.
 
-use std::collections::HashMap;
+use crate::fastmap::Map;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -21,13 +21,13 @@ pub struct Namer {
     /// The cpuidle driver's state names, read once at start by the caller.
     idle: Arc<IdleStates>,
     /// The one map of IRQ numbers to their action names (raw bytes).
-    irq_names: HashMap<i32, Arc<[u8]>>,
-    cache: HashMap<Context, Cause>,
+    irq_names: Map<i32, Arc<[u8]>>,
+    cache: Map<Context, Cause>,
 }
 
 impl Namer {
     pub fn new(kallsyms: Kallsyms, idle: IdleStates) -> Self {
-        Self { kallsyms: Arc::new(kallsyms), idle: Arc::new(idle), irq_names: HashMap::new(), cache: HashMap::new() }
+        Self { kallsyms: Arc::new(kallsyms), idle: Arc::new(idle), irq_names: Map::default(), cache: Map::default() }
     }
 
     /// A namer for another thread: the same symbols (shared) and the IRQ
@@ -37,7 +37,7 @@ impl Namer {
             kallsyms: Arc::clone(&self.kallsyms),
             idle: Arc::clone(&self.idle),
             irq_names: self.irq_names.clone(),
-            cache: HashMap::new(),
+            cache: Map::default(),
         }
     }
 

@@ -3,7 +3,9 @@
 //! osnoise tracer does. Built by a stack machine over that CPU's events; a
 //! bounded sliding window; no allocation per event once warmed up.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use crate::fastmap::Map;
 
 use crate::record::{Comm, Event, Payload, IDLE_EXIT};
 
@@ -35,7 +37,7 @@ pub struct Timeline {
     base: Context,
     stack: Vec<Frame>,
     /// The work item of each task that slept inside it, by pid.
-    suspended: HashMap<u32, Frame>,
+    suspended: Map<u32, Frame>,
     /// Start of the open segment (charged to the top of the stack).
     last: u64,
     /// When the last switch seen was.
@@ -60,7 +62,7 @@ impl Timeline {
             cap,
             base: Context::Unknown,
             stack: Vec::with_capacity(MAX_DEPTH),
-            suspended: HashMap::with_capacity(64),
+            suspended: crate::fastmap::with_capacity(64),
             last: start,
             last_switch: 0,
             probe_tids: Vec::new(),

@@ -9,7 +9,7 @@
 //! Pure logic on decoded events: no BPF, no threads, no allocation per
 //! event once each thread has been seen.
 
-use std::collections::HashMap;
+use crate::fastmap::Map;
 
 use crate::interval::{Interval, Source, Victim};
 use crate::record::{Event, Payload, Task};
@@ -66,7 +66,7 @@ pub struct Tracker {
     /// CPU number → its state (only watched CPUs produce intervals).
     cpus: Vec<Cpu>,
     watched_cpu: Vec<bool>,
-    threads: HashMap<u32, Thread>,
+    threads: Map<u32, Thread>,
     /// PREEMPT_RT: softirqs run in threads (classes.rs).
     softirqs_in_threads: bool,
     /// Threads that matched the filter on a CPU not watched (said once).
@@ -85,7 +85,7 @@ impl Tracker {
             threshold,
             cpus: vec![Cpu::default(); n],
             watched_cpu,
-            threads: HashMap::new(),
+            threads: Map::default(),
             softirqs_in_threads: false,
             seen_elsewhere: Vec::new(),
         }

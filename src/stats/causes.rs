@@ -1,7 +1,7 @@
 //! Per-CPU × cause aggregates: the samples of each cause, and the cap that
 //! folds stale causes so pid churn cannot grow them without end.
 
-use std::collections::HashMap;
+use crate::fastmap::Map;
 
 use hdrhistogram::Histogram;
 
@@ -116,7 +116,7 @@ impl CauseStats {
 /// least recently seen, sparing the largest quarter by total time, so
 /// that neither a big old culprit nor a small steady one (the tick) loses
 /// its name to pid churn. Rare: once per MAX_CAUSES / 4 new causes.
-pub(super) fn fold_stale(causes: &mut HashMap<CauseKey, CauseStats>, cpu: u32) -> usize {
+pub(super) fn fold_stale(causes: &mut Map<CauseKey, CauseStats>, cpu: u32) -> usize {
     let mut mine: Vec<(&CauseKey, &CauseStats)> = causes.iter().filter(|(k, _)| k.cpu == cpu && k.cause.folded().is_some()).collect();
     mine.sort_unstable_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then_with(|| a.0.cmp(b.0)));
     let mut rest = mine.split_off((MAX_CAUSES / 4).min(mine.len()));
@@ -141,7 +141,7 @@ pub(super) fn fold_stale(causes: &mut HashMap<CauseKey, CauseStats>, cpu: u32) -
 /// Moves every `comm[pid]` entry of `cpu` into its program's `comm[*]`:
 /// once a program has been folded (its pids came and went faster than the
 /// cap), a view shows it once, not as `qemu[*]` beside `qemu[23769]`.
-pub(super) fn absorb_pids(causes: &mut HashMap<CauseKey, CauseStats>, cpu: u32, comm: Comm) {
+pub(super) fn absorb_pids(causes: &mut Map<CauseKey, CauseStats>, cpu: u32, comm: Comm) {
     let pids: Vec<CauseKey> =
         causes.keys().filter(|k| k.cpu == cpu && matches!(k.cause, Cause::Task { comm: c, pid: Some(_) } if c == comm)).cloned().collect();
     for key in pids {

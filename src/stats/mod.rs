@@ -3,7 +3,9 @@
 //! `Snapshot`, the exit summary the final aggregates. A reset starts them
 //! afresh where they are kept.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use crate::fastmap::Map;
 
 use hdrhistogram::Histogram;
 
@@ -121,7 +123,7 @@ pub struct Stats {
     /// In the order watched; `slots` finds a CPU's.
     pub cpus: Vec<CpuStats>,
     slots: CpuSlots,
-    pub causes: HashMap<CauseKey, CauseStats>,
+    pub causes: Map<CauseKey, CauseStats>,
     pub worst: Vec<Hiccup>,
     /// What the probes, the kernel and jitterwatch itself count (events,
     /// drops, own CPU...), since the reset; `raw` since the start, `base`
@@ -132,10 +134,10 @@ pub struct Stats {
     /// Whether the user reset the aggregates during the run.
     pub was_reset: bool,
     /// Entries each CPU has in `causes`, kept for the cap.
-    cause_entries: HashMap<u32, usize>,
+    cause_entries: Map<u32, usize>,
     /// Per CPU: gap time and gaps since the start, kept across resets (the
     /// probe's loop period between hiccups is over the whole run).
-    run_gaps: HashMap<u32, (u64, u64)>,
+    run_gaps: Map<u32, (u64, u64)>,
     /// Passive mode: per watched thread.
     pub threads: Threads,
     /// Passive mode: watched threads seen on CPUs not watched (tid, cpu).
@@ -165,14 +167,14 @@ impl Stats {
             now_ns: start_ns,
             cpus: cpus.iter().map(|&c| CpuStats::new(c as u32)).collect(),
             slots: CpuSlots::new(cpus),
-            causes: HashMap::new(),
+            causes: Map::default(),
             worst: Vec::with_capacity(WORST_KEPT + 1),
             counters: Counters::new(cpus),
             raw: Counters::new(cpus),
             base: Counters::new(cpus),
             was_reset: false,
-            cause_entries: HashMap::new(),
-            run_gaps: HashMap::new(),
+            cause_entries: Map::default(),
+            run_gaps: Map::default(),
             threads: Threads::default(),
             threads_elsewhere: Vec::new(),
             by_sender: origins::BySender::default(),

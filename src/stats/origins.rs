@@ -2,7 +2,7 @@
 //! A sender is its program (pids folded, as the metrics do) or the CPU's
 //! own interrupt-level code; the table is bounded per CPU.
 
-use std::collections::HashMap;
+use crate::fastmap::Map;
 
 use crate::cause::Sender;
 use crate::cause::{Cause, Kind};
@@ -48,8 +48,8 @@ pub struct Sent {
 
 #[derive(Debug, Default)]
 pub struct BySender {
-    map: HashMap<(u32, Kind, SenderKey), Sent>,
-    entries: HashMap<(u32, Kind), usize>,
+    map: Map<(u32, Kind, SenderKey), Sent>,
+    entries: Map<(u32, Kind), usize>,
     /// Origins not counted: their CPU and kind had [`KEPT`] senders already.
     pub left_out: u64,
 }

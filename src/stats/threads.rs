@@ -2,7 +2,7 @@
 //! kind, their distribution and top causes, with what the tracker knows of
 //! it (runnable time, migrations).
 
-use std::collections::HashMap;
+use crate::fastmap::Map;
 
 use hdrhistogram::Histogram;
 
@@ -22,7 +22,7 @@ pub struct ThreadStats {
     pub ns: [u64; Source::ALL.len()],
     pub gaps: Histogram<u64>,
     pub max_ns: u64,
-    pub causes: HashMap<Cause, u64>,
+    pub causes: Map<Cause, u64>,
     /// From the tracker (None until it has said).
     pub info: Option<ThreadInfo>,
 }
@@ -30,7 +30,7 @@ pub struct ThreadStats {
 impl ThreadStats {
     fn new(victim: Victim) -> Self {
         const N: usize = Source::ALL.len();
-        ThreadStats { victim, count: [0; N], ns: [0; N], gaps: super::histogram(2), max_ns: 0, causes: HashMap::new(), info: None }
+        ThreadStats { victim, count: [0; N], ns: [0; N], gaps: super::histogram(2), max_ns: 0, causes: Map::default(), info: None }
     }
 
     pub fn of(&self, s: Source) -> (u64, u64) {
@@ -102,7 +102,7 @@ impl ThreadStats {
 
 #[derive(Default)]
 pub struct Threads {
-    pub by_tid: HashMap<u32, ThreadStats>,
+    pub by_tid: Map<u32, ThreadStats>,
 }
 
 impl Threads {

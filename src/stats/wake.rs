@@ -3,7 +3,7 @@
 //! thread's (scheduling delay, return to user), and each part's largest
 //! causes.
 
-use std::collections::HashMap;
+use crate::fastmap::Map;
 
 use crate::cause::Cause;
 use crate::interval::Parts;
@@ -20,7 +20,7 @@ pub struct WakeParts {
     pub total_ns: [u64; 3],
     pub max_ns: [u64; 3],
     /// Per part: the largest cause of each late wake-up, and its time.
-    pub causes: [HashMap<Cause, u64>; 3],
+    pub causes: [Map<Cause, u64>; 3],
 }
 
 impl WakeParts {
