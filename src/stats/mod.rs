@@ -240,16 +240,7 @@ impl Stats {
         }
         c.max_ns = c.max_ns.max(h.gap);
         c.gaps.saturating_record(h.gap.max(1));
-        let sec = h.t0.saturating_sub(start) / 1_000_000_000;
-        match c.worst_per_sec.back_mut() {
-            Some((s, w)) if *s == sec => *w = (*w).max(h.gap),
-            _ => {
-                if c.worst_per_sec.len() == SPARK_SECS {
-                    c.worst_per_sec.pop_front();
-                }
-                c.worst_per_sec.push_back((sec, h.gap));
-            }
-        }
+        note_second(&mut c.worst_per_sec, h.t0.saturating_sub(start) / 1_000_000_000, h.gap);
         if let Some(p) = &h.parts {
             c.wake.record(p);
         }
@@ -332,6 +323,28 @@ impl Stats {
         let run_gaps = std::mem::take(&mut self.run_gaps);
         *self = Stats { base: raw.clone(), was_reset: true, run_gaps, ..Stats::new(&cpus, now) };
         self.update_counters(raw, now);
+    }
+}
+
+/// The worst gap of second `sec`, into the seconds kept (oldest first, at
+/// most [`SPARK_SECS`]). Stalls come nearly in order: one held for the
+/// steal clock arrives after later ones (engine/steal.rs), so its second
+/// may be behind the newest.
+fn note_second(secs: &mut VecDeque<(u64, u64)>, sec: u64, gap: u64) {
+    match secs.iter().rposition(|&(s, _)| s <= sec) {
+        Some(k) if secs[k].0 == sec => secs[k].1 = secs[k].1.max(gap),
+        at => {
+            let at = at.map_or(0, |k| k + 1);
+            if secs.len() == SPARK_SECS {
+                if at == 0 {
+                    return; // older than every second kept
+                }
+                secs.pop_front();
+                secs.insert(at - 1, (sec, gap));
+            } else {
+                secs.insert(at, (sec, gap));
+            }
+        }
     }
 }
 

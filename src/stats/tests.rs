@@ -105,3 +105,21 @@ fn keeps_the_worst_recent_stalls_and_resets_at_the_source() {
     s.update_counters(raw, 30);
     assert_eq!((s.counters.events, s.cpus[0].probe.drops, s.elapsed_ns()), (100, 2, 10));
 }
+
+#[test]
+fn a_second_seen_again_after_a_later_one_is_kept_once_and_in_order() {
+    let mut secs = VecDeque::new();
+    for (sec, gap) in [(3, 10), (5, 20), (4, 7), (5, 30), (3, 40), (1, 5)] {
+        super::note_second(&mut secs, sec, gap);
+    }
+    assert_eq!(secs, VecDeque::from(vec![(1, 5), (3, 40), (4, 7), (5, 30)]));
+    // Full: the oldest second gives way; a second older than all is dropped.
+    let mut full: VecDeque<(u64, u64)> = (10..10 + super::SPARK_SECS as u64).map(|s| (s, 1)).collect();
+    super::note_second(&mut full, 5, 9);
+    assert_eq!(full.front(), Some(&(10, 1)));
+    super::note_second(&mut full, 12, 9);
+    assert_eq!(full.iter().find(|p| p.0 == 12), Some(&(12, 9)));
+    super::note_second(&mut full, 400, 9);
+    assert_eq!((full.len(), full.front(), full.back()), (super::SPARK_SECS, Some(&(11, 1)), Some(&(400, 9))));
+    assert!(full.iter().zip(full.iter().skip(1)).all(|(a, b)| a.0 < b.0));
+}

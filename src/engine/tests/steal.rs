@@ -141,3 +141,18 @@ fn finishing_hands_out_every_held_stall() {
     let got = ready(&mut e, 2 * MS);
     assert_eq!((got.len(), host(&got[0])), (1, 300 * US));
 }
+
+#[test]
+fn a_stall_with_nothing_unexplained_is_not_held() {
+    // No increment can go to it: it reaches the sinks at once, before the
+    // held stall that came first.
+    let mut e = engine_on_a_vm();
+    feed(&mut e, &[switch(2 * MS, probe(), task(50, "hog"))]);
+    e.on_interval(gap(MS, MS + 500 * US));
+    e.on_interval(gap(2 * MS, 2 * MS + 100 * US));
+    feed(&mut e, &[switch(2 * MS + 100 * US, task(50, "hog"), probe())]);
+    let got = ready(&mut e, 3 * MS);
+    assert_eq!(got.iter().map(|h| (h.t0, h.unexplained)).collect::<Vec<_>>(), vec![(2 * MS, 0)]);
+    let later = ready(&mut e, 3 * MS + HOLD_NS);
+    assert_eq!(later.iter().map(|h| (h.t0, h.unexplained)).collect::<Vec<_>>(), vec![(MS, 500 * US)]);
+}
