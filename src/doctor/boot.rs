@@ -1,43 +1,17 @@
 //! Boot parameters and their sysfs/procfs reflections: isolcpus, nohz_full,
 //! rcu_nocbs, irqaffinity, idle limits, lockup watchdogs, clocksource.
+//! Here they are judged against the watched CPUs, by what the kernel holds
+//! where it says so (its nohz_full mask, its rcuo kthreads) before what the
+//! command line asks; reading the command line's values (the CPU lists,
+//! isolcpus='s flags) is cmdline.rs's.
 
+use super::cmdline::{parse_isolcpus, Isolcpus};
 use super::{finding, parse_list_file, Ctx, Status};
 use crate::cpulist::{self, Display};
 use crate::sanitize::visible;
 
 const CHECK: &str = "boot";
 const BOOT_HOW: &str = "(GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub and reboot)";
-
-/// `isolcpus=[flag,...,]cpulist` as the kernel reads it. No flag means `domain`.
-pub(crate) struct Isolcpus {
-    pub flags: Vec<String>,
-    pub cpus: Vec<usize>,
-}
-
-pub(crate) fn parse_isolcpus(v: &str, last_cpu: usize) -> Option<Isolcpus> {
-    let mut flags = Vec::new();
-    let mut rest = v;
-    while let Some((head, tail)) = rest.split_once(',') {
-        if head.chars().all(|c| c.is_ascii_alphabetic() || c == '_') && !head.is_empty() && head != "N" {
-            flags.push(head.to_string());
-            rest = tail;
-        } else {
-            break;
-        }
-    }
-    // The kernel accepts `N` for the last CPU.
-    let list = rest.replace('N', &last_cpu.to_string());
-    let cpus = cpulist::parse(&list).ok()?;
-    if flags.is_empty() {
-        flags.push("domain".into());
-    }
-    Some(Isolcpus { flags, cpus })
-}
-
-fn list_param(cx: &Ctx, key: &str) -> Vec<usize> {
-    let last = cx.nr_cpus() - 1;
-    cx.cmdline.get(key).and_then(|v| cpulist::parse(&v.replace('N', &last.to_string())).ok()).unwrap_or_default()
-}
 
 pub(crate) fn check(cx: &mut Ctx) {
     let w = cx.watched();
@@ -130,7 +104,8 @@ fn rcuo_cpus(cx: &mut Ctx) -> Option<Vec<usize>> {
 }
 
 fn nohz_and_rcu(cx: &mut Ctx, iso: Option<&Isolcpus>, w: &str) {
-    let cmd_nohz = list_param(cx, "nohz_full");
+    let last = cx.nr_cpus() - 1;
+    let cmd_nohz = cx.cmdline.cpus("nohz_full", last);
     let sys = cx.read_opt("sys/devices/system/cpu/nohz_full");
     let sys_nohz = sys.as_deref().and_then(parse_list_file);
     // The kernel's own mask, never the command line: a kernel built without
@@ -182,7 +157,7 @@ fn nohz_and_rcu(cx: &mut Ctx, iso: Option<&Isolcpus>, w: &str) {
     let mut offloaded = match &rcuo {
         Some(cpus) => cpus.clone(),
         None => {
-            let mut v = list_param(cx, "rcu_nocbs");
+            let mut v = cx.cmdline.cpus("rcu_nocbs", last);
             v.extend(&tickless);
             v
         }
@@ -330,18 +305,6 @@ fn clocksource(cx: &mut Ctx) {
 #[cfg(test)]
 mod tests {
     use super::super::{audit, fixture::Fx, Status};
-    use super::parse_isolcpus;
-
-    #[test]
-    fn isolcpus_flags_and_lists() {
-        let i = parse_isolcpus("domain,managed_irq,2-3,5", 7).unwrap();
-        assert_eq!(i.flags, ["domain", "managed_irq"]);
-        assert_eq!(i.cpus, [2, 3, 5]);
-        let i = parse_isolcpus("1", 7).unwrap();
-        assert_eq!(i.flags, ["domain"]);
-        assert_eq!(parse_isolcpus("nohz,4-N", 7).unwrap().cpus, [4, 5, 6, 7]);
-        assert!(parse_isolcpus("domain,x", 7).is_none());
-    }
 
     #[test]
     fn tuned_boot_is_ok() {
@@ -421,12 +384,5 @@ mod tests {
         fx.write("sys/fs/cgroup/cpuset.cpus.isolated", "1\n");
         let r = audit(fx.path(), &[1]);
         assert_eq!(r.find("isolcpus").unwrap().status, Status::Ok);
-    }
-
-    #[test]
-    fn offline_cpu_is_flagged() {
-        let fx = Fx::untuned();
-        let r = audit(fx.path(), &[5]);
-        assert_eq!(r.find("cpus").unwrap().status, Status::Warn);
     }
 }
