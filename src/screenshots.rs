@@ -1,8 +1,11 @@
 //! The README's pictures, drawn by `cargo xtask screenshots` (through the
 //! `screenshots` example) into docs/img: the live screen of a scripted run
 //! rendered by ratatui's TestBackend and painted cell by cell, and the
-//! `compare` chart of two scripted runs' CSVs through compare's own code.
+//! `compare` chart of two scripted runs' CSVs through compare's own code;
+//! and docs/screen.md's text captures of that live screen (captures.rs).
 //! Nothing reads the machine, so the same commit draws the same bytes.
+
+mod captures;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -14,6 +17,8 @@ use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
 
 use crate::tui::screenshot;
+
+pub use captures::{with_captures, write_captures};
 
 /// The live screen's size in cells: the mid size, wide enough for
 /// every pane.

@@ -1,7 +1,8 @@
 //! The README and docs/ stay true to the program: the README stays short
 //! enough to read in the first minute, every option they name is one
-//! jitterwatch takes, and every link between them lands on a file and,
-//! with an anchor, on a heading.
+//! jitterwatch takes, every link between them lands on a file and, with an
+//! anchor, on a heading, and the text captures of the live screen are what
+//! it draws.
 
 mod common;
 use common::bin;
@@ -132,6 +133,20 @@ fn every_link_lands() {
         }
     }
     assert!(checked > 20, "only {checked} links found: is the parser right?");
+}
+
+/// docs/screen.md's captures are the screen drawn now (from the scripted
+/// run the README's picture is drawn from), not what it once drew.
+#[test]
+fn the_screen_captures_are_what_the_screen_draws() {
+    let md = read(&root().join("docs/screen.md"));
+    let now = jitterwatch::screenshots::with_captures(&md).unwrap_or_else(|e| panic!("docs/screen.md: {e:#}"));
+    if let Some((was, is)) = md.lines().zip(now.lines()).find(|(a, b)| a != b) {
+        panic!(
+            "docs/screen.md's captures are not what the screen draws (cargo xtask screenshots rewrites them):\n  was: {was}\n  now: {is}"
+        );
+    }
+    assert_eq!(md, now, "docs/screen.md's captures are not what the screen draws (cargo xtask screenshots rewrites them)");
 }
 
 #[test]

@@ -1,5 +1,8 @@
-//! The kernel command line as the kernel splits it.
+//! The kernel command line as the kernel splits it, and the values of its
+//! isolation parameters as the kernel reads them: CPU lists where `N` is
+//! the last CPU, isolcpus='s flags before its list. boot.rs judges them.
 
+use crate::cpulist;
 use crate::sanitize::visible;
 
 /// Kernel command line, split as the kernel does (double quotes group),
@@ -50,6 +53,12 @@ impl Cmdline {
         self.params.iter().any(|(k, _)| k == key)
     }
 
+    /// The CPU list of `key=` (nohz_full=, rcu_nocbs=) as the kernel reads
+    /// it; empty when the parameter is absent or not a CPU list.
+    pub fn cpus(&self, key: &str, last_cpu: usize) -> Vec<usize> {
+        self.get(key).and_then(|v| cpu_list(v, last_cpu)).unwrap_or_default()
+    }
+
     /// `key=value` as written, for evidence lines.
     pub fn show(&self, key: &str) -> Option<String> {
         match self.get(key) {
@@ -58,6 +67,35 @@ impl Cmdline {
             None => None,
         }
     }
+}
+
+/// `isolcpus=[flag,...,]cpulist` as the kernel reads it. No flag means `domain`.
+pub(crate) struct Isolcpus {
+    pub flags: Vec<String>,
+    pub cpus: Vec<usize>,
+}
+
+pub(crate) fn parse_isolcpus(v: &str, last_cpu: usize) -> Option<Isolcpus> {
+    let mut flags = Vec::new();
+    let mut rest = v;
+    while let Some((head, tail)) = rest.split_once(',') {
+        if head.chars().all(|c| c.is_ascii_alphabetic() || c == '_') && !head.is_empty() && head != "N" {
+            flags.push(head.to_string());
+            rest = tail;
+        } else {
+            break;
+        }
+    }
+    let cpus = cpu_list(rest, last_cpu)?;
+    if flags.is_empty() {
+        flags.push("domain".into());
+    }
+    Some(Isolcpus { flags, cpus })
+}
+
+/// A boot parameter's CPU list: the kernel accepts `N` for the last CPU.
+fn cpu_list(v: &str, last_cpu: usize) -> Option<Vec<usize>> {
+    cpulist::parse(&v.replace('N', &last_cpu.to_string())).ok()
 }
 
 #[cfg(test)]
@@ -72,5 +110,16 @@ mod tests {
         assert_eq!(c.get("foo"), Some("a b"));
         assert_eq!(c.show("quiet").as_deref(), Some("quiet"));
         assert!(!c.has("init"));
+    }
+
+    #[test]
+    fn isolcpus_flags_and_lists() {
+        let i = parse_isolcpus("domain,managed_irq,2-3,5", 7).unwrap();
+        assert_eq!(i.flags, ["domain", "managed_irq"]);
+        assert_eq!(i.cpus, [2, 3, 5]);
+        let i = parse_isolcpus("1", 7).unwrap();
+        assert_eq!(i.flags, ["domain"]);
+        assert_eq!(parse_isolcpus("nohz,4-N", 7).unwrap().cpus, [4, 5, 6, 7]);
+        assert!(parse_isolcpus("domain,x", 7).is_none());
     }
 }

@@ -55,3 +55,10 @@ fn run_on_empty_root_does_not_panic() {
     let r = audit(d.path(), &[1]);
     assert!(r.unreadable.iter().any(|u| u.starts_with("/proc/cmdline")));
 }
+
+#[test]
+fn offline_cpu_is_flagged() {
+    let fx = fixture::Fx::untuned();
+    let r = audit(fx.path(), &[5]);
+    assert_eq!(r.find("cpus").unwrap().status, Status::Warn);
+}

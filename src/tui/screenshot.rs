@@ -190,14 +190,15 @@ pub fn demo(w: u16, h: u16) -> Buffer {
     t.backend().buffer().clone()
 }
 
+/// A drawn screen as text, one line a row of cells (colour dropped).
+pub(crate) fn text(b: &Buffer) -> String {
+    let w = b.area.width as usize;
+    b.content.chunks(w).map(|row| row.iter().map(|c| c.symbol()).collect::<String>() + "\n").collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn text(b: &Buffer) -> String {
-        let w = b.area.width as usize;
-        b.content.chunks(w).map(|row| row.iter().map(|c| c.symbol()).collect::<String>() + "\n").collect()
-    }
 
     #[test]
     fn the_scripted_run_names_its_culprits() {

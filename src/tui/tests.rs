@@ -7,6 +7,7 @@ use ratatui::style::Color;
 use ratatui::Terminal;
 
 use super::app::{Action, App, Pane, Sort};
+pub(super) use super::screenshot::text;
 use super::sysinfo::{Isolation, SysInfo};
 use crate::bpf::ProgStat;
 use crate::cause::{comm, Cause, Symbol};
@@ -80,11 +81,6 @@ pub(super) fn draw(app: &App, w: u16, h: u16) -> Buffer {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| f.render_widget(app, f.area())).unwrap();
     t.backend().buffer().clone()
-}
-
-pub(super) fn text(b: &Buffer) -> String {
-    let w = b.area.width as usize;
-    b.content.chunks(w).map(|row| row.iter().map(|c| c.symbol()).collect::<String>() + "\n").collect()
 }
 
 pub(super) fn line_with<'a>(screen: &'a str, needle: &str) -> &'a str {

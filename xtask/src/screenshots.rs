@@ -1,5 +1,6 @@
 //! `cargo xtask screenshots`: redraw the README's pictures in docs/img
-//! (the live screen and a `compare` chart) from scripted runs, through the
+//! (the live screen and a `compare` chart) from scripted runs, and
+//! docs/screen.md's text captures of that live screen, through the
 //! `screenshots` example (src/screenshots.rs). Not hand-made, and the same
 //! commit draws the same bytes: rerun it after changing the screen or the
 //! chart, and commit what changed.
@@ -10,6 +11,8 @@ use crate::{deps, proc};
 
 /// Where the pictures live, from the workspace root.
 pub const DIR: &str = "docs/img";
+/// The page whose text captures of the live screen it rewrites.
+pub const SCREEN_MD: &str = "docs/screen.md";
 /// Each picture and its size in pixels: the screen is 120×40 cells of
 /// 10×20 px, the chart compare's SIZE (src/screenshots.rs, src/compare/chart.rs).
 pub const PICTURES: [(&str, (u32, u32)); 2] = [("live-screen.png", (1200, 800)), ("compare.png", (1200, 1000))];
@@ -18,12 +21,15 @@ pub fn run() -> Result<()> {
     // Building the library needs clang and libelf, as for `run`.
     deps::ensure(false)?;
     let dir = proc::root().join(DIR);
-    proc::check(proc::cargo().args(["run", "--quiet", "--example", "screenshots", "--"]).arg(&dir))?;
+    proc::check(proc::cargo().args(["run", "--quiet", "--example", "screenshots", "--"]).arg(&dir).arg(proc::root().join(SCREEN_MD)))?;
     for (name, size) in PICTURES {
         let got = png_size(&std::fs::read(dir.join(name))?)?;
         anyhow::ensure!(got == size, "{DIR}/{name} is {}×{} px, not {}×{}", got.0, got.1, size.0, size.1);
     }
-    println!("screenshots: {} in {DIR}; commit them if they changed (git status {DIR})", PICTURES.map(|p| p.0).join(", "));
+    println!(
+        "screenshots: {} in {DIR}, the captures in {SCREEN_MD}; commit them if they changed (git status {DIR} {SCREEN_MD})",
+        PICTURES.map(|p| p.0).join(", ")
+    );
     Ok(())
 }
 

@@ -1,43 +1,18 @@
-//! Boot parameters and their sysfs/procfs reflections: isolcpus, nohz_full,
-//! rcu_nocbs, irqaffinity, idle limits, lockup watchdogs, clocksource.
+//! Boot parameters and their sysfs/procfs reflections, judged against the
+//! watched CPUs: isolcpus, irqaffinity, idle limits, lockup watchdogs and
+//! the clocksource here; nohz_full and rcu_nocbs, which a kernel can take
+//! on its command line and not hold, in nohz_rcu.rs. Reading the command
+//! line's values (the CPU lists, isolcpus='s flags) is cmdline.rs's.
 
+mod nohz_rcu;
+
+use super::cmdline::parse_isolcpus;
 use super::{finding, parse_list_file, Ctx, Status};
 use crate::cpulist::{self, Display};
 use crate::sanitize::visible;
 
 const CHECK: &str = "boot";
 const BOOT_HOW: &str = "(GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub and reboot)";
-
-/// `isolcpus=[flag,...,]cpulist` as the kernel reads it. No flag means `domain`.
-pub(crate) struct Isolcpus {
-    pub flags: Vec<String>,
-    pub cpus: Vec<usize>,
-}
-
-pub(crate) fn parse_isolcpus(v: &str, last_cpu: usize) -> Option<Isolcpus> {
-    let mut flags = Vec::new();
-    let mut rest = v;
-    while let Some((head, tail)) = rest.split_once(',') {
-        if head.chars().all(|c| c.is_ascii_alphabetic() || c == '_') && !head.is_empty() && head != "N" {
-            flags.push(head.to_string());
-            rest = tail;
-        } else {
-            break;
-        }
-    }
-    // The kernel accepts `N` for the last CPU.
-    let list = rest.replace('N', &last_cpu.to_string());
-    let cpus = cpulist::parse(&list).ok()?;
-    if flags.is_empty() {
-        flags.push("domain".into());
-    }
-    Some(Isolcpus { flags, cpus })
-}
-
-fn list_param(cx: &Ctx, key: &str) -> Vec<usize> {
-    let last = cx.nr_cpus() - 1;
-    cx.cmdline.get(key).and_then(|v| cpulist::parse(&v.replace('N', &last.to_string())).ok()).unwrap_or_default()
-}
 
 pub(crate) fn check(cx: &mut Ctx) {
     let w = cx.watched();
@@ -102,116 +77,11 @@ pub(crate) fn check(cx: &mut Ctx) {
         }
     }
 
-    nohz_and_rcu(cx, iso.as_ref(), &w);
+    nohz_rcu::check(cx, iso.as_ref(), &w);
     irqaffinity(cx);
     idle(cx);
     watchdog(cx);
     clocksource(cx);
-}
-
-/// The CPUs whose RCU callbacks the kernel offloads: those with an
-/// `rcuop/N`, `rcuos/N` or `rcuob/N` kthread. None: /proc not listable.
-fn rcuo_cpus(cx: &mut Ctx) -> Option<Vec<usize>> {
-    let pids = cx.list_dir("proc");
-    if pids.is_empty() {
-        return None;
-    }
-    let mut cpus = Vec::new();
-    for p in pids.iter().filter(|p| p.bytes().all(|b| b.is_ascii_digit())) {
-        let Some(comm) = cx.read_quiet(&format!("proc/{p}/comm")) else { continue };
-        let comm = comm.trim();
-        if let Some(n) = ["rcuop/", "rcuos/", "rcuob/"].iter().find_map(|pre| comm.strip_prefix(pre)) {
-            if let Ok(c) = n.parse() {
-                cpus.push(c);
-            }
-        }
-    }
-    Some(cpus)
-}
-
-fn nohz_and_rcu(cx: &mut Ctx, iso: Option<&Isolcpus>, w: &str) {
-    let cmd_nohz = list_param(cx, "nohz_full");
-    let sys = cx.read_opt("sys/devices/system/cpu/nohz_full");
-    let sys_nohz = sys.as_deref().and_then(parse_list_file);
-    // The kernel's own mask, never the command line: a kernel built without
-    // CONFIG_NO_HZ_FULL has no such file and ignores nohz_full= (5.10 on
-    // Debian 11). isolcpus=nohz feeds the same mask.
-    let mut tickless = sys_nohz.clone().unwrap_or_default();
-    if let Some(i) = iso.filter(|i| sys.is_some() && i.flags.iter().any(|f| f == "nohz")) {
-        tickless.extend(&i.cpus);
-    }
-    let missing: Vec<usize> = cx.cpus.iter().copied().filter(|c| !tickless.contains(c)).collect();
-    let mut f = if missing.is_empty() {
-        finding(CHECK, "nohz_full", Status::Ok, format!("{} tickless when one task runs (nohz_full)", Ctx::cpu_word(&cx.cpus)))
-            .why("the periodic tick stops while a single task runs")
-    } else {
-        let fix = if sys.is_none() {
-            format!("boot a kernel built with CONFIG_NO_HZ_FULL=y, with: nohz_full={w} {BOOT_HOW}")
-        } else {
-            format!("boot with: nohz_full={w} {BOOT_HOW}")
-        };
-        let asked = missing.iter().all(|c| cmd_nohz.contains(c));
-        let title = if asked {
-            format!(
-                "scheduler tick still runs on {}: nohz_full= is on the command line, but this kernel does not hold it",
-                Ctx::cpu_word(&missing)
-            )
-        } else {
-            format!("scheduler tick still runs on {} (no nohz_full)", Ctx::cpu_word(&missing))
-        };
-        finding(CHECK, "nohz_full", Status::Warn, title)
-            .why("with a periodic tick the CPU takes a local timer interrupt every 1-10 ms (CONFIG_HZ) even with a single task running")
-            .fix(fix)
-    };
-    f = f.ev(match cx.cmdline.show("nohz_full") {
-        Some(s) => format!("/proc/cmdline: {s}"),
-        None => "/proc/cmdline: no nohz_full=".into(),
-    });
-    f = f.ev(match (&sys, &sys_nohz) {
-        (None, _) => "/sys/devices/system/cpu/nohz_full: absent (kernel without CONFIG_NO_HZ_FULL)".into(),
-        (Some(_), Some(v)) if v.is_empty() => "/sys/devices/system/cpu/nohz_full: (none)".into(),
-        (Some(s), _) => format!("/sys/devices/system/cpu/nohz_full: {}", visible(s.trim())),
-    });
-    cx.push(f);
-
-    // Offloaded as the kernel holds it: each offloaded CPU N has its
-    // callback kthread rcuop/N (rcuos/N, rcuob/N on older kernels); a
-    // kernel without CONFIG_RCU_NOCB_CPU has none whatever the command line
-    // says. Only when /proc cannot be listed does the command line stand in.
-    let rcuo = rcuo_cpus(cx);
-    let mut offloaded = match &rcuo {
-        Some(cpus) => cpus.clone(),
-        None => {
-            let mut v = list_param(cx, "rcu_nocbs");
-            v.extend(&tickless);
-            v
-        }
-    };
-    offloaded.sort_unstable();
-    offloaded.dedup();
-    let missing: Vec<usize> = cx.cpus.iter().copied().filter(|c| !offloaded.contains(c)).collect();
-    let mut f = if missing.is_empty() {
-        finding(CHECK, "rcu_nocbs", Status::Ok, format!("RCU callbacks of {} offloaded (rcu_nocbs / nohz_full)", Ctx::cpu_word(&cx.cpus)))
-            .why("callbacks run in rcuo kthreads on housekeeping CPUs")
-    } else {
-        finding(CHECK, "rcu_nocbs", Status::Warn, format!("RCU callbacks run on {} (no rcu_nocbs)", Ctx::cpu_word(&missing)))
-            .why("RCU callbacks then run on the CPU itself in RCU softirq context")
-            .fix(format!("boot with: rcu_nocbs={w} (nohz_full={w} implies it) {BOOT_HOW}"))
-    };
-    f = f.ev(format!("/proc/cmdline: {}", cx.cmdline.show("rcu_nocbs").unwrap_or_else(|| "no rcu_nocbs=".into())));
-    f = f.ev(match &rcuo {
-        Some(c) if c.is_empty() => "rcuo kthreads: none (no CPU offloaded, or a kernel without CONFIG_RCU_NOCB_CPU)".to_string(),
-        Some(c) => format!("rcuo kthreads for CPUs {}", cpulist::Display(c)),
-        None => "/proc unreadable: offloading taken from the command line".to_string(),
-    });
-    cx.push(f);
-    if missing.is_empty() && !cx.cmdline.has("rcu_nocb_poll") {
-        let f = finding(CHECK, "rcu_nocb_poll", Status::Info, "rcu_nocb_poll not set")
-            .why("without it an offloaded CPU wakes its rcuog kthread when it queues callbacks; with it the kthreads poll from housekeeping CPUs")
-            .ev("/proc/cmdline: no rcu_nocb_poll")
-            .fix(format!("boot with: rcu_nocb_poll {BOOT_HOW}"));
-        cx.push(f);
-    }
 }
 
 fn irqaffinity(cx: &mut Ctx) {
@@ -330,18 +200,6 @@ fn clocksource(cx: &mut Ctx) {
 #[cfg(test)]
 mod tests {
     use super::super::{audit, fixture::Fx, Status};
-    use super::parse_isolcpus;
-
-    #[test]
-    fn isolcpus_flags_and_lists() {
-        let i = parse_isolcpus("domain,managed_irq,2-3,5", 7).unwrap();
-        assert_eq!(i.flags, ["domain", "managed_irq"]);
-        assert_eq!(i.cpus, [2, 3, 5]);
-        let i = parse_isolcpus("1", 7).unwrap();
-        assert_eq!(i.flags, ["domain"]);
-        assert_eq!(parse_isolcpus("nohz,4-N", 7).unwrap().cpus, [4, 5, 6, 7]);
-        assert!(parse_isolcpus("domain,x", 7).is_none());
-    }
 
     #[test]
     fn tuned_boot_is_ok() {
@@ -390,43 +248,11 @@ mod tests {
         assert_eq!(r.find("rcu_nocb_poll").unwrap().status, Status::Info);
     }
 
-    /// Debian 11's 5.10: nohz_full= and rcu_nocbs= on the command line of
-    /// a kernel built without them. The kernel's state decides, not the
-    /// command line.
-    #[test]
-    fn the_command_line_alone_is_not_in_force() {
-        let fx = Fx::tuned();
-        std::fs::remove_file(fx.path().join("sys/devices/system/cpu/nohz_full")).unwrap();
-        std::fs::remove_dir_all(fx.path().join("proc/32")).unwrap();
-        let r = audit(fx.path(), &[3]);
-        let n = r.find("nohz_full").unwrap();
-        assert_eq!(n.status, Status::Warn);
-        assert!(n.title.contains("on the command line, but this kernel does not hold it"), "{}", n.title);
-        assert!(n.fix.as_deref().unwrap().contains("CONFIG_NO_HZ_FULL=y"));
-        let rcu = r.find("rcu_nocbs").unwrap();
-        assert_eq!(rcu.status, Status::Warn, "{rcu:#?}");
-        assert!(rcu.evidence.iter().any(|e| e.starts_with("rcuo kthreads: none")), "{:?}", rcu.evidence);
-        // The kernel offloads CPU 3 (its rcuop/3 runs) without rcu_nocbs= on
-        // the command line: OK, by the kernel's word.
-        let fx = Fx::tuned();
-        fx.write("proc/cmdline", "isolcpus=domain,managed_irq,3 irqaffinity=0-2\n");
-        let r = audit(fx.path(), &[3]);
-        assert_eq!(r.find("rcu_nocbs").unwrap().status, Status::Ok);
-        assert!(r.find("rcu_nocbs").unwrap().evidence.contains(&"rcuo kthreads for CPUs 3".to_string()));
-    }
-
     #[test]
     fn cpuset_partition_counts_as_isolation() {
         let fx = Fx::untuned();
         fx.write("sys/fs/cgroup/cpuset.cpus.isolated", "1\n");
         let r = audit(fx.path(), &[1]);
         assert_eq!(r.find("isolcpus").unwrap().status, Status::Ok);
-    }
-
-    #[test]
-    fn offline_cpu_is_flagged() {
-        let fx = Fx::untuned();
-        let r = audit(fx.path(), &[5]);
-        assert_eq!(r.find("cpus").unwrap().status, Status::Warn);
     }
 }
