@@ -2,6 +2,7 @@
 //! checks what a gap over it is charged to.
 
 use super::*;
+use crate::cause::Cause;
 use crate::interval::Source;
 use crate::kallsyms::Kallsyms;
 use crate::record::{Comm, Task, Vector};

@@ -1,0 +1,122 @@
+//! Explaining one gap: what ran on its CPU inside it, charged by exclusive
+//! time and named, with the wake-up probe's parts, the origins of its
+//! causes and its frequency change. The rest of the engine decides when a
+//! gap is ready; this is what it does with it.
+
+use crate::cause::{Cause, Origin, Sender};
+use crate::interval::{Hiccup, Interval, Source};
+use crate::record::OriginKind;
+
+use super::{origins, wakeup, Context, Engine};
+
+impl Engine {
+    pub(super) fn attribute(&mut self, g: Interval, watermark: u64) -> Hiccup {
+        let slot = self.slot(g.cpu).expect("pending gaps are on watched CPUs");
+        self.scratch.clear();
+        // The probe ran at both ends of its gap: that places switches into
+        // it that no event reported.
+        let tl = &mut self.timelines[slot];
+        // The wake-up probe slept until its deadline: it ran only at the end.
+        if g.source == Source::Probe {
+            tl.probe_ran_at(g.t0);
+        }
+        if g.source == Source::WakeupProbe {
+            tl.probe_ran_at(g.t1);
+        }
+        // A late wake-up: its parts, and its timer slack charged first (the
+        // kernel may fire the timer that late, whatever ran meanwhile).
+        let namer = &self.namer;
+        let wakes = &self.probe_wakes[slot];
+        let mut parts = (g.source == Source::WakeupProbe).then(|| {
+            let woken = wakes.iter().copied().find(|&w| w >= g.t0 && w < g.t1);
+            wakeup::split(tl, g.t0, g.t1, woken, |f| namer.is_function(f, "hrtimer_wakeup"))
+        });
+        let slack = parts.as_ref().map_or(0, |p| p.timer_ns.min(self.slack[slot]));
+        if let Some(p) = parts.as_mut() {
+            // Each part's largest cause (the slack first in the timer's part).
+            let mut at = g.t0;
+            for (i, len) in p.ns().into_iter().enumerate() {
+                let from = if i == 0 { at + slack } else { at };
+                self.scratch.clear();
+                tl.charge(from, at + len, watermark, &mut self.scratch);
+                let top = self.scratch.iter().filter(|(c, _)| !c.is_unexplained()).max_by_key(|(_, ns)| *ns).copied();
+                p.top[i] = match top {
+                    Some((_, ns)) if i == 0 && slack >= ns => Some((Cause::Slack, slack)),
+                    Some((ctx, ns)) => Some((self.namer.cause(ctx), ns)),
+                    None if i == 0 && slack > 0 => Some((Cause::Slack, slack)),
+                    None => None,
+                };
+                at += len;
+            }
+            self.scratch.clear();
+        }
+        let mut unexplained = tl.charge(g.t0 + slack, g.t1, watermark, &mut self.scratch);
+        if g.source == Source::Probe {
+            tl.probe_ran_at(g.t1);
+        }
+        // A victim's own time inside its interval (the kernel's entry and
+        // exit around an interrupt) is not a cause of its own loss.
+        let own = |ctx: &Context| matches!((ctx, g.victim), (Context::Task { pid, .. }, Some(v)) if *pid == v.tid);
+        let mut h = self.spare.pop().unwrap_or_else(Hiccup::empty);
+        let causes = &mut h.causes;
+        causes.clear();
+        if slack > 0 {
+            causes.push((Cause::Slack, slack));
+        }
+        let mut own_ns = 0;
+        for &(ctx, ns) in &self.scratch {
+            if ctx.is_unexplained() {
+                unexplained += ns;
+            } else if own(&ctx) {
+                own_ns += ns;
+            } else {
+                causes.push((self.namer.cause(ctx), ns));
+            }
+        }
+        // A preempted thread's own time in its gap is the kernel switching
+        // it out (from the interrupt that woke the preemptor to the switch):
+        // charged to the task it switched to, the one that ran longest.
+        // Elsewhere it is the kernel's entry and exit around an interrupt:
+        // not a cause of its own loss.
+        let preemptor = causes.iter_mut().filter(|(c, _)| matches!(c, Cause::Task { .. })).max_by_key(|(_, ns)| *ns);
+        match preemptor {
+            Some((_, ns)) if g.source == Source::Preempted => *ns += own_ns,
+            _ => unexplained += own_ns,
+        }
+        // An SMI during the gap: the firmware had the CPU, no kernel event
+        // can show it, so it takes the time nothing else explains.
+        if g.smis > 0 && unexplained > 0 {
+            causes.push((Cause::Smi, unexplained));
+            unexplained = 0;
+        }
+        // Largest first; ties in a stable order.
+        causes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        self.origins_of(slot, g.t1, &mut h.origins);
+        h.cpu = g.cpu;
+        h.t0 = g.t0;
+        h.gap = g.t1 - g.t0;
+        h.source = g.source;
+        h.victim = g.victim;
+        h.unexplained = unexplained;
+        h.parts = parts;
+        h.freq = self.freqs[slot].within(g.t0, g.t1);
+        h
+    }
+
+    /// The origins of the causes in `scratch` (a stall on `slot` that ended
+    /// at `end`), in the order of the causes, for those whose sending was
+    /// seen, into `out` (emptied first).
+    fn origins_of(&mut self, slot: usize, end: u64, out: &mut Vec<(Cause, Origin)>) {
+        out.clear();
+        for &(ctx, _) in &self.scratch {
+            let Some((kind, key)) = origins::key_of(ctx) else { continue };
+            let Some(s) = self.origins[slot].find(kind, key, end).copied() else { continue };
+            let sender = match s.sender {
+                origins::RawSender::Task { comm, pid, tgid, cpu } => Sender::Task { comm, pid, tgid, cpu },
+                origins::RawSender::Local(c) => Sender::Local(self.namer.cause(c)),
+            };
+            let via = (kind == OriginKind::Ipi && s.callsite != 0).then(|| self.namer.symbol(s.callsite));
+            out.push((self.namer.cause(ctx), Origin { sender, via }));
+        }
+    }
+}
