@@ -88,18 +88,23 @@ int main(int argc, char **argv)
 
 /// What the per-CPU context-switch perf event on the watched CPU costs the
 /// other CPUs, by paired batches (see its comment). jitterwatch opens the
-/// same event; the BPF program on it never runs on other CPUs.
+/// same event; the BPF program on it never runs on other CPUs. The `tp`
+/// mode measures the alternative, a sched_switch program on every CPU.
 pub const HOOKCOST: &str = r#"
 /*
  * What a per-CPU context-switch perf event on CPU W costs the other CPUs:
  * a pipe ping-pong between two processes on this CPU, in batches, with the
  * event opened on W for every other batch. Each "on" batch is compared with
  * the mean of its two "off" neighbours, so slow drifts of the host cancel.
- * Usage: hookcost W BATCHES ROUND_TRIPS_PER_BATCH; W = -1 opens nothing
- * (the null control: what the pairing alone reads).
+ * Usage: hookcost W BATCHES ROUND_TRIPS_PER_BATCH [tp]; W = -1 opens
+ * nothing (the null control: what the pairing alone reads). With `tp`, the
+ * "on" batches attach a raw tracepoint program on sched_switch instead,
+ * which returns at once unless it runs on W: what the fallback tp_btf
+ * program (filtered by CPU first) costs every other CPU.
  */
 #define _GNU_SOURCE
 #include <linux/perf_event.h>
+#include <linux/bpf.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +121,35 @@ static uint64_t now(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* A raw tracepoint program on sched_switch that returns at once unless it
+ * runs on CPU w: what a tp_btf program filtered by CPU costs elsewhere. */
+static int load_filter(int w)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_get_smp_processor_id },
+		{ .code = BPF_JMP | BPF_JNE | BPF_K, .dst_reg = BPF_REG_0, .off = 1, .imm = w },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 1 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	union bpf_attr a;
+	memset(&a, 0, sizeof(a));
+	a.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT;
+	a.insns = (uint64_t)(unsigned long)insns;
+	a.insn_cnt = sizeof(insns) / sizeof(insns[0]);
+	a.license = (uint64_t)(unsigned long)"GPL";
+	return syscall(SYS_bpf, BPF_PROG_LOAD, &a, sizeof(a));
+}
+
+static int attach_filter(int prog)
+{
+	union bpf_attr a;
+	memset(&a, 0, sizeof(a));
+	a.raw_tracepoint.name = (uint64_t)(unsigned long)"sched_switch";
+	a.raw_tracepoint.prog_fd = prog;
+	return syscall(SYS_bpf, BPF_RAW_TRACEPOINT_OPEN, &a, sizeof(a));
+}
+
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -127,6 +161,12 @@ int main(int argc, char **argv)
 	int cpu = argc > 1 ? atoi(argv[1]) : 1;
 	int batches = argc > 2 ? atoi(argv[2]) : 601;
 	int per = argc > 3 ? atoi(argv[3]) : 2000;
+	int tp = argc > 4 && !strcmp(argv[4], "tp");
+	int prog = tp ? load_filter(cpu) : -1;
+	if (tp && prog < 0) {
+		perror("bpf prog load");
+		return 1;
+	}
 	int a[2], b[2];
 	char c = 0;
 
@@ -144,7 +184,13 @@ int main(int argc, char **argv)
 	double *ratio = malloc(sizeof(double) * batches);
 	for (int i = 0; i < batches; i++) {
 		int fd = -1;
-		if ((i & 1) && cpu >= 0) {
+		if ((i & 1) && cpu >= 0 && tp) {
+			fd = attach_filter(prog);
+			if (fd < 0) {
+				perror("raw tracepoint open");
+				return 1;
+			}
+		} else if ((i & 1) && cpu >= 0) {
 			struct perf_event_attr at;
 			memset(&at, 0, sizeof(at));
 			at.type = PERF_TYPE_SOFTWARE;

@@ -113,7 +113,8 @@ pub fn markdown(mc: &Machine, r: &Results, fig: &Figures) -> String {
          CPU {w} only: CPU {h} never enters BPF for a switch and pays a lookup in perf's per-CPU event hash. \
          Measured by a ping-pong on CPU {h} in ~5 ms batches with that event opened on CPU {w} for every other \
          batch, each such batch against its two neighbours, 300 pairs a run ({} runs); null: the same harness \
-         opening nothing |\n\
+         opening nothing. The alternative, a sched_switch program that returns at once unless it runs on CPU {w} (the \
+         fallback where the event cannot be opened), costs {} by the same harness: the event is the cheaper hook |\n\
          | BPF programs' early returns | {:.2} | figure 3 with the load on CPU {h}: Σ runs × ns/run over the run time \
          (the tracepoints jitterwatch keeps: IRQs, softirqs, timers, IPIs, and the IPI and work senders); an upper \
          bound. Not counted: `--wake-origins` (off by default) adds on_waking's {:.2} |\n\
@@ -132,6 +133,7 @@ pub fn markdown(mc: &Machine, r: &Results, fig: &Figures) -> String {
             Err(NoPart::NotMeasured) => "not measured".into(),
         },
         m.hook_pct.n,
+        m.hook_tp_pct.show(2),
         r.bpf.busy_pct_unwatched(),
         r.bpf.opt_in_pct_unwatched(),
         shown(unwatched_total(unwatched_parts(fig))),

@@ -84,8 +84,9 @@ pub mod method {
     }
     pub fn unwatched(reps: usize, hook_runs: usize) -> String {
         format!(
-            "v1: by parts (own threads by schedstat + the switch event by paired batches, {hook_runs} runs, against a null + \
-             the default programs' early returns from figure 3); bpftrace's BPF run time; end to end {reps} × 5 conditions"
+            "v2: by parts (own threads by schedstat + the switch event by paired batches, {hook_runs} runs, against a null + \
+             the default programs' early returns from figure 3; v1 read the switch event's ratio inverted, so its hook figures are \
+             negated); bpftrace's BPF run time; end to end {reps} × 5 conditions"
         )
     }
     pub fn bpf(reps: usize, secs: f64) -> String {
@@ -155,11 +156,13 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
             .with("own_threads_pct", med(&m.jw_threads_pct))
             .with("hook_pct", med(&m.hook_pct))
             .with("hook_null_pct", med(&m.hook_null_pct))
+            .with("hook_tp_pct", med(&m.hook_tp_pct))
             .with("hook_null_half_spread_pct", half(&m.hook_null_pct))
             .with("bpf_early_returns_pct", progs.then(|| r.bpf.busy_pct_unwatched()))
             .with("opt_in_pct", progs.then(|| r.bpf.opt_in_pct_unwatched()))
             .with("bpftrace_bpf_pct", med(&m.bt_bpf_pct))
             .with("end_to_end_pct", val(m.jw_cost_pct()))
+            .with("end_to_end_ci95_pct", val(m.jw_ci95_pct))
             .with("bpftrace_end_to_end_pct", val(m.bt_cost_pct()))
             .with("spin_end_to_end_pct", val(m.spin_cost_pct()))
             .with("noise_pct", half(&m.null).map(|x| 100.0 * x)),

@@ -27,6 +27,9 @@ pub struct MachineCost {
     pub ops: [Spread; 5],
     /// Per repetition: ops(condition) / mean of that repetition's two alone runs.
     pub ratio: [Spread; 5],
+    /// Half-width of the 95% interval of jitterwatch's end-to-end cost, %
+    /// (Student's t over the repetitions' paired costs).
+    pub jw_ci95_pct: f64,
     /// Best run of a condition over the best alone run.
     pub best_ratio: [f64; 5],
     /// The null control: alone again / alone, per repetition.
@@ -41,6 +44,9 @@ pub struct MachineCost {
     /// % (paired batches), and the same harness opening nothing (null).
     pub hook_pct: Spread,
     pub hook_null_pct: Spread,
+    /// The same harness with a sched_switch program returning early on
+    /// every CPU instead of the event (the fallback's cost, for the choice).
+    pub hook_tp_pct: Spread,
     /// bpftrace's BPF programs' run time on this CPU during a perf run, % of
     /// the CPU (kernel BPF stats; its perf tracepoint records not counted).
     pub bt_bpf_pct: Spread,
@@ -149,7 +155,8 @@ fn one(cx: &Ctx, c: usize, loops: u64, events: &mut [Vec<f64>; 2], house: &mut V
 /// watches the other CPU, while bpftrace traces it, while a bare loop spins
 /// there, and alone again (the null control).
 pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
-    let reps = cx.reps(7);
+    // 11: enough for a 95% interval on the end-to-end cost (issue 33).
+    let reps = cx.reps(11);
     // Size a run to ~1.5 s from a warm-up (which also warms caches and perf).
     let warm = util::perf_pipe(cx.house, 100_000)?;
     let secs = if cx.quick { 0.5 } else { 1.5 };
@@ -183,24 +190,29 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
             100.0 * (got[ALONE2] / got[ALONE] - 1.0)
         );
     }
-    let (mut hook, mut hook_null, mut bt_bpf) = (vec![], vec![], vec![]);
+    let (mut hook, mut hook_null, mut hook_tp, mut bt_bpf) = (vec![], vec![], vec![], vec![]);
     // ~5 ms batches: short enough that the host's drifts cancel in pairs.
     let per = ((warm * 0.005) as u64).max(200).to_string();
     for _ in 0..cx.reps(3) {
-        for (cpu, out) in [(-1i64, &mut hook_null), (cx.watched as i64, &mut hook)] {
+        let w = cx.watched as i64;
+        for (cpu, mode, out) in [(-1i64, "perf", &mut hook_null), (w, "perf", &mut hook), (w, "tp", &mut hook_tp)] {
             let got = util::output(Command::new("taskset").args(["-c", &cx.house.to_string()]).arg(&cx.hookcost).args([
                 &cpu.to_string(),
                 "601",
                 &per,
+                mode,
             ]))?;
-            out.push(100.0 * (1.0 - util::field(&got, "ratio_median")?));
+            // The ratio is a batch's time per op with the hook over its
+            // neighbours' without: above 1 is a cost.
+            out.push(hook_cost_pct(util::field(&got, "ratio_median")?));
         }
         bt_bpf.push(bpftrace_bpf_pct(cx, loops)?);
     }
     println!(
-        "bench:   per-CPU switch event: {:.2}% (null {:.2}%); bpftrace's BPF run time on CPU {}: {:.2}%",
+        "bench:   per-CPU switch event: {:.2}% (null {:.2}%; a sched_switch program instead: {:.2}%); bpftrace's BPF run time on CPU {}: {:.2}%",
         Spread::of(&hook).median,
         Spread::of(&hook_null).median,
+        Spread::of(&hook_tp).median,
         cx.house,
         Spread::of(&bt_bpf).median
     );
@@ -211,6 +223,7 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
         loops,
         ops: std::array::from_fn(|c| Spread::of(&ops[c])),
         ratio: std::array::from_fn(|c| Spread::of(&ratio[c])),
+        jw_ci95_pct: util::ci95_half(&ratio[JW].iter().map(|r| 100.0 * (1.0 - r)).collect::<Vec<_>>()),
         best_ratio: std::array::from_fn(|c| best(c) / best_alone),
         null: Spread::of(&null),
         jw_events: Spread::of(&events[0]),
@@ -218,6 +231,7 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
         jw_threads_pct: Spread::of(&house),
         hook_pct: Spread::of(&hook),
         hook_null_pct: Spread::of(&hook_null),
+        hook_tp_pct: Spread::of(&hook_tp),
         bt_bpf_pct: Spread::of(&bt_bpf),
     })
 }
@@ -248,4 +262,19 @@ fn bpftrace_bpf_pct(cx: &Ctx, loops: u64) -> Result<f64> {
     let (ns1, t1) = (tracepoint_run_ns()?, util::mono_ns());
     bpftrace_stop(b, rx)?;
     Ok(100.0 * ns1.saturating_sub(ns0) as f64 / (t1 - t0) as f64)
+}
+
+/// A hook's cost in % from the harness's median ratio (a batch's time per
+/// op with the hook over its neighbours' without).
+pub fn hook_cost_pct(ratio: f64) -> f64 {
+    100.0 * (ratio - 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_batch_slower_with_the_hook_is_a_cost() {
+        assert!((super::hook_cost_pct(1.0305) - 3.05).abs() < 1e-9);
+        assert!(super::hook_cost_pct(0.99) < 0.0);
+    }
 }

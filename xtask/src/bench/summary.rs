@@ -78,13 +78,15 @@ pub fn measured(id: &str, f: &Figures) -> String {
                 _ => "not measured".into(),
             };
             format!(
-                "{} by parts (own threads {}% + switch event {hook} + BPF early returns {}%) vs bpftrace's BPF run time alone {}%; \
-                 end to end {}% (bpftrace {}%, a bare spinning vCPU {}%), host noise ±{}%",
+                "{} by parts (own threads {}% + switch event {hook} (± {}) + BPF early returns {}%; a sched_switch program instead \
+                 {}%); end to end {}% ± {} (95%) vs bpftrace's {}% (a bare spinning vCPU {}%), host noise ±{}%",
                 unwatched_total(p).map_or("unresolved".into(), |t| format!("{t:.2}%")),
                 n(p.own, 2),
+                n(p.hook_null_half_spread, 2),
                 n(p.bpf_early, 2),
-                n(p.bpftrace, 2),
+                n(v("hook_tp_pct"), 2),
                 n(v("end_to_end_pct"), 1),
+                n(v("end_to_end_ci95_pct"), 1),
                 n(v("bpftrace_end_to_end_pct"), 1),
                 n(v("spin_end_to_end_pct"), 1),
                 n(v("noise_pct"), 0)

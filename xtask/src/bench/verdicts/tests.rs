@@ -38,17 +38,25 @@ fn parts() -> Unwatched {
         hook_null: Some(0.0),
         hook_null_half_spread: Some(0.1),
         bpf_early: Some(0.06),
-        bpftrace: Some(1.6),
+        end_to_end: Some(0.5),
+        end_to_end_ci: Some(0.4),
+        bpftrace_end_to_end: Some(20.0),
     }
 }
 
 #[test]
 fn figure_2_decides_only_outside_its_noise() {
-    assert_eq!(unwatched(parts()), Verdict::Met, "0.41% ± 0.1 against 1% and bpftrace's 1.6%");
+    assert_eq!(unwatched(parts()), Verdict::Met, "0.41% ± 0.1 against 1%; 0.5 ± 0.4% against bpftrace's 20%");
     assert_eq!(unwatched(Unwatched { own: Some(1.45), ..parts() }), Verdict::Missed, "1.56% ± 0.1");
     assert_eq!(unwatched(Unwatched { own: Some(0.9), ..parts() }), Verdict::Unresolved, "1.01% ± 0.1 straddles 1%");
-    assert_eq!(unwatched(Unwatched { bpftrace: Some(0.45), ..parts() }), Verdict::Unresolved, "0.41% ± 0.1 vs bpftrace 0.45%");
-    assert_eq!(unwatched(Unwatched { bpftrace: Some(0.2), ..parts() }), Verdict::Missed, "above bpftrace");
+    let near = Unwatched { end_to_end: Some(1.5), end_to_end_ci: Some(1.0), bpftrace_end_to_end: Some(4.0), ..parts() };
+    assert_eq!(unwatched(near), Verdict::Unresolved, "1.5 ± 1% against half of 4 ± 1%");
+    let over = Unwatched { end_to_end: Some(3.9), end_to_end_ci: Some(0.5), bpftrace_end_to_end: Some(5.0), ..parts() };
+    assert_eq!(unwatched(over), Verdict::Missed, "3.9 ± 0.5% above half of bpftrace's 5%");
+    // This host: 3.1% by parts ± 0.3, end to end 3.9 ± 2% vs bpftrace's 20.6%.
+    let here = Unwatched { own: Some(0.14), hook: Some(2.9), hook_null_half_spread: Some(0.3), bpf_early: Some(0.05), ..parts() };
+    let here = Unwatched { end_to_end: Some(3.9), end_to_end_ci: Some(2.0), bpftrace_end_to_end: Some(20.6), ..here };
+    assert_eq!(unwatched(here), Verdict::Missed);
     // Today's BENCHMARKS.md: the hook reads −2.81% against a null of +0.06 ± 0.09%.
     let below = Unwatched { own: Some(1.45), hook: Some(-2.81), hook_null: Some(0.06), hook_null_half_spread: Some(0.09), ..parts() };
     assert_eq!(unwatched(below), Verdict::Unresolved);
@@ -63,13 +71,15 @@ fn figure_2_is_never_met_on_nothing() {
     let nan = Unwatched { own: Some(f64::NAN), hook: Some(f64::NAN), bpf_early: Some(f64::NAN), ..parts() };
     assert_eq!(unwatched(nan), Verdict::NotMeasured);
     type Set = fn(&mut Unwatched, Option<f64>);
-    let fields: [(&str, Set); 6] = [
+    let fields: [(&str, Set); 8] = [
         ("own", |u, v| u.own = v),
         ("hook", |u, v| u.hook = v),
         ("hook_null", |u, v| u.hook_null = v),
         ("hook_null_half_spread", |u, v| u.hook_null_half_spread = v),
         ("bpf_early", |u, v| u.bpf_early = v),
-        ("bpftrace", |u, v| u.bpftrace = v),
+        ("end_to_end", |u, v| u.end_to_end = v),
+        ("end_to_end_ci", |u, v| u.end_to_end_ci = v),
+        ("bpftrace_end_to_end", |u, v| u.bpftrace_end_to_end = v),
     ];
     for (name, set) in fields {
         for bad in BAD {
@@ -78,8 +88,8 @@ fn figure_2_is_never_met_on_nothing() {
             let v = unwatched(u);
             // The hook is a difference: 0 is a reading, and a negative one
             // within its null's spread is that close to 0.
-            let reading = matches!(name, "hook" | "hook_null") && bad.is_some_and(f64::is_finite)
-                || name == "hook_null_half_spread" && bad == Some(0.0);
+            let reading = matches!(name, "hook" | "hook_null" | "end_to_end") && bad.is_some_and(f64::is_finite)
+                || matches!(name, "hook_null_half_spread" | "end_to_end_ci") && bad == Some(0.0);
             if reading {
                 assert!(v == Verdict::Met || undecided(v), "{name} = {bad:?}: {v:?}");
             } else {
