@@ -4,7 +4,7 @@
 # names (jw.cpu=N; jw.mode=tuned|untuned says how it was booted) and prints
 # one line per check on the serial console for `cargo xtask vmtest`:
 #   JWTEST check=NAME result=pass|fail detail=TEXT
-#   JWTEST metric=NAME count=N from=UPTIME to=UPTIME   (or ns=DURATION)
+#   JWTEST ticks kernel=N jw_min=N jw_max=N window_ns=N drops=N
 # then `JWTEST end`, and powers off.
 /bin/busybox --install -s /bin
 export PATH=/bin
@@ -36,7 +36,6 @@ check() { # NAME OK(0|1) DETAIL
 	say "check=$1 result=$r detail=$3"
 }
 up() { cut -d' ' -f1 /proc/uptime; }
-loc() { awk -v c="$CPU" '$1 == "LOC:" { print $(c + 2) }' /proc/interrupts; }
 # Waits (up to 60 s) for jitterwatch's start line (it names the threshold)
 # in a stderr file ($1), or for its process ($2) to end.
 started() {
@@ -50,23 +49,50 @@ num() { sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2" | head -n 1; }
 
 say "boot kernel=$(uname -r) mode=$MODE cpu=$CPU cpus=$(grep -c ^processor /proc/cpuinfo) uptime=$(up)"
 
-# The spin probe, headless, with the CSV and the JSON summary; the kernel's
-# own tick count (LOC) on the CPU is read over a second inside its three
-# (longer under TCG), and compared with jitterwatch's ticks in that window
-# (CLOCK_MONOTONIC, which /proc/uptime reads in a VM that never suspends).
-jitterwatch --cpus "$CPU" --duration 3s --no-tui --csv /tmp/h.csv --json >/tmp/run.json 2>/tmp/run.err &
+# The kernel's own count of local-timer interrupts on the CPU (LOC),
+# read in one process between two readings of CLOCK_MONOTONIC (the "now
+# at N nsecs" of /proc/timer_list, in ns): "BEFORE LOC AFTER".
+stamp() {
+	awk -v c="$CPU" '
+	function now(  l, w) {
+		while ((getline l < "/proc/timer_list") > 0)
+			if (l ~ /^now at /) { split(l, w, " "); close("/proc/timer_list"); return w[3] }
+	}
+	BEGIN {
+		a = now()
+		while ((getline l < "/proc/interrupts") > 0) { split(l, w, " "); if (w[1] == "LOC:") n = w[c + 2] }
+		close("/proc/interrupts")
+		print a, n, now()
+	}'
+}
+
+# The spin probe, headless, with the CSV and the JSON summary. Beside it,
+# `jitterwatch events` on the same CPU writes every local-timer interrupt
+# entry and exit with its CLOCK_MONOTONIC time; the kernel's LOC count is
+# read twice inside the probe's run (stamp), and the ticks jitterwatch saw
+# between the two readings are counted exactly (report.rs judges them).
+jitterwatch events --cpus "$CPU" --duration 300s >/tmp/ev.txt 2>/tmp/ev.err &
+E=$!
+# Attached once it writes its first event (a task run on the CPU makes one).
+i=0
+while [ $i -lt 600 ] && kill -0 $E 2>/dev/null && [ ! -s /tmp/ev.txt ]; do
+	taskset -c "$CPU" true
+	sleep 0.1
+	i=$((i + 1))
+done
+jitterwatch --cpus "$CPU" --duration 4s --no-tui --csv /tmp/h.csv --json >/tmp/run.json 2>/tmp/run.err &
 J=$!
 started /tmp/run.err $J
 sleep 0.3
-L0=$(loc)
-T0=$(up)
-sleep 1
-L1=$(loc)
-T1=$(up)
+S0=$(stamp)
+sleep 2
+S1=$(stamp)
 kill -0 $J 2>/dev/null
 INSIDE=$?
 wait $J
 RC=$?
+kill -INT $E 2>/dev/null
+wait $E
 if grep -q '"events"' /tmp/run.json; then
 	check load 0 "$(grep -m1 watching /tmp/run.err | cut -c1-200)"
 else
@@ -89,11 +115,26 @@ ROWS=$(tail -n +2 /tmp/h.csv 2>/dev/null | wc -l)
 BAD=$(tail -n +2 /tmp/h.csv 2>/dev/null | grep -v '"' | awk -F, 'NF < 9 || $4 + $5 != $3' | wc -l)
 head -n 1 /tmp/h.csv 2>/dev/null | grep -q "^$HEAD" && [ "$ROWS" -gt 0 ] && [ "$BAD" = 0 ]
 check csv $? "rows=$ROWS bad=$BAD header=$(head -n 1 /tmp/h.csv 2>/dev/null | cut -c1-40)"
-say "metric=jw_ticks count=$(grep -c 'irq:local_timer' /tmp/h.csv 2>/dev/null) ns=$(num duration_ns /tmp/run.json)"
-if [ "$INSIDE" = 0 ]; then
-	W=$(awk -F, -v a="$T0" -v b="$T1" 'NR > 1 && $1 >= a * 1e9 && $1 < b * 1e9 && /irq:local_timer/' /tmp/h.csv 2>/dev/null | wc -l)
-	say "metric=jw_window_ticks count=$W from=$T0 to=$T1"
-	say "metric=kernel_ticks count=$((${L1:-0} - ${L0:-0})) from=$T0 to=$T1"
+# The window: from the first reading of LOC to the second, each known to
+# within its two clock readings (a0..a1, b0..b1). A tick is surely inside
+# when its handler (where LOC is counted) ran from after a1 to before b0,
+# maybe inside when it overlaps a0..b1: the kernel's count must lie
+# between the two (a tick without its exit runs on to the end).
+#   JWTEST ticks kernel=N jw_min=N jw_max=N window_ns=N drops=N
+if [ "$INSIDE" = 0 ] && [ -n "$S0" ] && [ -n "$S1" ]; then
+	set -- $S0 $S1
+	DROPS=$(sed -n 's/.*, \([0-9]*\) dropped.*/\1/p' /tmp/ev.err | tail -n 1)
+	say "ticks kernel=$(($5 - $2)) $(awk -v cpu="cpu$CPU" -v a0="$1" -v a1="$3" -v b0="$4" -v b1="$6" '
+		BEGIN { a0 += 0; a1 += 0; b0 += 0; b1 += 0 }
+		function ns(s,  p) { split(s, p, "."); return p[1] * 1000000000 + p[2] }
+		function done(x) { if (e > a1 && x <= b0) lo++; if (x > a0 && e <= b1) hi++; open = 0 }
+		$2 != cpu { next }
+		$3 == "local_timer_entry" { if (open) done(1e30); e = ns($1); open = 1 }
+		$3 == "local_timer_exit" && open { done(ns($1)) }
+		END { if (open) done(1e30); printf "jw_min=%d jw_max=%d window_ns=%d", lo, hi, (b0 + b1 - a0 - a1) / 2 }
+	' /tmp/ev.txt) drops=${DROPS:-none}"
+else
+	say "ticks detail=no window inside the run (it ended first, or LOC was not read)"
 fi
 
 jitterwatch doctor --cpus "$CPU" >/tmp/doctor.out 2>/tmp/doctor.err
