@@ -131,7 +131,7 @@ if [ "$INSIDE" = 0 ] && [ -n "$S0" ] && [ -n "$S1" ]; then
 		$2 != cpu { next }
 		$3 == "local_timer_entry" { if (open) done(1e30); e = ns($1); open = 1 }
 		$3 == "local_timer_exit" && open { done(ns($1)) }
-		END { if (open) done(1e30); printf "jw_min=%d jw_max=%d window_ns=%d", lo, hi, (b0 + b1 - a0 - a1) / 2 }
+		END { if (open) done(1e30); printf "jw_min=%d jw_max=%d window_ns=%.0f", lo, hi, (b0 + b1 - a0 - a1) / 2 }
 	' /tmp/ev.txt) drops=${DROPS:-none}"
 else
 	say "ticks detail=no window inside the run (it ended first, or LOC was not read)"
