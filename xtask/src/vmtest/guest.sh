@@ -80,7 +80,7 @@ while [ $i -lt 600 ] && kill -0 $E 2>/dev/null && [ ! -s /tmp/ev.txt ]; do
 	sleep 0.1
 	i=$((i + 1))
 done
-jitterwatch --cpus "$CPU" --duration 4s --no-tui --csv /tmp/h.csv --json >/tmp/run.json 2>/tmp/run.err &
+jitterwatch --cpus "$CPU" --duration 6s --no-tui --csv /tmp/h.csv --json >/tmp/run.json 2>/tmp/run.err &
 J=$!
 started /tmp/run.err $J
 sleep 0.3
@@ -134,7 +134,7 @@ if [ "$INSIDE" = 0 ] && [ -n "$S0" ] && [ -n "$S1" ]; then
 		END { if (open) done(1e30); printf "jw_min=%d jw_max=%d window_ns=%.0f", lo, hi, (b0 + b1 - a0 - a1) / 2 }
 	' /tmp/ev.txt) drops=${DROPS:-none}"
 else
-	say "ticks detail=no window inside the run (it ended first, or LOC was not read)"
+	say "ticks detail=no window inside the run (it ended first, or LOC was not read: inside=$INSIDE, readings '$S0' and '$S1')"
 fi
 
 jitterwatch doctor --cpus "$CPU" >/tmp/doctor.out 2>/tmp/doctor.err
