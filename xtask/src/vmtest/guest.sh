@@ -175,15 +175,43 @@ check wakeup-probe $? "status $RC, hiccups=$(num hiccups /tmp/w.json) $(oneline 
 
 # Beside rtla (kernels with the osnoise and timerlat tracers: the guest
 # then carries the suite's rtla): passive mode on the tracer's own thread,
-# attached first and waiting for its name, stopped once rtla has ended, so
-# it sees the thread's whole life. osnoise runs in 10 ms periods (runtime
-# = period: it never sleeps) because rtla reports whole periods only: what
-# the last, cut one held is at most 10 ms of 10 s. Then, per class, rtla's
-# count and ours:
+# attached first and waiting for its name, so it sees the thread's whole
+# life, and osnoise made to sample over that same life. osnoise counts only
+# inside its periods, and between two it writes its sample (and, at a new
+# maximum, raises an irq_work to notify it: on PREEMPT_RT the irq_work and
+# rcuc threads then run): noise that reaches the thread outside osnoise's
+# window. rtla also counts nothing once it turns tracing off at its end,
+# while the thread samples on until rtla's teardown stops it. So: one
+# period of 10 s (runtime = period: the thread never sleeps), no maximum to
+# notify (the instance's tracing_max_latency set out of reach), and the
+# thread stopped 8 s after it appeared, inside that period and while rtla
+# still records, by emptying osnoise's CPU list (tracefs osnoise/cpus: the
+# kernel stops the thread, which records its partial period as it ends).
+# rtla is stopped (SIGINT: it drains and prints) once it has read that
+# sample. Then, per class, rtla's count and ours:
 #   JWTEST rtla_tool=osnoise|timerlat class=NAME rtla=N jw=N
 # and the runs' own lines (JWTEST rtla-run=...) for the report's detail.
-# rtla itself runs on the other CPUs (6.1's rtla has no -H).
-if [ -x /usr/bin/rtla ] && grep -qw osnoise /sys/kernel/tracing/available_tracers 2>/dev/null; then
+# rtla itself runs on the other CPUs (6.1's rtla has no -H). timerlat runs
+# its 10 s (-d): its thread sleeps between activations, so only its
+# wake-ups are compared, whose edge is a few of 10,000.
+# Also osnoise's gaps (its sample_threshold events, over the same life, in
+# the top-level trace buffer): those with interference and those without
+# (HW noise), beside jitterwatch's gaps at the same 1 us threshold:
+#   JWTEST rtla_gaps osnoise=N hw=N overrun=N jw=N interrupted=N preempted=N
+TR=/sys/kernel/tracing
+thread_up() { grep -qx "$1" /proc/[0-9]*/comm 2>/dev/null; }
+# Waits up to $2 tenths of a second for a thread named $1 to be there (or,
+# with $3 = gone, not there).
+wait_thread() {
+	i=0
+	while [ $i -lt "$2" ]; do
+		if thread_up "$1"; then [ "$3" != gone ] && return 0; else [ "$3" = gone ] && return 0; fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+if [ -x /usr/bin/rtla ] && grep -qw osnoise $TR/available_tracers 2>/dev/null; then
 	HOUSE=0-$((CPU - 1))
 	# rtla from 6.9 on runs timerlat's workload as a user thread when the
 	# kernel can (timerlatu/N); older ones as a kernel thread (timerlat/N).
@@ -192,17 +220,42 @@ if [ -x /usr/bin/rtla ] && grep -qw osnoise /sys/kernel/tracing/available_tracer
 	for tool in osnoise timerlat; do
 		T=$tool
 		[ $tool = timerlat ] && T=$TL
-		jitterwatch --comm "$T/$CPU" --cpus "$CPU" --duration 300s --no-tui --json >/tmp/r.json 2>/tmp/r.err &
+		TH=
+		[ $tool = osnoise ] && TH="--threshold 1us"
+		jitterwatch --comm "$T/$CPU" --cpus "$CPU" $TH --duration 300s --no-tui --json >/tmp/r.json 2>/tmp/r.err &
 		J=$!
 		started /tmp/r.err $J
 		case $tool in
-		osnoise) taskset -c "$HOUSE" /usr/bin/rtla osnoise top -c "$CPU" -d 10s -q -p 10000 -r 10000 -T 1 >/tmp/rtla.txt 2>&1 ;;
-		timerlat) taskset -c "$HOUSE" /usr/bin/rtla timerlat top -c "$CPU" -d 10s -q $([ $TL = timerlatu ] && echo -u) >/tmp/rtla.txt 2>&1 ;;
+		osnoise)
+			echo mono >$TR/trace_clock
+			echo 16384 >$TR/per_cpu/cpu$CPU/buffer_size_kb
+			echo >$TR/trace
+			echo 1 >$TR/events/osnoise/sample_threshold/enable
+			taskset -c "$HOUSE" /usr/bin/rtla osnoise top -c "$CPU" -q -p 10000000 -r 10000000 -T 1 >/tmp/rtla.txt 2>&1 &
+			;;
+		timerlat) taskset -c "$HOUSE" /usr/bin/rtla timerlat top -c "$CPU" -d 10s -q $([ $TL = timerlatu ] && echo -u) >/tmp/rtla.txt 2>&1 & ;;
 		esac
+		R=$!
+		CUT=-
+		if [ $tool = osnoise ] && wait_thread "$T/$CPU" 600; then
+			sleep 1
+			# No new maximum to notify (an irq_work osnoise raises after
+			# the sample, outside it).
+			echo 100000000 >$TR/instances/osnoise_top/tracing_max_latency 2>/dev/null
+			sleep 7
+			# Empty (or, where a kernel refuses an empty list, the first CPU).
+			{ echo >$TR/osnoise/cpus || echo 0 >$TR/osnoise/cpus; } 2>/dev/null
+			wait_thread "$T/$CPU" 100 gone && CUT=stopped
+			# rtla reads its buffer once a second.
+			sleep 2
+			echo 0 >$TR/events/osnoise/sample_threshold/enable
+			kill -INT $R
+		fi
+		wait $R
 		R=$?
 		kill -INT $J
 		wait $J
-		say "rtla-run=$tool thread=$T/$CPU rtla_status=$R jw_status=$? $(oneline /tmp/rtla.txt 2 | tr -s ' ' | cut -c1-200)"
+		say "rtla-run=$tool thread=$T/$CPU rtla_status=$R jw_status=$? cut=$CUT $(oneline /tmp/rtla.txt 2 | tr -s ' ' | cut -c1-200)"
 		case $tool in
 		osnoise)
 			# CPU Period Runtime Noise %CPU-Aval MaxNoise MaxSingle HW NMI IRQ Softirq Thread
@@ -211,6 +264,10 @@ if [ -x /usr/bin/rtla ] && grep -qw osnoise /sys/kernel/tracing/available_tracer
 				say "rtla_tool=osnoise class=$class rtla=${1:--} jw=$(num $class /tmp/r.json)"
 				shift
 			done
+			# ... [003] ... 12.34: sample_threshold: start 12.33 duration 5 interference 1
+			say "rtla_gaps $(awk -v c="[$(printf %03d "$CPU")]" '
+				$0 ~ /sample_threshold:/ && index($0, c) { if ($NF > 0) n++; else hw++ }
+				END { printf "osnoise=%d hw=%d", n, hw }' $TR/trace) overrun=$(awk '$1 == "overrun:" { print $2 }' $TR/per_cpu/cpu$CPU/stats) jw=$(num hiccups /tmp/r.json) interrupted=$(num interrupted /tmp/r.json) preempted=$(num preempted /tmp/r.json)"
 			;;
 		timerlat)
 			# CPU COUNT | ...: the thread's activations.

@@ -138,6 +138,7 @@ fn write_rtla(vms: &[Vm], results: &[(report::VmResult, f64)]) -> Result<()> {
             release: r.release.as_deref().unwrap_or("?"),
             mode: vm.mode.name(),
             classes: &r.rtla,
+            gaps: r.rtla_gaps.as_ref(),
         })
         .collect();
     if runs.is_empty() {

@@ -96,6 +96,8 @@ pub struct VmResult {
     pub ended: bool,
     /// Beside rtla: per tool and class, rtla's count and ours (rtla.rs).
     pub rtla: Vec<super::rtla::Class>,
+    /// And osnoise's gaps beside ours.
+    pub rtla_gaps: Option<super::rtla::Gaps>,
 }
 
 impl VmResult {
@@ -144,6 +146,16 @@ pub fn parse(serial: &str) -> VmResult {
         } else if let (Some(tool), Some(class)) = (get("rtla_tool"), get("class")) {
             let count = |k: &str| get(k).and_then(|v| v.parse::<u64>().ok());
             r.rtla.push(super::rtla::Class { tool: tool.to_string(), class: class.to_string(), rtla: count("rtla"), jw: count("jw") });
+        } else if body.starts_with("rtla_gaps ") {
+            let count = |k: &str| get(k).and_then(|v| v.parse::<u64>().ok());
+            r.rtla_gaps = Some(super::rtla::Gaps {
+                osnoise: count("osnoise"),
+                hw: count("hw"),
+                overrun: count("overrun"),
+                jw: count("jw"),
+                interrupted: count("interrupted"),
+                preempted: count("preempted"),
+            });
         } else if body.starts_with("ticks ") {
             let count = |k: &str| get(k).and_then(|v| v.parse::<u64>().ok());
             r.ticks = Some(Ticks {
@@ -243,7 +255,15 @@ mod tests {
 
     #[test]
     fn parses_the_rtla_comparison() {
-        let r = parse("JWTEST rtla_tool=osnoise class=irq rtla=2503 jw=2513\nJWTEST rtla_tool=timerlat class=wakeups rtla=9343 jw=\n");
+        let r = parse(
+            "JWTEST rtla_tool=osnoise class=irq rtla=2503 jw=2513\nJWTEST rtla_tool=timerlat class=wakeups rtla=9343 jw=\n\
+             JWTEST rtla_gaps osnoise=14 hw=10954 overrun=0 jw=27 interrupted=18 preempted=7\n",
+        );
+        let g = r.rtla_gaps.clone().unwrap();
+        assert_eq!(
+            (g.osnoise, g.hw, g.overrun, g.jw, g.interrupted, g.preempted),
+            (Some(14), Some(10954), Some(0), Some(27), Some(18), Some(7))
+        );
         assert_eq!(r.rtla.len(), 2);
         assert_eq!(
             (r.rtla[0].tool.as_str(), r.rtla[0].class.as_str(), r.rtla[0].rtla, r.rtla[0].jw),
@@ -312,6 +332,7 @@ mod tests {
             }),
             ended: true,
             rtla: Vec::new(),
+            rtla_gaps: None,
         };
         assert!(ok.passed());
         let bad = parse(LOG);

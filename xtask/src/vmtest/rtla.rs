@@ -17,17 +17,15 @@ use super::kernels::{self, AptRoot, Kernel};
 use super::report::Check;
 use crate::proc;
 
-/// How far apart the counts of one class may be: 2% of rtla's, plus the
-/// tracer's start and stop. rtla counts whole periods only, ended when it
-/// turns tracing off; jitterwatch counts from the thread's first run to its
-/// exit, which comes later, once rtla has printed and torn its instance
-/// down. Meanwhile the CPU's ticks (and on PREEMPT_RT the ktimers run each
-/// wakes) reach the still-sampling thread: an edge of time, not a rate. In
-/// runs of 10 and 20 s with 10 ms, 100 ms and 1 s periods under TCG, the
-/// IRQ and thread counts were both 4 to 21 above rtla's whatever the
-/// length (at 250 Hz, 20 ticks are 80 ms of teardown).
+/// How far apart the counts of one class may be: 2% of rtla's, and at
+/// least one event. Both sides count over the same window (the osnoise
+/// thread's life, sampled as one period: guest.sh), so what is left is an
+/// event in the microseconds between the thread's first run and its first
+/// sample, or between its sample and its exit, which jitterwatch counts and
+/// osnoise does not: at most one per run, whatever the run's length (a
+/// tuned CPU's IRQ count is 20 to 30 in 10 s; 2% of it is less than one).
 pub const TOLERANCE: f64 = 0.02;
-pub const EDGE: u64 = 30;
+pub const AT_LEAST: u64 = 1;
 
 /// Where vmtest writes the comparison (BENCHMARKS.md takes it in as its
 /// section 9: bench/report.rs).
@@ -51,7 +49,7 @@ impl Class {
     /// Whether the two counts agree (both present, within the tolerance).
     pub fn agrees(&self) -> bool {
         let (Some(r), Some(j)) = (self.rtla, self.jw) else { return false };
-        r.abs_diff(j) <= EDGE + (r as f64 * TOLERANCE).ceil() as u64
+        r.abs_diff(j) <= allowed(r)
     }
 
     /// jitterwatch's count against rtla's, %, when rtla counted any.
@@ -59,6 +57,28 @@ impl Class {
         let (r, j) = (self.rtla?, self.jw?);
         (r > 0).then(|| (j as f64 - r as f64) / r as f64 * 100.0)
     }
+}
+
+/// How far from rtla's count `r` jitterwatch's may be.
+pub fn allowed(r: u64) -> u64 {
+    ((r as f64 * TOLERANCE).ceil() as u64).max(AT_LEAST)
+}
+
+/// osnoise's gaps beside jitterwatch's, over the same window, at the same
+/// 1 µs threshold (shown, not judged: see [`gaps_note`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Gaps {
+    /// osnoise's sample_threshold events with interference (an IRQ, softirq,
+    /// thread or NMI inside), and without (HW noise).
+    pub osnoise: Option<u64>,
+    pub hw: Option<u64>,
+    /// Events the trace buffer overwrote (then the counts are short).
+    pub overrun: Option<u64>,
+    /// jitterwatch's hiccups of the thread, and of them interruptions and
+    /// preemptions (an interruption that led to the preemption is one).
+    pub jw: Option<u64>,
+    pub interrupted: Option<u64>,
+    pub preempted: Option<u64>,
 }
 
 /// The `rtla` check of a VM whose kernel has the tracers: every class of
@@ -148,6 +168,7 @@ pub struct Run<'a> {
     pub release: &'a str,
     pub mode: &'a str,
     pub classes: &'a [Class],
+    pub gaps: Option<&'a Gaps>,
 }
 
 /// BENCHMARKS.md's section 9: how the comparison is made, then one row per
@@ -157,14 +178,26 @@ pub fn markdown(runs: &[Run<'_>], date: &str, commit: &str) -> String {
         "{HEADING}\n\nWritten by `cargo xtask vmtest` on {date} (commit `{commit}`), in qemu under TCG: \
          counts only, timings under TCG mean nothing. In each VM whose kernel has the osnoise and timerlat tracers \
          (Debian builds them into its PREEMPT_RT kernels), that suite's rtla runs on the watched CPU, itself pinned to \
-         the others, for 10 s: `rtla osnoise top -p 10000 -r 10000 -T 1` (10 ms periods, runtime = period) and \
-         `rtla timerlat top` (its user-space thread where rtla has one). jitterwatch watches the tracer's thread in \
-         passive mode (`--comm osnoise/N`, `--comm timerlatu/N`), attached before rtla starts and stopped after it ends, \
-         and counts what reached the thread as rtla counts it (the summary's per-thread `classes`): IRQs (handlers and \
+         the others: `rtla osnoise top -p 10000000 -r 10000000 -T 1` and `rtla timerlat top -d 10s` (its user-space \
+         thread where rtla has one). jitterwatch watches the tracer's thread in passive mode (`--comm osnoise/N`, \
+         `--comm timerlatu/N`), attached before rtla starts and stopped after it ends, so it counts over the thread's \
+         whole life what reached the thread as rtla counts it (the summary's per-thread `classes`): IRQs (handlers and \
          APIC vectors), softirqs at interrupt level, other threads switched in while it was runnable, NMIs; and its \
-         wake-ups against timerlat's activations. Agreeing means within {:.0}% of rtla's count plus {EDGE} events for the \
-         tracer's start and stop, which jitterwatch sees and rtla's whole periods do not (xtask/src/vmtest/rtla.rs). \
-         rtla's HW noise (gaps with no kernel event) has no counterpart: passive mode cannot see it.\n\n",
+         wake-ups against timerlat's activations.\n\n\
+         **How the window is cut.** osnoise counts only inside its periods: between two it writes its sample and, at \
+         a new maximum, raises an irq_work to notify it (on PREEMPT_RT the irq_work and rcuc threads then run), and \
+         once rtla turns tracing off at its end the thread samples on, unrecorded, until rtla's teardown stops it; \
+         jitterwatch saw all of that (before: +21 to +46 IRQs and +8 to +17 threads whatever the run's length). So \
+         osnoise's thread samples its whole life as one period (10 s, runtime = period), its instance's \
+         `tracing_max_latency` is set out of reach (no notification), and the guest stops the thread after 8 s, \
+         inside that period and while rtla still records, by emptying osnoise's CPU list (tracefs `osnoise/cpus`: \
+         the kernel stops the thread, which records its partial period as it ends); rtla is then stopped with SIGINT \
+         and prints. Both tools then count from the thread's first run to its exit. timerlat's thread sleeps between \
+         activations and runs its 10 s: its wake-ups are compared as they come.\n\n\
+         Agreeing means within {:.0}% of rtla's count and at least {AT_LEAST} event: what is left between the two is \
+         an event in the microseconds between the thread's first run and its first sample, or its last sample and \
+         its exit, at most one a run whatever its length (xtask/src/vmtest/rtla.rs). rtla's HW noise (gaps with no \
+         kernel event) has no counterpart: passive mode cannot see it.\n\n",
         TOLERANCE * 100.0
     );
     o += "| kernel | mode | tool | class | rtla | jitterwatch | jitterwatch − rtla | agrees |\n|---|---|---|---|---|---|---|---|\n";
@@ -191,7 +224,49 @@ pub fn markdown(runs: &[Run<'_>], date: &str, commit: &str) -> String {
             );
         }
     }
+    let gaps: Vec<(&Run<'_>, &Gaps)> = runs.iter().filter_map(|r| Some((r, r.gaps?))).collect();
+    if !gaps.is_empty() {
+        o += &format!("\n{}\n\n", gaps_note());
+        o += "| kernel | mode | osnoise gaps with interference | osnoise HW-noise gaps | jitterwatch gaps (interrupted + preempted) | jitterwatch − osnoise |\n|---|---|---|---|---|---|\n";
+        for (r, g) in gaps {
+            let n = |v: Option<u64>| v.map_or("none".to_string(), |v| v.to_string());
+            let diff = match (g.osnoise, g.jw) {
+                (Some(a), Some(b)) if a > 0 => format!("{:+} ({:+.0}%)", b as i64 - a as i64, (b as f64 - a as f64) / a as f64 * 100.0),
+                _ => "-".to_string(),
+            };
+            let lost = match g.overrun {
+                Some(0) => String::new(),
+                Some(n) => format!(" ({n} overwritten)"),
+                None => " (overrun unknown)".to_string(),
+            };
+            o += &format!(
+                "| {} ({}) | {} | {}{lost} | {} | {} ({} + {}) | {diff} |\n",
+                r.kernel,
+                r.release,
+                r.mode,
+                n(g.osnoise),
+                n(g.hw),
+                n(g.jw),
+                n(g.interrupted),
+                n(g.preempted)
+            );
+        }
+    }
     o
+}
+
+/// Why the gap counts are shown and not judged.
+pub fn gaps_note() -> &'static str {
+    "**One gap per interruption and preemption, beside osnoise's gaps** (shown, not judged). osnoise's gaps are \
+     its `sample_threshold` events over the same window (the top-level trace buffer, 1 µs threshold like \
+     jitterwatch's `--threshold 1us` here); those with interference hold an IRQ, softirq, thread or NMI. A gap of \
+     osnoise's ends when its loop next reads the clock, and under TCG that loop stalls with no kernel event at all \
+     (its HW-noise gaps, thousands in 10 s): interruptions tens of µs apart (on the tuned CPU, each tick comes \
+     with a reschedule IPI and a call_function_single 20–30 µs apart) fall into one osnoise gap or two depending \
+     on where the stalls fall, while jitterwatch joins interrupt-level activity only within 2 µs and an \
+     interruption with the preemption it caused within 100 µs (src/passive/tracker.rs). The two counts measure the \
+     same thing only where the loop reads the clock far more often than interruptions come, on hardware; under \
+     TCG they differ by the merges, shown here."
 }
 
 /// Where a tree unpacked from merged-/usr packages needs the classic paths
@@ -218,24 +293,46 @@ mod tests {
     }
 
     #[test]
-    fn counts_agree_within_two_percent_and_the_edge() {
-        assert!(class("osnoise", "irq", Some(2503), Some(2583)).agrees());
-        assert!(!class("osnoise", "irq", Some(2503), Some(2585)).agrees());
-        assert!(class("osnoise", "thread", Some(12), Some(43)).agrees());
-        assert!(!class("osnoise", "thread", Some(12), Some(44)).agrees());
+    fn counts_agree_within_two_percent_and_at_least_one_event() {
+        assert_eq!(allowed(2503), 51);
+        assert!(class("osnoise", "irq", Some(2503), Some(2554)).agrees());
+        assert!(!class("osnoise", "irq", Some(2503), Some(2555)).agrees());
+        assert!(class("osnoise", "irq", Some(2548), Some(2562)).agrees());
+        // No allowance for the edge any more: the tuned run of before fails.
+        assert!(!class("osnoise", "irq", Some(4), Some(6)).agrees());
+        assert!(!class("osnoise", "thread", Some(266), Some(280)).agrees());
+        assert!(class("osnoise", "thread", Some(12), Some(13)).agrees(), "one event either way");
+        assert!(class("osnoise", "thread", Some(12), Some(11)).agrees());
+        assert!(!class("osnoise", "thread", Some(12), Some(14)).agrees());
         assert!(!class("osnoise", "thread", Some(50), Some(10)).agrees(), "fewer is off as much as more");
         assert!(class("osnoise", "nmi", Some(0), Some(0)).agrees());
+        assert!(class("osnoise", "nmi", Some(0), Some(1)).agrees());
+        assert!(!class("osnoise", "nmi", Some(0), Some(2)).agrees());
         assert!(!class("timerlat", "wakeups", Some(9182), None).agrees());
         assert_eq!(class("osnoise", "thread", Some(200), Some(210)).off_pct(), Some(5.0));
     }
 
     #[test]
-    fn the_section_has_a_row_per_class() {
-        let cs = [class("osnoise", "irq", Some(200), Some(210)), class("timerlat", "wakeups", Some(9), None)];
-        let md = markdown(&[Run { kernel: "debian13-rt", release: "6.12.117", mode: "tuned", classes: &cs }], "today", "abc1234");
+    fn the_section_has_a_row_per_class_and_the_gaps() {
+        let cs = [
+            class("osnoise", "irq", Some(200), Some(204)),
+            class("osnoise", "thread", Some(200), Some(210)),
+            class("timerlat", "wakeups", Some(9), None),
+        ];
+        let g = Gaps { osnoise: Some(14), hw: Some(5663), overrun: Some(0), jw: Some(24), interrupted: Some(16), preempted: Some(7) };
+        let md = markdown(
+            &[Run { kernel: "debian13-rt", release: "6.12.117", mode: "tuned", classes: &cs, gaps: Some(&g) }],
+            "today",
+            "abc1234",
+        );
         assert!(md.starts_with(HEADING));
-        assert!(md.contains("| debian13-rt (6.12.117) | tuned | osnoise | irq | 200 | 210 | +10 (+5.0%) | yes |\n"), "{md}");
+        assert!(md.contains("How the window is cut"), "{md}");
+        assert!(md.contains("| debian13-rt (6.12.117) | tuned | osnoise | irq | 200 | 204 | +4 (+2.0%) | yes |\n"), "{md}");
+        assert!(md.contains("| debian13-rt (6.12.117) | tuned | osnoise | thread | 200 | 210 | +10 (+5.0%) | **no** |\n"), "{md}");
         assert!(md.contains("| timerlat | wakeups | 9 | none | - | **no** |\n"), "{md}");
+        assert!(md.contains("| debian13-rt (6.12.117) | tuned | 14 | 5663 | 24 (16 + 7) | +10 (+71%) |\n"), "{md}");
+        let none = markdown(&[Run { kernel: "x", release: "y", mode: "tuned", classes: &cs, gaps: None }], "today", "abc1234");
+        assert!(!none.contains(gaps_note()), "no gaps, no note");
     }
 
     #[test]
