@@ -184,7 +184,7 @@ check wakeup-probe $? "status $RC, hiccups=$(num hiccups /tmp/w.json) $(oneline 
 # while the thread samples on until rtla's teardown stops it. So: one
 # period of 10 s (runtime = period: the thread never sleeps), no maximum to
 # notify (the instance's tracing_max_latency set out of reach), and the
-# thread stopped 8 s after it appeared, inside that period and while rtla
+# thread stopped 6 s after it began to run, inside that period and while rtla
 # still records, by emptying osnoise's CPU list (tracefs osnoise/cpus: the
 # kernel stops the thread, which records its partial period as it ends).
 # rtla is stopped (SIGINT: it drains and prints) once it has read that
@@ -199,13 +199,22 @@ check wakeup-probe $? "status $RC, hiccups=$(num hiccups /tmp/w.json) $(oneline 
 # (HW noise), beside jitterwatch's gaps at the same 1 us threshold:
 #   JWTEST rtla_gaps osnoise=N hw=N overrun=N jw=N interrupted=N preempted=N
 TR=/sys/kernel/tracing
-thread_up() { grep -qx "$1" /proc/[0-9]*/comm 2>/dev/null; }
-# Waits up to $2 tenths of a second for a thread named $1 to be there (or,
-# with $3 = gone, not there).
+# Whether a thread named $1 is there and, with $2 = R, running (state R:
+# osnoise's thread, created, sleeps until rtla has turned tracing on, a
+# second or more under TCG).
+thread_up() {
+	for f in $(grep -lx "$1" /proc/[0-9]*/comm 2>/dev/null); do
+		[ -z "$2" ] && return 0
+		[ "$(cut -d' ' -f3 "${f%/comm}/stat" 2>/dev/null)" = "$2" ] && return 0
+	done
+	return 1
+}
+# Waits up to $2 tenths of a second for a thread named $1 to run (or, with
+# $3 = gone, to be gone).
 wait_thread() {
 	i=0
 	while [ $i -lt "$2" ]; do
-		if thread_up "$1"; then [ "$3" != gone ] && return 0; else [ "$3" = gone ] && return 0; fi
+		if [ "$3" = gone ]; then thread_up "$1" || return 0; else thread_up "$1" R && return 0; fi
 		sleep 0.1
 		i=$((i + 1))
 	done
@@ -238,11 +247,10 @@ if [ -x /usr/bin/rtla ] && grep -qw osnoise $TR/available_tracers 2>/dev/null; t
 		R=$!
 		CUT=-
 		if [ $tool = osnoise ] && wait_thread "$T/$CPU" 600; then
-			sleep 1
 			# No new maximum to notify (an irq_work osnoise raises after
 			# the sample, outside it).
 			echo 100000000 >$TR/instances/osnoise_top/tracing_max_latency 2>/dev/null
-			sleep 7
+			sleep 6
 			# Empty (or, where a kernel refuses an empty list, the first CPU).
 			{ echo >$TR/osnoise/cpus || echo 0 >$TR/osnoise/cpus; } 2>/dev/null
 			wait_thread "$T/$CPU" 100 gone && CUT=stopped

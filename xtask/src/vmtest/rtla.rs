@@ -189,11 +189,15 @@ pub fn markdown(runs: &[Run<'_>], date: &str, commit: &str) -> String {
          once rtla turns tracing off at its end the thread samples on, unrecorded, until rtla's teardown stops it; \
          jitterwatch saw all of that (before: +21 to +46 IRQs and +8 to +17 threads whatever the run's length). So \
          osnoise's thread samples its whole life as one period (10 s, runtime = period), its instance's \
-         `tracing_max_latency` is set out of reach (no notification), and the guest stops the thread after 8 s, \
+         `tracing_max_latency` is set out of reach (no notification), and the guest stops the thread 6 s after it \
+         began to run (created, it sleeps until rtla turns tracing on), \
          inside that period and while rtla still records, by emptying osnoise's CPU list (tracefs `osnoise/cpus`: \
          the kernel stops the thread, which records its partial period as it ends); rtla is then stopped with SIGINT \
-         and prints. Both tools then count from the thread's first run to its exit. timerlat's thread sleeps between \
-         activations and runs its 10 s: its wake-ups are compared as they come.\n\n\
+         and prints. Both tools then count from the thread's first run to its exit. timerlat runs its 10 s uncut: \
+         its thread sleeps between activations, so it has no noise classes to compare, only its wake-ups against \
+         rtla's count of the timer's IRQs; the two are not quite the same measure (an activation that finds the \
+         thread still on its CPU, late by a period under TCG where its latency reaches tens of ms, most likely wakes \
+         nothing jitterwatch counts: not verified), and jitterwatch's count has run 0.5 to 1% under rtla's.\n\n\
          Agreeing means within {:.0}% of rtla's count and at least {AT_LEAST} event: what is left between the two is \
          an event in the microseconds between the thread's first run and its first sample, or its last sample and \
          its exit, at most one a run whatever its length (xtask/src/vmtest/rtla.rs). rtla's HW noise (gaps with no \
@@ -259,14 +263,14 @@ pub fn markdown(runs: &[Run<'_>], date: &str, commit: &str) -> String {
 pub fn gaps_note() -> &'static str {
     "**One gap per interruption and preemption, beside osnoise's gaps** (shown, not judged). osnoise's gaps are \
      its `sample_threshold` events over the same window (the top-level trace buffer, 1 µs threshold like \
-     jitterwatch's `--threshold 1us` here); those with interference hold an IRQ, softirq, thread or NMI. A gap of \
-     osnoise's ends when its loop next reads the clock, and under TCG that loop stalls with no kernel event at all \
-     (its HW-noise gaps, thousands in 10 s): interruptions tens of µs apart (on the tuned CPU, each tick comes \
-     with a reschedule IPI and a call_function_single 20–30 µs apart) fall into one osnoise gap or two depending \
-     on where the stalls fall, while jitterwatch joins interrupt-level activity only within 2 µs and an \
-     interruption with the preemption it caused within 100 µs (src/passive/tracker.rs). The two counts measure the \
-     same thing only where the loop reads the clock far more often than interruptions come, on hardware; under \
-     TCG they differ by the merges, shown here."
+     jitterwatch's `--threshold 1us` here); those with interference hold an IRQ, softirq, thread or NMI, and an \
+     IRQ with the preemption it causes is one. jitterwatch joins an interruption with the preemption it caused \
+     (within 100 µs) and interrupt-level activity within 2 µs (src/passive/tracker.rs). Where interruptions come \
+     apart (untuned: the tick and what it wakes) the two counts are the same measure. Under TCG they part where \
+     two IPIs are sent back to back: on the tuned CPU each tick comes with a reschedule IPI and a \
+     call_function_single that qemu delivers 20–30 µs apart, with no return to the thread between them (osnoise's \
+     loop reads no clock there: one gap), beyond jitterwatch's 2 µs (two gaps); on hardware the second follows \
+     within that. osnoise's HW-noise gaps (its loop stalled with no kernel event: qemu) have no counterpart."
 }
 
 /// Where a tree unpacked from merged-/usr packages needs the classic paths
