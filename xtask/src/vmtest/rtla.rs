@@ -18,14 +18,16 @@ use super::report::Check;
 use crate::proc;
 
 /// How far apart the counts of one class may be: 2% of rtla's, and at
-/// least one event. Both sides count over the same window (the osnoise
-/// thread's life, sampled as one period: guest.sh), so what is left is an
-/// event in the microseconds between the thread's first run and its first
-/// sample, or between its sample and its exit, which jitterwatch counts and
-/// osnoise does not: at most one per run, whatever the run's length (a
-/// tuned CPU's IRQ count is 20 to 30 in 10 s; 2% of it is less than one).
+/// least two events. Both sides count over the same window (the osnoise
+/// thread's life, sampled as one period: guest.sh), so what is left lies at
+/// the thread's two ends, which jitterwatch counts and osnoise does not: its
+/// first run (in kthread(), before it sleeps until rtla turns tracing on)
+/// and its exit after its last sample (an irq_work was seen there on
+/// 6.12-rt). An event at each end, whatever the run's length: 0 to 2 a
+/// class in the runs here, where 2% of a tuned CPU's count (0 to 30 in
+/// the run) is less than one.
 pub const TOLERANCE: f64 = 0.02;
-pub const AT_LEAST: u64 = 1;
+pub const AT_LEAST: u64 = 2;
 
 /// Where vmtest writes the comparison (BENCHMARKS.md takes it in as its
 /// section 9: bench/report.rs).
@@ -197,10 +199,12 @@ pub fn markdown(runs: &[Run<'_>], date: &str, commit: &str) -> String {
          its thread sleeps between activations, so it has no noise classes to compare, only its wake-ups against \
          rtla's count of the timer's IRQs; the two are not quite the same measure (an activation that finds the \
          thread still on its CPU, late by a period under TCG where its latency reaches tens of ms, most likely wakes \
-         nothing jitterwatch counts: not verified), and jitterwatch's count has run 0.5 to 1% under rtla's.\n\n\
-         Agreeing means within {:.0}% of rtla's count and at least {AT_LEAST} event: what is left between the two is \
-         an event in the microseconds between the thread's first run and its first sample, or its last sample and \
-         its exit, at most one a run whatever its length (xtask/src/vmtest/rtla.rs). rtla's HW noise (gaps with no \
+         nothing jitterwatch counts: not verified), and jitterwatch's count has run from 1% under rtla's to 0.1% \
+         over in the runs here.\n\n\
+         Agreeing means within {:.0}% of rtla's count and at least {AT_LEAST} events: what is left between the two \
+         lies at the thread's two ends, outside osnoise's sample, an event at each whatever the run's length: its \
+         first run (in kthread(), before it sleeps until tracing starts) and its exit (an irq_work was seen there \
+         on 6.12-rt); 0 to 2 a class in the runs here (xtask/src/vmtest/rtla.rs). rtla's HW noise (gaps with no \
          kernel event) has no counterpart: passive mode cannot see it.\n\n",
         TOLERANCE * 100.0
     );
@@ -297,21 +301,24 @@ mod tests {
     }
 
     #[test]
-    fn counts_agree_within_two_percent_and_at_least_one_event() {
+    fn counts_agree_within_two_percent_and_at_least_two_events() {
         assert_eq!(allowed(2503), 51);
+        assert_eq!(allowed(20), 2);
         assert!(class("osnoise", "irq", Some(2503), Some(2554)).agrees());
         assert!(!class("osnoise", "irq", Some(2503), Some(2555)).agrees());
         assert!(class("osnoise", "irq", Some(2548), Some(2562)).agrees());
-        // No allowance for the edge any more: the tuned run of before fails.
-        assert!(!class("osnoise", "irq", Some(4), Some(6)).agrees());
+        // No allowance for the edge any more: the runs of before fail.
+        assert!(!class("osnoise", "irq", Some(28), Some(33)).agrees());
+        assert!(!class("osnoise", "thread", Some(10), Some(14)).agrees());
         assert!(!class("osnoise", "thread", Some(266), Some(280)).agrees());
-        assert!(class("osnoise", "thread", Some(12), Some(13)).agrees(), "one event either way");
-        assert!(class("osnoise", "thread", Some(12), Some(11)).agrees());
-        assert!(!class("osnoise", "thread", Some(12), Some(14)).agrees());
+        assert!(class("osnoise", "thread", Some(105), Some(107)).agrees(), "an event at each end");
+        assert!(class("osnoise", "irq", Some(18), Some(20)).agrees());
+        assert!(class("osnoise", "irq", Some(18), Some(16)).agrees());
+        assert!(!class("osnoise", "irq", Some(18), Some(21)).agrees());
         assert!(!class("osnoise", "thread", Some(50), Some(10)).agrees(), "fewer is off as much as more");
         assert!(class("osnoise", "nmi", Some(0), Some(0)).agrees());
-        assert!(class("osnoise", "nmi", Some(0), Some(1)).agrees());
-        assert!(!class("osnoise", "nmi", Some(0), Some(2)).agrees());
+        assert!(class("osnoise", "nmi", Some(0), Some(2)).agrees());
+        assert!(!class("osnoise", "nmi", Some(0), Some(3)).agrees());
         assert!(!class("timerlat", "wakeups", Some(9182), None).agrees());
         assert_eq!(class("osnoise", "thread", Some(200), Some(210)).off_pct(), Some(5.0));
     }
