@@ -4,7 +4,7 @@
 # names (jw.cpu=N; jw.mode=tuned|untuned says how it was booted) and prints
 # one line per check on the serial console for `cargo xtask vmtest`:
 #   JWTEST check=NAME result=pass|fail detail=TEXT
-#   JWTEST metric=NAME count=N from=UPTIME to=UPTIME   (or ns=DURATION)
+#   JWTEST ticks kernel=N jw_min=N jw_max=N window_ns=N drops=N
 # then `JWTEST end`, and powers off.
 /bin/busybox --install -s /bin
 export PATH=/bin
@@ -36,7 +36,6 @@ check() { # NAME OK(0|1) DETAIL
 	say "check=$1 result=$r detail=$3"
 }
 up() { cut -d' ' -f1 /proc/uptime; }
-loc() { awk -v c="$CPU" '$1 == "LOC:" { print $(c + 2) }' /proc/interrupts; }
 # Waits (up to 60 s) for jitterwatch's start line (it names the threshold)
 # in a stderr file ($1), or for its process ($2) to end.
 started() {
@@ -50,23 +49,50 @@ num() { sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2" | head -n 1; }
 
 say "boot kernel=$(uname -r) mode=$MODE cpu=$CPU cpus=$(grep -c ^processor /proc/cpuinfo) uptime=$(up)"
 
-# The spin probe, headless, with the CSV and the JSON summary; the kernel's
-# own tick count (LOC) on the CPU is read over a second inside its three
-# (longer under TCG), and compared with jitterwatch's ticks in that window
-# (CLOCK_MONOTONIC, which /proc/uptime reads in a VM that never suspends).
-jitterwatch --cpus "$CPU" --duration 3s --no-tui --csv /tmp/h.csv --json >/tmp/run.json 2>/tmp/run.err &
+# The kernel's own count of local-timer interrupts on the CPU (LOC),
+# read in one process between two readings of CLOCK_MONOTONIC (the "now
+# at N nsecs" of /proc/timer_list, in ns): "BEFORE LOC AFTER".
+stamp() {
+	awk -v c="$CPU" '
+	function now(  l, w) {
+		while ((getline l < "/proc/timer_list") > 0)
+			if (l ~ /^now at /) { split(l, w, " "); close("/proc/timer_list"); return w[3] }
+	}
+	BEGIN {
+		a = now()
+		while ((getline l < "/proc/interrupts") > 0) { split(l, w, " "); if (w[1] == "LOC:") n = w[c + 2] }
+		close("/proc/interrupts")
+		print a, n, now()
+	}'
+}
+
+# The spin probe, headless, with the CSV and the JSON summary. Beside it,
+# `jitterwatch events` on the same CPU writes every local-timer interrupt
+# entry and exit with its CLOCK_MONOTONIC time; the kernel's LOC count is
+# read twice inside the probe's run (stamp), and the ticks jitterwatch saw
+# between the two readings are counted exactly (report.rs judges them).
+jitterwatch events --cpus "$CPU" --duration 300s >/tmp/ev.txt 2>/tmp/ev.err &
+E=$!
+# Attached once it writes its first event (a task run on the CPU makes one).
+i=0
+while [ $i -lt 600 ] && kill -0 $E 2>/dev/null && [ ! -s /tmp/ev.txt ]; do
+	taskset -c "$CPU" true
+	sleep 0.1
+	i=$((i + 1))
+done
+jitterwatch --cpus "$CPU" --duration 6s --no-tui --csv /tmp/h.csv --json >/tmp/run.json 2>/tmp/run.err &
 J=$!
 started /tmp/run.err $J
 sleep 0.3
-L0=$(loc)
-T0=$(up)
-sleep 1
-L1=$(loc)
-T1=$(up)
+S0=$(stamp)
+sleep 2
+S1=$(stamp)
 kill -0 $J 2>/dev/null
 INSIDE=$?
 wait $J
 RC=$?
+kill -INT $E 2>/dev/null
+wait $E
 if grep -q '"events"' /tmp/run.json; then
 	check load 0 "$(grep -m1 watching /tmp/run.err | cut -c1-200)"
 else
@@ -89,11 +115,26 @@ ROWS=$(tail -n +2 /tmp/h.csv 2>/dev/null | wc -l)
 BAD=$(tail -n +2 /tmp/h.csv 2>/dev/null | grep -v '"' | awk -F, 'NF < 9 || $4 + $5 != $3' | wc -l)
 head -n 1 /tmp/h.csv 2>/dev/null | grep -q "^$HEAD" && [ "$ROWS" -gt 0 ] && [ "$BAD" = 0 ]
 check csv $? "rows=$ROWS bad=$BAD header=$(head -n 1 /tmp/h.csv 2>/dev/null | cut -c1-40)"
-say "metric=jw_ticks count=$(grep -c 'irq:local_timer' /tmp/h.csv 2>/dev/null) ns=$(num duration_ns /tmp/run.json)"
-if [ "$INSIDE" = 0 ]; then
-	W=$(awk -F, -v a="$T0" -v b="$T1" 'NR > 1 && $1 >= a * 1e9 && $1 < b * 1e9 && /irq:local_timer/' /tmp/h.csv 2>/dev/null | wc -l)
-	say "metric=jw_window_ticks count=$W from=$T0 to=$T1"
-	say "metric=kernel_ticks count=$((${L1:-0} - ${L0:-0})) from=$T0 to=$T1"
+# The window: from the first reading of LOC to the second, each known to
+# within its two clock readings (a0..a1, b0..b1). A tick is surely inside
+# when its handler (where LOC is counted) ran from after a1 to before b0,
+# maybe inside when it overlaps a0..b1: the kernel's count must lie
+# between the two (a tick without its exit runs on to the end).
+#   JWTEST ticks kernel=N jw_min=N jw_max=N window_ns=N drops=N
+if [ "$INSIDE" = 0 ] && [ -n "$S0" ] && [ -n "$S1" ]; then
+	set -- $S0 $S1
+	DROPS=$(sed -n 's/.*, \([0-9]*\) dropped.*/\1/p' /tmp/ev.err | tail -n 1)
+	say "ticks kernel=$(($5 - $2)) $(awk -v cpu="cpu$CPU" -v a0="$1" -v a1="$3" -v b0="$4" -v b1="$6" '
+		BEGIN { a0 += 0; a1 += 0; b0 += 0; b1 += 0 }
+		function ns(s,  p) { split(s, p, "."); return p[1] * 1000000000 + p[2] }
+		function done(x) { if (e > a1 && x <= b0) lo++; if (x > a0 && e <= b1) hi++; open = 0 }
+		$2 != cpu { next }
+		$3 == "local_timer_entry" { if (open) done(1e30); e = ns($1); open = 1 }
+		$3 == "local_timer_exit" && open { done(ns($1)) }
+		END { if (open) done(1e30); printf "jw_min=%d jw_max=%d window_ns=%.0f", lo, hi, (b0 + b1 - a0 - a1) / 2 }
+	' /tmp/ev.txt) drops=${DROPS:-none}"
+else
+	say "ticks detail=no window inside the run (it ended first, or LOC was not read: inside=$INSIDE, readings '$S0' and '$S1')"
 fi
 
 jitterwatch doctor --cpus "$CPU" >/tmp/doctor.out 2>/tmp/doctor.err
@@ -134,15 +175,52 @@ check wakeup-probe $? "status $RC, hiccups=$(num hiccups /tmp/w.json) $(oneline 
 
 # Beside rtla (kernels with the osnoise and timerlat tracers: the guest
 # then carries the suite's rtla): passive mode on the tracer's own thread,
-# attached first and waiting for its name, stopped once rtla has ended, so
-# it sees the thread's whole life. osnoise runs in 10 ms periods (runtime
-# = period: it never sleeps) because rtla reports whole periods only: what
-# the last, cut one held is at most 10 ms of 10 s. Then, per class, rtla's
-# count and ours:
+# attached first and waiting for its name, so it sees the thread's whole
+# life, and osnoise made to sample over that same life. osnoise counts only
+# inside its periods, and between two it writes its sample (and, at a new
+# maximum, raises an irq_work to notify it: on PREEMPT_RT the irq_work and
+# rcuc threads then run): noise that reaches the thread outside osnoise's
+# window. rtla also counts nothing once it turns tracing off at its end,
+# while the thread samples on until rtla's teardown stops it. So: one
+# period of 10 s (runtime = period: the thread never sleeps), no maximum to
+# notify (the instance's tracing_max_latency set out of reach), and the
+# thread stopped 6 s after it began to run, inside that period and while rtla
+# still records, by emptying osnoise's CPU list (tracefs osnoise/cpus: the
+# kernel stops the thread, which records its partial period as it ends).
+# rtla is stopped (SIGINT: it drains and prints) once it has read that
+# sample. Then, per class, rtla's count and ours:
 #   JWTEST rtla_tool=osnoise|timerlat class=NAME rtla=N jw=N
 # and the runs' own lines (JWTEST rtla-run=...) for the report's detail.
-# rtla itself runs on the other CPUs (6.1's rtla has no -H).
-if [ -x /usr/bin/rtla ] && grep -qw osnoise /sys/kernel/tracing/available_tracers 2>/dev/null; then
+# rtla itself runs on the other CPUs (6.1's rtla has no -H). timerlat runs
+# its 10 s (-d): its thread sleeps between activations, so only its
+# wake-ups are compared, whose edge is a few of 10,000.
+# Also osnoise's gaps (its sample_threshold events, over the same life, in
+# the top-level trace buffer): those with interference and those without
+# (HW noise), beside jitterwatch's gaps at the same 1 us threshold:
+#   JWTEST rtla_gaps osnoise=N hw=N overrun=N jw=N interrupted=N preempted=N
+TR=/sys/kernel/tracing
+# Whether a thread named $1 is there and, with $2 = R, running (state R:
+# osnoise's thread, created, sleeps until rtla has turned tracing on, a
+# second or more under TCG).
+thread_up() {
+	for f in $(grep -lx "$1" /proc/[0-9]*/comm 2>/dev/null); do
+		[ -z "$2" ] && return 0
+		[ "$(cut -d' ' -f3 "${f%/comm}/stat" 2>/dev/null)" = "$2" ] && return 0
+	done
+	return 1
+}
+# Waits up to $2 tenths of a second for a thread named $1 to run (or, with
+# $3 = gone, to be gone).
+wait_thread() {
+	i=0
+	while [ $i -lt "$2" ]; do
+		if [ "$3" = gone ]; then thread_up "$1" || return 0; else thread_up "$1" R && return 0; fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+if [ -x /usr/bin/rtla ] && grep -qw osnoise $TR/available_tracers 2>/dev/null; then
 	HOUSE=0-$((CPU - 1))
 	# rtla from 6.9 on runs timerlat's workload as a user thread when the
 	# kernel can (timerlatu/N); older ones as a kernel thread (timerlat/N).
@@ -151,17 +229,41 @@ if [ -x /usr/bin/rtla ] && grep -qw osnoise /sys/kernel/tracing/available_tracer
 	for tool in osnoise timerlat; do
 		T=$tool
 		[ $tool = timerlat ] && T=$TL
-		jitterwatch --comm "$T/$CPU" --cpus "$CPU" --duration 300s --no-tui --json >/tmp/r.json 2>/tmp/r.err &
+		TH=
+		[ $tool = osnoise ] && TH="--threshold 1us"
+		jitterwatch --comm "$T/$CPU" --cpus "$CPU" $TH --duration 300s --no-tui --json >/tmp/r.json 2>/tmp/r.err &
 		J=$!
 		started /tmp/r.err $J
 		case $tool in
-		osnoise) taskset -c "$HOUSE" /usr/bin/rtla osnoise top -c "$CPU" -d 10s -q -p 10000 -r 10000 -T 1 >/tmp/rtla.txt 2>&1 ;;
-		timerlat) taskset -c "$HOUSE" /usr/bin/rtla timerlat top -c "$CPU" -d 10s -q $([ $TL = timerlatu ] && echo -u) >/tmp/rtla.txt 2>&1 ;;
+		osnoise)
+			echo mono >$TR/trace_clock
+			echo 16384 >$TR/per_cpu/cpu$CPU/buffer_size_kb
+			echo >$TR/trace
+			echo 1 >$TR/events/osnoise/sample_threshold/enable
+			taskset -c "$HOUSE" /usr/bin/rtla osnoise top -c "$CPU" -q -p 10000000 -r 10000000 -T 1 >/tmp/rtla.txt 2>&1 &
+			;;
+		timerlat) taskset -c "$HOUSE" /usr/bin/rtla timerlat top -c "$CPU" -d 10s -q $([ $TL = timerlatu ] && echo -u) >/tmp/rtla.txt 2>&1 & ;;
 		esac
+		R=$!
+		CUT=-
+		if [ $tool = osnoise ] && wait_thread "$T/$CPU" 600; then
+			# No new maximum to notify (an irq_work osnoise raises after
+			# the sample, outside it).
+			echo 100000000 >$TR/instances/osnoise_top/tracing_max_latency 2>/dev/null
+			sleep 6
+			# Empty (or, where a kernel refuses an empty list, the first CPU).
+			{ echo >$TR/osnoise/cpus || echo 0 >$TR/osnoise/cpus; } 2>/dev/null
+			wait_thread "$T/$CPU" 100 gone && CUT=stopped
+			# rtla reads its buffer once a second.
+			sleep 2
+			echo 0 >$TR/events/osnoise/sample_threshold/enable
+			kill -INT $R
+		fi
+		wait $R
 		R=$?
 		kill -INT $J
 		wait $J
-		say "rtla-run=$tool thread=$T/$CPU rtla_status=$R jw_status=$? $(oneline /tmp/rtla.txt 2 | tr -s ' ' | cut -c1-200)"
+		say "rtla-run=$tool thread=$T/$CPU rtla_status=$R jw_status=$? cut=$CUT $(oneline /tmp/rtla.txt 2 | tr -s ' ' | cut -c1-200)"
 		case $tool in
 		osnoise)
 			# CPU Period Runtime Noise %CPU-Aval MaxNoise MaxSingle HW NMI IRQ Softirq Thread
@@ -170,6 +272,10 @@ if [ -x /usr/bin/rtla ] && grep -qw osnoise /sys/kernel/tracing/available_tracer
 				say "rtla_tool=osnoise class=$class rtla=${1:--} jw=$(num $class /tmp/r.json)"
 				shift
 			done
+			# ... [003] ... 12.34: sample_threshold: start 12.33 duration 5 interference 1
+			say "rtla_gaps $(awk -v c="[$(printf %03d "$CPU")]" '
+				$0 ~ /sample_threshold:/ && index($0, c) { if ($NF > 0) n++; else hw++ }
+				END { printf "osnoise=%d hw=%d", n, hw }' $TR/trace) overrun=$(awk '$1 == "overrun:" { print $2 }' $TR/per_cpu/cpu$CPU/stats) jw=$(num hiccups /tmp/r.json) interrupted=$(num interrupted /tmp/r.json) preempted=$(num preempted /tmp/r.json)"
 			;;
 		timerlat)
 			# CPU COUNT | ...: the thread's activations.

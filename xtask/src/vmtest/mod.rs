@@ -3,7 +3,7 @@
 //! run (kernels.rs: fetched with apt, cached in target/vmtest-cache), each
 //! untuned and tuned (the last vCPU isolated: qemu.rs), with the checks of
 //! guest.sh run inside; then one table of kernel × mode × check, with the
-//! tick rate jitterwatch saw on the watched CPU beside the kernel's own LOC
+//! ticks jitterwatch counted on the watched CPU beside the kernel's own LOC
 //! count (report.rs). VMs run side by side, one per host core. The serial
 //! logs stay in target/vmtest-cache/logs, the table in results.md there.
 
@@ -138,6 +138,7 @@ fn write_rtla(vms: &[Vm], results: &[(report::VmResult, f64)]) -> Result<()> {
             release: r.release.as_deref().unwrap_or("?"),
             mode: vm.mode.name(),
             classes: &r.rtla,
+            gaps: r.rtla_gaps.as_ref(),
         })
         .collect();
     if runs.is_empty() {

@@ -1,6 +1,6 @@
 //! What a VM said on its serial console (the guest script's `JWTEST` lines),
-//! and the table of every VM: kernel × mode × check, with the tick rate
-//! jitterwatch saw on the watched CPU beside the kernel's own LOC count.
+//! and the table of every VM: kernel × mode × check, with the ticks
+//! jitterwatch counted on the watched CPU beside the kernel's own LOC count.
 
 use std::fmt::Write;
 
@@ -13,27 +13,68 @@ pub const CHECKS: &[&str] = &["load", "events", "csv", "doctor", "passive-runnin
 const OPTIONAL: &[&str] = &["rtla"];
 
 /// Most ticks a second on a tuned CPU of a kernel with NO_HZ_FULL (the
-/// residual 1 Hz tick of a CPU running one task), and how far from the
-/// kernel's LOC count jitterwatch's rate may be elsewhere.
+/// residual 1 Hz tick of a CPU running one task).
 const TUNED_MAX: f64 = 2.0;
-const AGREE: f64 = 0.10;
 
-/// The `ticks` check: at most [`TUNED_MAX`] a second over the run where
-/// the CPU is nohz_full, else within [`AGREE`] of the kernel's count over
-/// the same window. None when jitterwatch gave no rate (its run failed:
-/// `load` says why).
+/// The ticks of the watched CPU over a window inside the spin probe's run
+/// (the guest's `JWTEST ticks` line): the kernel's own count (LOC, read at
+/// both ends) and jitterwatch's exact count of local-timer interrupts
+/// (`jitterwatch events`, one line per entry and exit), as a range because
+/// each end of the window is known only between two clock readings: the
+/// ticks surely inside it, and those that may be.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ticks {
+    pub kernel: Option<u64>,
+    pub jw_min: Option<u64>,
+    pub jw_max: Option<u64>,
+    pub window_ns: Option<u64>,
+    /// Events the ring buffer dropped (then no count is exact).
+    pub drops: Option<u64>,
+    /// Why there is no window (the run ended first).
+    pub missing: Option<String>,
+}
+
+impl Ticks {
+    /// Ticks a second over the window: the kernel's, and jitterwatch's at
+    /// most.
+    pub fn rates(&self) -> (Option<f64>, Option<f64>) {
+        let secs = self.window_ns.filter(|&n| n > 0).map(|n| n as f64 / 1e9);
+        let per = |c: Option<u64>| Some(c? as f64 / secs?);
+        (per(self.kernel), per(self.jw_max))
+    }
+}
+
+/// The `ticks` check: the kernel's count of the window lies in
+/// jitterwatch's range (every local-timer interrupt seen, none invented),
+/// nothing was dropped, and where the CPU is nohz_full, at most
+/// [`TUNED_MAX`] a second. None when the guest said nothing of ticks (the
+/// run failed to load: `load` says why).
 pub fn ticks_check(nohz_full: bool, r: &VmResult) -> Option<Check> {
-    let run = r.jw_ticks?;
-    let (pass, detail) = match (r.jw_window_ticks, r.kernel_ticks) {
-        _ if nohz_full => (run <= TUNED_MAX, format!("{run:.1}/s on a nohz_full CPU (at most {TUNED_MAX}/s)")),
-        (None, _) => (false, "no window inside the run (it ended first)".to_string()),
-        (Some(jw), Some(k)) if k > 0.0 => {
-            let off = (jw - k) / k;
-            (off.abs() <= AGREE, format!("{jw:.1}/s against the kernel's {k:.1}/s ({:+.0}%)", off * 100.0))
-        }
-        (Some(jw), _) => (jw == 0.0, format!("{jw:.1}/s, the kernel counted none")),
+    let t = r.ticks.as_ref()?;
+    let fail = |detail: String| Some(Check { name: "ticks".to_string(), pass: false, detail });
+    if let Some(why) = &t.missing {
+        return fail(why.clone());
+    }
+    let (Some(k), Some(lo), Some(hi), Some(_)) = (t.kernel, t.jw_min, t.jw_max, t.window_ns) else {
+        return fail(format!("an incomplete tick count: {t:?}"));
     };
-    Some(Check { name: "ticks".to_string(), pass, detail })
+    let (k_rate, jw_rate) = t.rates();
+    let (k_rate, jw_rate) = (k_rate.unwrap_or(0.0), jw_rate.unwrap_or(0.0));
+    let range = if lo == hi { format!("{lo}") } else { format!("{lo}..{hi}") };
+    match t.drops {
+        Some(0) => {}
+        Some(d) => return fail(format!("{d} events dropped: no exact count")),
+        None => return fail("jitterwatch events said nothing of drops".to_string()),
+    }
+    if !(lo..=hi).contains(&k) {
+        let off = if k < lo { format!("{} more", lo - k) } else { format!("{} missed", k - hi) };
+        return fail(format!("the kernel counted {k}, jitterwatch {range}: {off}"));
+    }
+    if nohz_full && jw_rate > TUNED_MAX {
+        return fail(format!("{jw_rate:.1}/s on a nohz_full CPU (at most {TUNED_MAX}/s)"));
+    }
+    let detail = format!("the kernel's {k} in jitterwatch's {range} ({k_rate:.1}/s)");
+    Some(Check { name: "ticks".to_string(), pass: true, detail })
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -49,15 +90,14 @@ pub struct VmResult {
     /// `uname -r`, from the boot line.
     pub release: Option<String>,
     pub checks: Vec<Check>,
-    /// Ticks per second on the watched CPU: jitterwatch's over its run, and
-    /// over a window inside it where the kernel's own count (LOC) was read.
-    pub jw_ticks: Option<f64>,
-    pub jw_window_ticks: Option<f64>,
-    pub kernel_ticks: Option<f64>,
+    /// The watched CPU's ticks over a window inside the probe's run.
+    pub ticks: Option<Ticks>,
     /// The script reached its end (else the VM crashed or hung).
     pub ended: bool,
     /// Beside rtla: per tool and class, rtla's count and ours (rtla.rs).
     pub rtla: Vec<super::rtla::Class>,
+    /// And osnoise's gaps beside ours.
+    pub rtla_gaps: Option<super::rtla::Gaps>,
 }
 
 impl VmResult {
@@ -97,7 +137,6 @@ pub fn parse(serial: &str) -> VmResult {
         let body = line[at + 7..].trim_end_matches('\r');
         let f = fields(body);
         let get = |k: &str| f.iter().find(|(key, _)| *key == k).map(|(_, v)| *v);
-        let num = |k: &str| get(k).and_then(|v| v.parse::<f64>().ok());
         if body.starts_with("boot ") {
             r.release = get("kernel").map(str::to_string);
         } else if body.starts_with("end") {
@@ -107,18 +146,26 @@ pub fn parse(serial: &str) -> VmResult {
         } else if let (Some(tool), Some(class)) = (get("rtla_tool"), get("class")) {
             let count = |k: &str| get(k).and_then(|v| v.parse::<u64>().ok());
             r.rtla.push(super::rtla::Class { tool: tool.to_string(), class: class.to_string(), rtla: count("rtla"), jw: count("jw") });
-        } else if let Some(metric) = get("metric") {
-            let rate = match (num("count"), num("ns"), num("from"), num("to")) {
-                (Some(c), Some(ns), _, _) if ns > 0.0 => Some(c / (ns / 1e9)),
-                (Some(c), None, Some(from), Some(to)) if to > from => Some(c / (to - from)),
-                _ => None,
-            };
-            match metric {
-                "jw_ticks" => r.jw_ticks = rate,
-                "jw_window_ticks" => r.jw_window_ticks = rate,
-                "kernel_ticks" => r.kernel_ticks = rate,
-                _ => {}
-            }
+        } else if body.starts_with("rtla_gaps ") {
+            let count = |k: &str| get(k).and_then(|v| v.parse::<u64>().ok());
+            r.rtla_gaps = Some(super::rtla::Gaps {
+                osnoise: count("osnoise"),
+                hw: count("hw"),
+                overrun: count("overrun"),
+                jw: count("jw"),
+                interrupted: count("interrupted"),
+                preempted: count("preempted"),
+            });
+        } else if body.starts_with("ticks ") {
+            let count = |k: &str| get(k).and_then(|v| v.parse::<u64>().ok());
+            r.ticks = Some(Ticks {
+                kernel: count("kernel"),
+                jw_min: count("jw_min"),
+                jw_max: count("jw_max"),
+                window_ns: count("window_ns"),
+                drops: count("drops"),
+                missing: get("detail").map(str::to_string),
+            });
         }
     }
     r
@@ -146,7 +193,7 @@ pub fn table(rows: &[Row<'_>]) -> String {
     for c in CHECKS {
         let _ = write!(s, " {c} |");
     }
-    s += " ticks/s (jitterwatch) | ticks/s (kernel LOC) | VM s |\n|---|---|---|";
+    s += " ticks/s (kernel LOC) | window ticks: jitterwatch (kernel) | VM s |\n|---|---|---|";
     s += &"---|".repeat(CHECKS.len() + 3);
     s.push('\n');
     let mut notes = String::new();
@@ -164,7 +211,10 @@ pub fn table(rows: &[Row<'_>]) -> String {
             };
             let _ = write!(s, " {cell} |");
         }
-        let _ = writeln!(s, " {} | {} | {:.0} |", rate(r.jw_window_ticks.or(r.jw_ticks)), rate(r.kernel_ticks), row.secs);
+        let t = r.ticks.clone().unwrap_or_default();
+        let n = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+        let jw = if t.jw_min == t.jw_max { n(t.jw_min) } else { format!("{}..{}", n(t.jw_min), n(t.jw_max)) };
+        let _ = writeln!(s, " {} | {jw} ({}) | {:.0} |", rate(t.rates().0), n(t.kernel), row.secs);
         if !r.ended {
             let what =
                 if r.release.is_none() { "never reached the guest script (no boot line)" } else { "stopped before the end of the checks" };
@@ -182,8 +232,7 @@ mod tests {
         JWTEST check=load result=pass detail=jitterwatch: watching CPU 3; threshold\r\n\
         [   6.1] some kernel line JWTEST check=exit result=fail detail=status 1\n\
         JWTEST check=csv result=pass detail=rows=12 bad=0 header=time_ns,cpu\n\
-        JWTEST metric=jw_ticks count=3 ns=3000000000\n\
-        JWTEST metric=kernel_ticks count=4 from=10.00 to=12.00\n\
+        JWTEST ticks kernel=500 jw_min=499 jw_max=501 window_ns=2000000000 drops=0\n\
         JWTEST end uptime=20.1\n";
 
     #[test]
@@ -197,14 +246,24 @@ mod tests {
         let exit = r.check("exit").unwrap();
         assert!(!exit.pass);
         assert_eq!(exit.detail, "status 1");
-        assert_eq!(r.jw_ticks, Some(1.0));
-        assert_eq!(r.kernel_ticks, Some(2.0));
+        let t = r.ticks.as_ref().unwrap();
+        assert_eq!((t.kernel, t.jw_min, t.jw_max, t.window_ns, t.drops), (Some(500), Some(499), Some(501), Some(2_000_000_000), Some(0)));
+        assert_eq!(t.rates(), (Some(250.0), Some(250.5)));
+        assert_eq!(t.missing, None);
         assert!(!r.passed());
     }
 
     #[test]
     fn parses_the_rtla_comparison() {
-        let r = parse("JWTEST rtla_tool=osnoise class=irq rtla=2503 jw=2513\nJWTEST rtla_tool=timerlat class=wakeups rtla=9343 jw=\n");
+        let r = parse(
+            "JWTEST rtla_tool=osnoise class=irq rtla=2503 jw=2513\nJWTEST rtla_tool=timerlat class=wakeups rtla=9343 jw=\n\
+             JWTEST rtla_gaps osnoise=14 hw=10954 overrun=0 jw=27 interrupted=18 preempted=7\n",
+        );
+        let g = r.rtla_gaps.clone().unwrap();
+        assert_eq!(
+            (g.osnoise, g.hw, g.overrun, g.jw, g.interrupted, g.preempted),
+            (Some(14), Some(10954), Some(0), Some(27), Some(18), Some(7))
+        );
         assert_eq!(r.rtla.len(), 2);
         assert_eq!(
             (r.rtla[0].tool.as_str(), r.rtla[0].class.as_str(), r.rtla[0].rtla, r.rtla[0].jw),
@@ -213,23 +272,40 @@ mod tests {
         assert_eq!(r.rtla[1].jw, None);
     }
 
+    fn ticks(line: &str) -> VmResult {
+        parse(&format!("JWTEST {line}\n"))
+    }
+
     #[test]
-    fn tick_rates_are_judged_by_the_cpus_tuning() {
-        let rates = |run: Option<f64>, window: Option<f64>, kernel: Option<f64>| VmResult {
-            jw_ticks: run,
-            jw_window_ticks: window,
-            kernel_ticks: kernel,
-            ..Default::default()
-        };
-        assert!(ticks_check(true, &rates(Some(0.7), Some(0.0), Some(1.0))).unwrap().pass);
-        let busy = ticks_check(true, &rates(Some(145.0), Some(145.0), Some(145.0))).unwrap();
+    fn the_kernels_tick_count_must_lie_in_jitterwatchs_exact_range() {
+        let judge = |nohz: bool, line: &str| ticks_check(nohz, &ticks(line)).unwrap();
+        let ok = judge(false, "ticks kernel=664 jw_min=663 jw_max=665 window_ns=2000000000 drops=0");
+        assert!(ok.pass, "{ok:?}");
+        assert_eq!(ok.detail, "the kernel's 664 in jitterwatch's 663..665 (332.0/s)");
+        assert!(judge(false, "ticks kernel=663 jw_min=663 jw_max=663 window_ns=2000000000 drops=0").pass);
+        // The gap-row count of before (285/s against 332/s) fails, by one tick too.
+        let under = judge(false, "ticks kernel=664 jw_min=570 jw_max=570 window_ns=2000000000 drops=0");
+        assert!(!under.pass && under.detail.ends_with("jitterwatch 570: 94 missed"), "{under:?}");
+        assert!(!judge(false, "ticks kernel=664 jw_min=660 jw_max=663 window_ns=2000000000 drops=0").pass);
+        let over = judge(false, "ticks kernel=664 jw_min=665 jw_max=666 window_ns=2000000000 drops=0");
+        assert!(!over.pass && over.detail.ends_with("665..666: 1 more"), "{over:?}");
+        let dropped = judge(false, "ticks kernel=664 jw_min=664 jw_max=664 window_ns=2000000000 drops=3");
+        assert!(!dropped.pass && dropped.detail.contains("3 events dropped"), "{dropped:?}");
+        assert!(!judge(false, "ticks kernel=664 jw_min=664 jw_max=664 window_ns=2000000000 drops=none").pass);
+        assert!(!judge(false, "ticks kernel= jw_min=664 jw_max=664 window_ns=2000000000 drops=0").pass);
+        let ended = judge(false, "ticks detail=no window inside the run");
+        assert!(!ended.pass && ended.detail == "no window inside the run", "{ended:?}");
+    }
+
+    #[test]
+    fn a_nohz_full_cpu_has_at_most_two_ticks_a_second() {
+        let judge = |nohz: bool, line: &str| ticks_check(nohz, &ticks(line)).unwrap();
+        assert!(judge(true, "ticks kernel=2 jw_min=2 jw_max=2 window_ns=2000000000 drops=0").pass);
+        let busy = judge(true, "ticks kernel=500 jw_min=500 jw_max=500 window_ns=2000000000 drops=0");
         assert!(!busy.pass && busy.detail.contains("nohz_full"), "{busy:?}");
-        assert!(ticks_check(false, &rates(Some(100.0), Some(140.0), Some(146.0))).unwrap().pass);
-        let off = ticks_check(false, &rates(Some(150.0), Some(120.0), Some(150.0))).unwrap();
-        assert!(!off.pass && off.detail.ends_with("(-20%)"), "{off:?}");
-        assert!(ticks_check(false, &rates(Some(0.0), Some(0.0), Some(0.0))).unwrap().pass);
-        assert!(!ticks_check(false, &rates(Some(150.0), None, None)).unwrap().pass);
-        assert!(ticks_check(false, &rates(None, None, None)).is_none());
+        assert!(judge(false, "ticks kernel=500 jw_min=500 jw_max=500 window_ns=2000000000 drops=0").pass, "only where nohz_full");
+        assert!(judge(true, "ticks kernel=0 jw_min=0 jw_max=0 window_ns=2000000000 drops=0").pass);
+        assert!(ticks_check(true, &VmResult::default()).is_none(), "no line: the load check says why");
     }
 
     #[test]
@@ -237,8 +313,8 @@ mod tests {
         let r = parse("qemu: could not load kernel\n");
         assert_eq!(r, VmResult::default());
         assert!(!r.passed());
-        let r = parse("JWTEST metric=jw_ticks count=3 ns=0\n");
-        assert_eq!(r.jw_ticks, None);
+        let r = parse("JWTEST ticks kernel=3 jw_min=3 jw_max=3 window_ns=0 drops=0\n");
+        assert_eq!(r.ticks.unwrap().rates(), (None, None));
     }
 
     #[test]
@@ -246,11 +322,17 @@ mod tests {
         let ok = VmResult {
             release: Some("5.10.0-32-amd64".into()),
             checks: CHECKS.iter().map(|c| Check { name: c.to_string(), pass: true, detail: String::new() }).collect(),
-            jw_ticks: Some(0.74),
-            jw_window_ticks: None,
-            kernel_ticks: Some(152.4),
+            ticks: Some(Ticks {
+                kernel: Some(305),
+                jw_min: Some(304),
+                jw_max: Some(305),
+                window_ns: Some(2_000_000_000),
+                drops: Some(0),
+                missing: None,
+            }),
             ended: true,
             rtla: Vec::new(),
+            rtla_gaps: None,
         };
         assert!(ok.passed());
         let bad = parse(LOG);
@@ -262,7 +344,7 @@ mod tests {
         assert!(lines[0].starts_with("| kernel | release | mode | load | events |"), "{t}");
         assert_eq!(lines[1].matches("---").count(), CHECKS.len() + 6);
         assert!(lines[2].starts_with("| debian11 | 5.10.0-32-amd64 | untuned | pass |"), "{t}");
-        assert!(lines[2].ends_with("| 0.7 | 152 | 41 |"), "{t}");
+        assert!(lines[2].ends_with("| 152 | 304..305 (305) | 41 |"), "{t}");
         assert!(lines[3].contains("| tuned | pass | - | pass | - |"), "{t}");
         assert!(t.contains("debian12 tuned exit: status 1\n"), "{t}");
         let hung = VmResult { release: Some("x".into()), ..Default::default() };
