@@ -108,7 +108,12 @@ mod tests {
         let md = markdown(&e, "## 1. Probe floor\n\nfloor\n", std::slice::from_ref(&e), "");
         assert!(md.contains("| kernel (uname -r) | 6.18.44 |"));
         assert!(md.contains("| 5. Peak RSS | 27.2 MiB | ≤ 32 MiB | met |"), "{md}");
-        assert!(md.contains("| 2. Cost to an unwatched CPU | not measured | ≤ 1% by parts, and ≤ half of bpftrace's end to end | not measured |"), "{md}");
+        assert!(
+            md.contains(
+                "| 2. Cost to an unwatched CPU | not measured | ≤ 1% by parts, and ≤ half of bpftrace's end to end | not measured |"
+            ),
+            "{md}"
+        );
         assert!(md.contains("\n## 1. Probe floor\n\nfloor\n\n## History\n"), "{md}");
         assert_eq!(kept_details(&md), "## 1. Probe floor\n\nfloor\n", "a redrawn file keeps its details");
         let with_rtla = markdown(&e, "## 1. Probe floor\n\nfloor\n", std::slice::from_ref(&e), "## 9. Beside rtla\n\n| a |\n");
