@@ -124,9 +124,9 @@ pub struct Hiccup {
     pub origins: Vec<(Cause, crate::cause::Origin)>,
 }
 
-impl Hiccup {
-    /// Nothing yet: what the engine fills in (and reuses).
-    pub fn empty() -> Self {
+/// Nothing yet: what the engine fills in (and reuses).
+impl Default for Hiccup {
+    fn default() -> Self {
         Hiccup {
             cpu: 0,
             t0: 0,
@@ -140,7 +140,9 @@ impl Hiccup {
             origins: Vec::new(),
         }
     }
+}
 
+impl Hiccup {
     /// Time charged to a cause, `lost` included (the CSV's explained_ns).
     pub fn explained(&self) -> u64 {
         self.gap - self.unexplained

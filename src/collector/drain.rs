@@ -7,7 +7,7 @@
 use anyhow::{Context as _, Result};
 
 use crate::engine::Engine;
-use crate::interval::Interval;
+use crate::interval::{Hiccup, Interval};
 use crate::passive::Tracker;
 use crate::record::Event;
 use crate::sink::Sinks;
@@ -126,6 +126,12 @@ impl Drain {
                 }
                 self.engine.on_event(ev);
                 self.sinks.on_event(ev);
+                // A stall explained as its CPU's events passed it goes to
+                // the sinks at once, while it is in cache.
+                if self.engine.has_done() {
+                    let engine = &mut self.engine;
+                    to_sinks(&mut self.sinks, |show| engine.hand_out_done(show))?;
+                }
             }
             self.events += self.batch.len() as u64;
             // The last drain empties the buffer; the others take one batch.
@@ -153,15 +159,8 @@ impl Drain {
         if last {
             self.engine.finish();
         }
-        let sinks = &mut self.sinks;
-        let mut written = Ok(());
-        self.engine.attribute_ready(self.watermark, |h| {
-            let r = sinks.on_hiccup(h);
-            if written.is_ok() {
-                written = r;
-            }
-        });
-        written?;
+        let (engine, watermark) = (&mut self.engine, self.watermark);
+        to_sinks(&mut self.sinks, |show| engine.attribute_ready(watermark, show))?;
         self.sinks.after_drain(self.watermark, last, &mut self.engine.namer)?;
         let watermark = self.watermark;
         for &(cpu, t) in &self.horizons {
@@ -178,6 +177,19 @@ impl Drain {
         }
         Ok(Drained { records, oldest_ts: (oldest != u64::MAX).then_some(oldest) })
     }
+}
+
+/// Every stall `hand` shows, to every sink, whatever an error; the first
+/// error is the one returned.
+fn to_sinks(sinks: &mut Sinks, hand: impl FnOnce(&mut dyn FnMut(&Hiccup))) -> Result<()> {
+    let mut written = Ok(());
+    hand(&mut |h| {
+        let r = sinks.on_hiccup(h);
+        if written.is_ok() {
+            written = r;
+        }
+    });
+    written
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ use crate::record::OriginKind;
 use super::{origins, wakeup, Context, Engine};
 
 impl Engine {
-    pub(super) fn attribute(&mut self, g: Interval, watermark: u64) -> Hiccup {
+    /// Explains gap `g` into `h` (reused: every field is written).
+    pub(super) fn attribute(&mut self, g: Interval, watermark: u64, h: &mut Hiccup) {
         let slot = self.slot(g.cpu).expect("pending gaps are on watched CPUs");
         self.scratch.clear();
         // The probe ran at both ends of its gap: that places switches into
@@ -57,7 +58,6 @@ impl Engine {
         // A victim's own time inside its interval (the kernel's entry and
         // exit around an interrupt) is not a cause of its own loss.
         let own = |ctx: &Context| matches!((ctx, g.victim), (Context::Task { pid, .. }, Some(v)) if *pid == v.tid);
-        let mut h = self.spare.pop().unwrap_or_else(Hiccup::empty);
         let causes = &mut h.causes;
         causes.clear();
         if slack > 0 {
@@ -100,7 +100,6 @@ impl Engine {
         h.unexplained = unexplained;
         h.parts = parts;
         h.freq = self.freqs[slot].within(g.t0, g.t1);
-        h
     }
 
     /// The origins of the causes in `scratch` (a stall on `slot` that ended

@@ -118,19 +118,20 @@ impl Steal {
         }
     }
 
-    /// A stall attributed on this CPU: held for its increment if the clock
-    /// is active and it has unexplained time the increment could go to,
-    /// else handed out at once. Most stalls are wholly explained (99.6% in
+    /// Whether a stall attributed on this CPU waits for its increment: if
+    /// the clock is active and it has unexplained time the increment could
+    /// go to; else it is handed out at once. Most stalls are wholly explained (99.6% in
     /// passive mode on a TCP ping-pong): handed out while their lists are
     /// still in cache, they cost the sinks a third less, and a stall may
     /// reach the sinks before an earlier one still held (by [`HOLD_NS`]
     /// at most).
-    pub fn hold(&mut self, h: Hiccup, out: &mut impl FnMut(Hiccup)) {
-        if self.active() && h.unexplained > 0 {
-            self.held.push_back(h);
-        } else {
-            out(h);
-        }
+    pub fn holds(&self, h: &Hiccup) -> bool {
+        self.active() && h.unexplained > 0
+    }
+
+    /// A stall [`Self::holds`] said to keep.
+    pub fn hold(&mut self, h: Hiccup) {
+        self.held.push_back(h);
     }
 
     /// Charges the increments that arrived by `watermark`, then hands out
