@@ -252,14 +252,28 @@ fn why_they_differ(rows: &[Row], b: &Observer) -> Option<String> {
     if !(gap.is_finite() && cost.is_finite()) {
         return None;
     }
-    let share = if gap > 0.0 { format!(", {:.0}% of the gap", (100.0 * cost / gap).min(999.0)) } else { String::new() };
-    Some(format!(
+    let lead = format!(
         "\nWhere they differ: jitterwatch's probe wakes up under its own tracing (the tick, hrtimer, idle and switch \
          programs run on the path of each of its wake-ups: section 3 gives what each interrupt carries), while cyclictest \
          in figure 8 runs untraced. Idle at FIFO 80 the probe's avg is {gap:+.1} µs from cyclictest's; watching cyclictest \
-         with the same programs moves its own avg by {cost:+.1} µs{share}: the difference is what our programs add to a \
-         wake-up, not the method.\n"
-    ))
+         with the same programs moves its own avg by {cost:+.1} µs"
+    );
+    // Averages are whole µs here: a gap of 1 µs or less is within them.
+    let why = if gap <= 1.0 {
+        ": within the 1 µs the averages are rounded to.".to_string()
+    } else if cost >= gap / 2.0 {
+        format!(
+            ", {:.0}% of the gap: the gap is mostly what our programs add to a wake-up, not the method.",
+            (100.0 * cost / gap).min(999.0)
+        )
+    } else {
+        format!(
+            ", {:.0}% of the gap: this run does not account for the gap by our programs' cost (this host's noise moves \
+             either figure by more; compare the history).",
+            (100.0 * cost / gap).max(0.0)
+        )
+    };
+    Some(lead + &why + "\n")
 }
 
 #[cfg(test)]
@@ -281,7 +295,13 @@ mod tests {
         let rows = [Row { condition: "idle, FIFO 80", cyclictest: sp(15.0), jitterwatch: sp(16.0) }];
         let obs = Observer { alone: sp(14.0), watched: sp(16.0), wakeups_seen: Spread::of(&[5498.0]) };
         let why = why_they_differ(&rows, &obs).unwrap();
-        assert!(why.contains("+1.0 µs from cyclictest") && why.contains("+2.0 µs, 200% of the gap"), "{why}");
+        assert!(why.contains("+1.0 µs from cyclictest") && why.contains("within the 1 µs"), "{why}");
+        let rows = [Row { condition: "idle, FIFO 80", cyclictest: sp(14.0), jitterwatch: sp(16.0) }];
+        let why = why_they_differ(&rows, &obs).unwrap();
+        assert!(why.contains("+2.0 µs, 100% of the gap: the gap is mostly what our programs add"), "{why}");
+        let still = Observer { watched: sp(14.0), ..obs.clone() };
+        let why = why_they_differ(&rows, &still).unwrap();
+        assert!(why.contains("+0.0 µs, 0% of the gap: this run does not account"), "{why}");
         let other = [Row { condition: "pipe load, FIFO 80", ..rows[0].clone() }];
         assert!(why_they_differ(&other, &obs).is_none());
     }
