@@ -32,6 +32,7 @@ mod recorder;
 mod replay;
 mod report;
 mod results;
+mod spread;
 mod summary;
 mod targets;
 mod util;
