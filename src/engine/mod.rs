@@ -35,8 +35,8 @@ const PROBE_WAKES: usize = 256;
 
 /// Hiccups kept for reuse once the sinks have seen them: their cause and
 /// origin lists keep their capacity, so explaining a stall allocates
-/// nothing once warmed up. As many as wait for a steal reading at a
-/// passive-mode rate (~20 ms of 100k stalls/s); a burst beyond it is freed.
+/// nothing once warmed up. Those held for a steal reading come back in
+/// bursts, [`steal::HOLD_NS`] later; a burst beyond this is freed.
 const SPARE_HICCUPS: usize = 4096;
 
 pub struct Engine {
