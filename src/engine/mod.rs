@@ -257,20 +257,22 @@ impl Engine {
     /// (see [`Self::attribute_ready`]): the drain calls it as they come, so
     /// the sinks read each while it is still in cache.
     pub fn hand_out_done(&mut self, mut out: impl FnMut(&Hiccup)) {
-        while let Some(h) = self.done.pop_front() {
-            self.hand_out(h, &mut out);
+        while let Some(mut h) = self.done.pop_front() {
+            self.hand_out(&mut h, &mut out);
+            recycle(&mut self.spare, h);
         }
     }
 
-    /// `h` held by its CPU's steal clock, or shown to `out` at once and
-    /// kept for reuse.
-    fn hand_out(&mut self, h: Hiccup, out: &mut impl FnMut(&Hiccup)) {
+    /// `h` shown to `out` at once, or moved to its CPU's steal clock to
+    /// wait for a reading (and `h` replaced by a spare): a stall (264 bytes)
+    /// moves only when it is held.
+    fn hand_out(&mut self, h: &mut Hiccup, out: &mut impl FnMut(&Hiccup)) {
         let i = self.slots.get(h.cpu).expect("hiccups are on watched CPUs");
-        if self.steals[i].holds(&h) {
-            self.steals[i].hold(h);
+        if self.steals[i].holds(h) {
+            let next = self.spare.pop().unwrap_or_default();
+            self.steals[i].hold(std::mem::replace(h, next));
         } else {
-            out(&h);
-            recycle(&mut self.spare, h);
+            out(h);
         }
     }
 
@@ -283,18 +285,11 @@ impl Engine {
     pub fn attribute_ready(&mut self, watermark: u64, mut out: impl FnMut(&Hiccup)) {
         self.hand_out_done(&mut out);
         let mut ready = self.take_due(None, watermark);
-        // Explained in place and shown by reference: a stall (264 bytes)
-        // moves only when the steal clock holds it.
+        // Explained in place and shown by reference.
         let mut h = std::mem::take(&mut self.current);
         for g in ready.drain(..) {
             self.attribute(g, watermark, &mut h);
-            let i = self.slots.get(h.cpu).expect("hiccups are on watched CPUs");
-            if self.steals[i].holds(&h) {
-                let next = self.spare.pop().unwrap_or_default();
-                self.steals[i].hold(std::mem::replace(&mut h, next));
-            } else {
-                out(&h);
-            }
+            self.hand_out(&mut h, &mut out);
         }
         self.current = h;
         self.ready = ready;
