@@ -7,6 +7,7 @@
 //! count (report.rs). VMs run side by side, one per host core. The serial
 //! logs stay in target/vmtest-cache/logs, the table in results.md there.
 
+mod check;
 mod initramfs;
 mod kernels;
 mod qemu;

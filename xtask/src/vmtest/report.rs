@@ -4,6 +4,9 @@
 
 use std::fmt::Write;
 
+use super::check::Check;
+use super::rtla::{Class, Gaps};
+
 /// The checks, in the table's column order.
 pub const CHECKS: &[&str] = &["load", "events", "csv", "doctor", "passive-running", "passive-new", "wakeup-probe", "exit", "ticks", "rtla"];
 
@@ -77,13 +80,6 @@ pub fn ticks_check(nohz_full: bool, r: &VmResult) -> Option<Check> {
     Some(Check { name: "ticks".to_string(), pass: true, detail })
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Check {
-    pub name: String,
-    pub pass: bool,
-    pub detail: String,
-}
-
 /// One VM's results.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct VmResult {
@@ -95,9 +91,9 @@ pub struct VmResult {
     /// The script reached its end (else the VM crashed or hung).
     pub ended: bool,
     /// Beside rtla: per tool and class, rtla's count and ours (rtla.rs).
-    pub rtla: Vec<super::rtla::Class>,
+    pub rtla: Vec<Class>,
     /// And osnoise's gaps beside ours.
-    pub rtla_gaps: Option<super::rtla::Gaps>,
+    pub rtla_gaps: Option<Gaps>,
 }
 
 impl VmResult {
@@ -145,10 +141,10 @@ pub fn parse(serial: &str) -> VmResult {
             r.checks.push(Check { name: name.to_string(), pass: result == "pass", detail: get("detail").unwrap_or("").to_string() });
         } else if let (Some(tool), Some(class)) = (get("rtla_tool"), get("class")) {
             let count = |k: &str| get(k).and_then(|v| v.parse::<u64>().ok());
-            r.rtla.push(super::rtla::Class { tool: tool.to_string(), class: class.to_string(), rtla: count("rtla"), jw: count("jw") });
+            r.rtla.push(Class { tool: tool.to_string(), class: class.to_string(), rtla: count("rtla"), jw: count("jw") });
         } else if body.starts_with("rtla_gaps ") {
             let count = |k: &str| get(k).and_then(|v| v.parse::<u64>().ok());
-            r.rtla_gaps = Some(super::rtla::Gaps {
+            r.rtla_gaps = Some(Gaps {
                 osnoise: count("osnoise"),
                 hw: count("hw"),
                 overrun: count("overrun"),

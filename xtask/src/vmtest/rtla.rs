@@ -13,8 +13,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
+use super::check::Check;
 use super::kernels::{self, AptRoot, Kernel};
-use super::report::Check;
 use crate::proc;
 
 /// How far apart the counts of one class may be: 2% of rtla's, and at
