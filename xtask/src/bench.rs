@@ -46,6 +46,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::{deps, proc};
+pub use report::RTLA_FILE;
 
 /// Internal: the sudo'd re-run, after the user's build.
 const BUILT: &str = "--built";
@@ -169,7 +170,7 @@ pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
 
 /// Section 9, as `cargo xtask vmtest` last wrote it ("" if it never has).
 fn rtla_section() -> String {
-    std::fs::read_to_string(proc::root().join(crate::vmtest::RTLA_FILE)).unwrap_or_default()
+    std::fs::read_to_string(proc::root().join(RTLA_FILE)).unwrap_or_default()
 }
 
 /// `--report-only`: BENCHMARKS.md redrawn from the history, its sections

@@ -16,6 +16,12 @@ use super::summary::rows;
 /// table it replaced.
 const HISTORY: [&str; 2] = ["## History", "## Before and after"];
 
+/// Section 9's file: `cargo xtask vmtest` writes its rtla comparison there,
+/// and the report takes it in as it is. Named here, beside the section it
+/// becomes, and not in vmtest: vmtest redraws this report after writing it,
+/// so it imports bench, and bench must not import it back.
+pub const RTLA_FILE: &str = "docs/rtla-comparison.md";
+
 /// Where the sections this module keeps end: the history, or section 9
 /// (the rtla comparison, which `cargo xtask vmtest` writes to its own file).
 const AFTER_DETAILS: &str = "## 9. ";

@@ -21,9 +21,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use crate::{deps, dist, proc};
+use crate::{bench, deps, dist, proc};
 pub use qemu::Mode;
-pub use rtla::FILE as RTLA_FILE;
 
 /// A VM past this is killed (and its row says it did not finish). Under TCG
 /// here one takes about a minute.
@@ -145,12 +144,12 @@ fn write_rtla(vms: &[Vm], results: &[(report::VmResult, f64)]) -> Result<()> {
     if runs.is_empty() {
         return Ok(());
     }
-    let md = rtla::markdown(&runs, &crate::bench::utc_now(), &crate::bench::commit());
+    let md = rtla::markdown(&runs, &bench::utc_now(), &bench::commit());
     println!("\n{md}");
-    let file = proc::root().join(RTLA_FILE);
+    let file = proc::root().join(bench::RTLA_FILE);
     std::fs::write(&file, md).with_context(|| format!("writing {}", file.display()))?;
     println!("vmtest: the rtla comparison is in {}; BENCHMARKS.md's section 9 redrawn from it", file.display());
-    crate::bench::redraw()
+    bench::redraw()
 }
 
 /// Boots every VM, `jobs` at a time; each one's result and wall time, in order.

@@ -29,10 +29,8 @@ use crate::proc;
 pub const TOLERANCE: f64 = 0.02;
 pub const AT_LEAST: u64 = 2;
 
-/// Where vmtest writes the comparison (BENCHMARKS.md takes it in as its
-/// section 9: bench/report.rs).
-pub const FILE: &str = "docs/rtla-comparison.md";
-/// The section's heading.
+/// The heading of the comparison, BENCHMARKS.md's section 9 (its file is
+/// bench::RTLA_FILE).
 pub const HEADING: &str = "## 9. Beside rtla on PREEMPT_RT (cargo xtask vmtest)";
 
 /// One class of one tool's run: rtla's count and jitterwatch's (None:
