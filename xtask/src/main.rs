@@ -60,7 +60,7 @@ enum Command {
     Hermetic,
     /// cargo fmt --check and cargo clippy --all-targets -D warnings, alone.
     Lint,
-    /// Check that modules import only downwards, in no circle, as docs/ARCHITECTURE.md's layers say.
+    /// Check that modules import only downwards, in no circle, as the layers of docs/ARCHITECTURE.md (src) and docs/development.md (xtask) say.
     Layers,
     /// Regenerate bpf/vmlinux.h from /sys/kernel/btf/vmlinux.
     Vmlinux,

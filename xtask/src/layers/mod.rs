@@ -1,18 +1,20 @@
-//! `cargo xtask layers` (and the first step of `cargo xtask test`): the
-//! crate's modules import each other only downwards. The layers are the
-//! table in docs/ARCHITECTURE.md (one list, read by people and by this
-//! check); every top-level module of src/ is in exactly one of them. Three
+//! `cargo xtask layers` (and the first step of `cargo xtask test`): each
+//! crate's modules import each other only downwards. Two trees are checked,
+//! each against its own table (one list, read by people and by this
+//! check): src/ against the `## Layers` of docs/ARCHITECTURE.md, xtask/src/
+//! against the `## Layers of xtask` of docs/development.md ([`TREES`]);
+//! every top-level module of a tree is in exactly one of its layers. Three
 //! rules, each an error:
 //! - a module imports no module of a higher layer;
 //! - modules import each other in no circle, at any depth (top-level
 //!   modules, or the files of one directory);
-//! - every path docs/ARCHITECTURE.md names (`src/...`, a layer's module)
-//!   exists.
+//! - every path a table's doc names (`src/...`, a layer's module) exists.
 //!
 //! Imports are read from `crate::`, `super::` and `self::` paths in the
 //! text (see paths.rs); a parent's `mod` lines and a child's use of its
 //! parent are structure, not imports between siblings.
 
+mod circles;
 mod paths;
 #[cfg(test)]
 mod tests;
@@ -24,7 +26,22 @@ use anyhow::{bail, Context, Result};
 
 use crate::proc;
 
-pub const DOC: &str = "docs/ARCHITECTURE.md";
+/// A crate's source tree and the table that lays it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tree {
+    /// Its root directory, from the repository's root (as messages name it).
+    pub src: &'static str,
+    /// The doc that holds its table, and the table's heading there
+    /// (without the `## `).
+    pub doc: &'static str,
+    pub heading: &'static str,
+}
+
+/// The trees the check reads: jitterwatch, and the developer tasks.
+pub const TREES: [Tree; 2] = [
+    Tree { src: "src", doc: "docs/ARCHITECTURE.md", heading: "Layers" },
+    Tree { src: "xtask/src", doc: "docs/development.md", heading: "Layers of xtask" },
+];
 
 /// The imports a circle's message names at most.
 const TIES_SHOWN: usize = 6;
@@ -50,24 +67,33 @@ pub struct Layer {
 
 pub fn run() -> Result<()> {
     let root = proc::root();
-    let doc = std::fs::read_to_string(root.join(DOC)).with_context(|| format!("reading {DOC}"))?;
-    let layers = parse_layers(&doc)?;
-    let files = read_tree(&root.join("src"))?;
-    let mut problems = check(&layers, &files);
-    problems.extend(missing_paths(&doc, root));
+    let mut problems = Vec::new();
+    let mut read = Vec::new();
+    for tree in &TREES {
+        let doc = std::fs::read_to_string(root.join(tree.doc)).with_context(|| format!("reading {}", tree.doc))?;
+        let layers = parse_layers(&doc, tree.heading).with_context(|| format!("the layers of {}/ in {}", tree.src, tree.doc))?;
+        let files = read_tree(root, tree)?;
+        problems.extend(check(tree, &layers, &files));
+        problems.extend(missing_paths(tree.doc, &doc, root));
+        read.push(format!("{}/ {} files in {} layers ({})", tree.src, files.len(), layers.len(), tree.doc));
+    }
+    let docs: Vec<&str> = TREES.iter().map(|t| t.doc).collect();
     if !problems.is_empty() {
         for p in &problems {
             eprintln!("layers: {p}");
         }
-        bail!("{} problem(s) with the module layers (above); {DOC} says what goes where", problems.len());
+        bail!("{} problem(s) with the module layers (above); {} say what goes where", problems.len(), docs.join(" and "));
     }
-    println!("layers: {} files in {} layers, no import upwards, no circle; every path {DOC} names exists", files.len(), layers.len());
+    println!("layers: {}: no import upwards, no circle; every path {} name exists", read.join(", "), docs.join(" and "));
     Ok(())
 }
 
-/// The table under `## Layers`: `| rank | name | `module` `module` ... | what |`.
-pub fn parse_layers(doc: &str) -> Result<Vec<Layer>> {
-    let section = doc.split("\n## ").find(|s| s.starts_with("Layers")).context("no `## Layers` section")?;
+/// The table under `## {heading}`: `| rank | name | `module` `module` ... | what |`.
+pub fn parse_layers(doc: &str, heading: &str) -> Result<Vec<Layer>> {
+    let section = doc
+        .split("\n## ")
+        .find(|s| s.lines().next().is_some_and(|l| l.trim_end() == heading))
+        .with_context(|| format!("no `## {heading}` section"))?;
     let mut layers = Vec::new();
     for line in section.lines().filter(|l| l.starts_with('|')) {
         let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
@@ -76,7 +102,7 @@ pub fn parse_layers(doc: &str) -> Result<Vec<Layer>> {
         layers.push(Layer { rank, name: cells.get(1).unwrap_or(&"").to_string(), modules });
     }
     if layers.is_empty() {
-        bail!("the `## Layers` section has no table rows");
+        bail!("the `## {heading}` section has no table rows");
     }
     layers.sort_by_key(|l| l.rank);
     Ok(layers)
@@ -86,24 +112,25 @@ fn backticked(s: &str) -> impl Iterator<Item = &str> {
     s.split('`').skip(1).step_by(2)
 }
 
-/// Every .rs file under `src`, but the crate root (lib.rs, main.rs: it
-/// declares the modules) and the tests (files named `tests.rs` or
-/// `*_tests.rs`, or under a `tests/` directory): a test may use any module
-/// to check its own, and is built only for that.
-pub fn read_tree(src: &Path) -> Result<Vec<SourceFile>> {
+/// Every .rs file of `tree` under `root`, but the crate root (lib.rs,
+/// main.rs: it declares the modules) and the tests (files named `tests.rs`
+/// or `*_tests.rs`, or under a `tests/` directory): a test may use any
+/// module to check its own, and is built only for that.
+pub fn read_tree(root: &Path, tree: &Tree) -> Result<Vec<SourceFile>> {
+    let src = root.join(tree.src);
     let mut out = Vec::new();
-    let mut dirs = vec![src.to_path_buf()];
+    let mut dirs = vec![src.clone()];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
             let path = entry?.path();
             if path.is_dir() {
                 dirs.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
-                let rel = path.strip_prefix(src).expect("under src").to_path_buf();
+                let rel = path.strip_prefix(&src).expect("under the tree's root").to_path_buf();
                 let module = module_of(&rel);
                 let test = module.iter().any(|m| m == "tests" || m.ends_with("_tests"));
                 if !module.is_empty() && !test {
-                    let path = format!("src/{}", rel.display());
+                    let path = format!("{}/{}", tree.src, rel.display());
                     out.push(SourceFile { module, path, text: std::fs::read_to_string(src.join(&rel))? });
                 }
             }
@@ -153,8 +180,8 @@ fn edges(files: &[SourceFile]) -> Vec<Edge> {
     out.into_iter().collect()
 }
 
-/// What is wrong with `files` against `layers`, one line each.
-pub fn check(layers: &[Layer], files: &[SourceFile]) -> Vec<String> {
+/// What is wrong with `files` of `tree` against `layers`, one line each.
+pub fn check(tree: &Tree, layers: &[Layer], files: &[SourceFile]) -> Vec<String> {
     let mut problems = Vec::new();
     let top: BTreeSet<&str> = files.iter().map(|f| f.module[0].as_str()).collect();
     let mut rank_of: BTreeMap<&str, &Layer> = BTreeMap::new();
@@ -164,13 +191,13 @@ pub fn check(layers: &[Layer], files: &[SourceFile]) -> Vec<String> {
                 problems.push(format!("`{m}` is in more than one layer"));
             }
             if !top.contains(m.as_str()) {
-                problems.push(format!("layer {} `{}` lists `{m}`, which src/ does not have", l.rank, l.name));
+                problems.push(format!("layer {} `{}` lists `{m}`, which {}/ does not have", l.rank, l.name, tree.src));
             }
         }
     }
     for m in &top {
         if !rank_of.contains_key(m) {
-            problems.push(format!("`{m}` is in no layer: add it to the table in {DOC}"));
+            problems.push(format!("`{m}` is in no layer: add it to the table in {}", tree.doc));
         }
     }
     let edges = edges(files);
@@ -189,7 +216,7 @@ pub fn check(layers: &[Layer], files: &[SourceFile]) -> Vec<String> {
             }
         }
     }
-    for circle in circles(&edges) {
+    for circle in circles::circles(&edges) {
         let names: Vec<String> = circle.iter().map(|m| m.join("::")).collect();
         // The imports that close it first: those against the layers.
         let rank = |m: &Module| if m.len() == 1 { rank_of.get(m[0].as_str()).map_or(0, |l| l.rank) } else { 0 };
@@ -209,71 +236,15 @@ pub fn check(layers: &[Layer], files: &[SourceFile]) -> Vec<String> {
     problems
 }
 
-/// Every set of siblings that import each other round a circle (strongly
-/// connected components of more than one module; Tarjan's algorithm).
-fn circles(edges: &[Edge]) -> Vec<Vec<Module>> {
-    let mut graph: BTreeMap<&Module, BTreeSet<&Module>> = BTreeMap::new();
-    for e in edges {
-        graph.entry(&e.from).or_default().insert(&e.to);
-        graph.entry(&e.to).or_default();
-    }
-    struct Walk<'a> {
-        graph: &'a BTreeMap<&'a Module, BTreeSet<&'a Module>>,
-        index: BTreeMap<&'a Module, (usize, usize)>,
-        stack: Vec<&'a Module>,
-        on_stack: BTreeSet<&'a Module>,
-        out: Vec<Vec<Module>>,
-    }
-    impl<'a> Walk<'a> {
-        fn visit(&mut self, v: &'a Module) {
-            let n = self.index.len();
-            self.index.insert(v, (n, n));
-            self.stack.push(v);
-            self.on_stack.insert(v);
-            for &w in &self.graph[v] {
-                if !self.index.contains_key(w) {
-                    self.visit(w);
-                    let low = self.index[v].1.min(self.index[w].1);
-                    self.index.get_mut(v).expect("visited").1 = low;
-                } else if self.on_stack.contains(w) {
-                    let low = self.index[v].1.min(self.index[w].0);
-                    self.index.get_mut(v).expect("visited").1 = low;
-                }
-            }
-            if self.index[v].0 == self.index[v].1 {
-                let mut scc = Vec::new();
-                while let Some(w) = self.stack.pop() {
-                    self.on_stack.remove(w);
-                    scc.push(w.clone());
-                    if w == v {
-                        break;
-                    }
-                }
-                if scc.len() > 1 {
-                    scc.sort();
-                    self.out.push(scc);
-                }
-            }
-        }
-    }
-    let mut walk = Walk { graph: &graph, index: BTreeMap::new(), stack: Vec::new(), on_stack: BTreeSet::new(), out: Vec::new() };
-    for &v in graph.keys() {
-        if !walk.index.contains_key(v) {
-            walk.visit(v);
-        }
-    }
-    walk.out.sort();
-    walk.out
-}
-
-/// The paths `doc` names in backticks (`src/...`, `xtask/...`, `bpf/...`,
-/// `docs/...`, `tests/...`) that `root` does not have.
-pub fn missing_paths(doc: &str, root: &Path) -> Vec<String> {
+/// The paths the doc `name`d, whose text is `doc`, names in backticks
+/// (`src/...`, `xtask/...`, `bpf/...`, `docs/...`, `tests/...`) that `root`
+/// does not have.
+pub fn missing_paths(name: &str, doc: &str, root: &Path) -> Vec<String> {
     // Outside fenced blocks, where backticks pair up.
     let prose: String = doc.split("```").step_by(2).collect();
     backticked(&prose)
         .filter(|p| ["src/", "xtask/", "bpf/", "docs/", "tests/"].iter().any(|d| p.starts_with(d)))
         .filter(|p| !root.join(PathBuf::from(p)).exists())
-        .map(|p| format!("{DOC} names `{p}`, which the tree does not have"))
+        .map(|p| format!("{name} names `{p}`, which the tree does not have"))
         .collect::<Vec<_>>()
 }
