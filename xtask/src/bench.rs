@@ -24,6 +24,7 @@ mod capacity;
 mod details;
 mod figures;
 mod history;
+mod ids;
 mod machine;
 mod measure;
 mod passive;

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::ids::Id;
 use super::replay::SIZES;
 use super::results::Results;
 use super::util::Spread;
@@ -36,12 +37,12 @@ impl Figure {
     }
 }
 
-/// The figures by id ("1", "1b", "2", … "8"), in that order.
-pub type Figures = BTreeMap<String, Figure>;
+/// A run's figures, in the tables' order (the history keys them by id).
+pub type Figures = BTreeMap<Id, Figure>;
 
 /// A value of figure `id`, None when the figure or the value is absent.
-pub fn get(f: &Figures, id: &str, key: &str) -> Option<f64> {
-    f.get(id).and_then(|x| x.get(key))
+pub fn get(f: &Figures, id: Id, key: &str) -> Option<f64> {
+    f.get(&id).and_then(|x| x.get(key))
 }
 
 /// The median of a spread with samples, else None.
@@ -127,7 +128,7 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
     let mut o = Figures::new();
     let f = &r.floor;
     o.insert(
-        "1".into(),
+        Id::ProbeFloor,
         Figure::new(q(method::probe(f.reps, f.secs)))
             .with("floor_ratio", med(&f.ratio_floor))
             .with("quiet_ratio", med(&f.ratio_quiet))
@@ -139,7 +140,7 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
     );
     let t = f.tsc.as_ref();
     o.insert(
-        "1b".into(),
+        Id::ProbeFloorTsc,
         Figure::new(q(method::probe_tsc(f.reps, f.secs)))
             .with("floor_ratio", t.and_then(|t| med(&t.ratio_floor)))
             .with("quiet_ratio", t.and_then(|t| med(&t.ratio_quiet)))
@@ -151,7 +152,7 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
     let progs = !r.bpf.unwatched.is_empty();
     let half = |s: &Spread| (s.n > 0).then_some((s.max - s.min) / 2.0);
     o.insert(
-        "2".into(),
+        Id::UnwatchedCost,
         Figure::new(q(method::unwatched(m.reps, m.hook_pct.n)))
             .with("own_threads_pct", med(&m.jw_threads_pct))
             .with("hook_pct", med(&m.hook_pct))
@@ -170,7 +171,7 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
     let b = &r.bpf;
     let switch = b.watched.iter().find(|p| p.name == "on_switch_out" || p.name == "on_sched_switch");
     o.insert(
-        "3".into(),
+        Id::BpfRunTime,
         Figure::new(q(method::bpf(b.reps, b.secs)))
             .with("switch_ns_per_run", switch.and_then(|p| med(&p.ns_per_run)))
             .with("events_per_sec", med(&b.watched_events_per_sec)),
@@ -183,17 +184,17 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
     // The maxima start at 0: without a run that counted events, 0 is no value.
     let ran = c.runs.iter().any(|x| x.stall_ms == 0 && x.events_per_sec.is_finite());
     o.insert(
-        "4".into(),
+        Id::RingCapacity,
         Figure::new(q(method::capacity(c.secs, strong.unwrap_or("none"))))
             .with("max_clean_events_per_sec", ran.then_some(c.max_clean))
             .with("max_events_per_sec", ran.then_some(c.max_rate))
             .with("first_drops_events_per_sec", c.first_drops)
             .with("lag_max_ms", ran.then_some(c.lag_max_ms)),
     );
-    o.insert("4b".into(), recorder(&r.recorder, &q));
+    o.insert(Id::RecorderCost, recorder(&r.recorder, &q));
     let m = r.mix.as_ref();
     o.insert(
-        "4c".into(),
+        Id::CollectorMix,
         Figure::new(q(method::passive_mix(m.map_or(0, |m| m.events_per_sec.n))))
             .with("ns_per_event", m.and_then(|m| med(&m.ns_per_event)))
             .with("events_per_sec", m.and_then(|m| med(&m.events_per_sec)))
@@ -202,14 +203,14 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
     let me = &r.mem;
     let peak_kb = me.mem.max_rss_kb.max(me.mem.hwm_kb);
     o.insert(
-        "5".into(),
+        Id::PeakRss,
         Figure::new(q(method::memory(me.secs, &me.load.describe())))
             .with("peak_rss_mib", (me.mem.samples > 0).then_some(peak_kb as f64 / 1024.0))
             .with("rss_end_mib", (me.mem.samples > 0).then_some(me.rss_end_kb as f64 / 1024.0)),
     );
     let s = &f.startup;
     o.insert(
-        "6".into(),
+        Id::Startup,
         Figure::new(q(method::startup(s.to_first_sample.n)))
             .with("main_ms", med(&s.to_main))
             .with("first_sample_ms", med(&s.to_first_sample))
@@ -222,7 +223,7 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
             .with(&format!("events_per_core_sec_{n}"), row.and_then(|x| med(&x.per_core)))
             .with(&format!("bytes_per_cpu_{n}"), row.and_then(|x| med(&x.mem_per_cpu)));
     }
-    o.insert("7".into(), seven);
+    o.insert(Id::ManyCpus, seven);
     let mut eight = Figure::new(q(method::wakeup(r.wakeup.first().map_or(0, |w| w.cyclictest[0].n))));
     for cond in super::wakeup::CONDITIONS.map(|c| c.0) {
         let row = r.wakeup.iter().find(|w| w.condition == cond);
@@ -233,7 +234,7 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
                 .with(&format!("{k}_ct_{stat}_us"), row.and_then(|w| med(&w.cyclictest[i])));
         }
     }
-    o.insert("8".into(), eight);
+    o.insert(Id::WakeupProbe, eight);
     let b = r.observer.as_ref();
     let mut fig =
         Figure::new(q(method::observer(b.map_or(0, |b| b.alone[0].n)))).with("wakeups_seen", b.and_then(|b| med(&b.wakeups_seen)));
@@ -242,7 +243,7 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
             .with(&format!("alone_{stat}_us"), b.and_then(|b| med(&b.alone[i])))
             .with(&format!("watched_{stat}_us"), b.and_then(|b| med(&b.watched[i])));
     }
-    o.insert("8b".into(), fig);
+    o.insert(Id::WatchedCyclictest, fig);
     o
 }
 

@@ -9,8 +9,9 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::figures::Figures;
+use super::ids::Id;
 use super::results::Machine;
-use super::summary::{measured, FIGURES};
+use super::summary::measured;
 use super::verdicts::judge;
 
 /// The file, at the repository root.
@@ -94,10 +95,10 @@ pub fn table(entries: &[Entry], shown: usize) -> String {
          this table replaced (changes and their effect, up to a8ac5ba) stay in git: `git show 4bd7321:BENCHMARKS.md`.\n\n"
     );
     o += "| figure | run | measured | verdict | method |\n|---|---|---|---|---|\n";
-    for (id, name) in FIGURES {
+    for &id in Id::ALL {
         // (index in the history, this run's method) of the runs that have the figure.
         let runs: Vec<(usize, Option<&str>)> =
-            entries.iter().enumerate().map(|(i, e)| (i, e.figures.get(id).map(|f| f.method.as_str()))).collect();
+            entries.iter().enumerate().map(|(i, e)| (i, e.figures.get(&id).map(|f| f.method.as_str()))).collect();
         let mut first = true;
         for &(i, method) in runs.iter().rev().take(shown) {
             let e = &entries[i];
@@ -114,7 +115,7 @@ pub fn table(entries: &[Entry], shown: usize) -> String {
             };
             o += &format!(
                 "| {} | {} | {} | {} | {} |\n",
-                if first { name } else { "" },
+                if first { id.title() } else { "" },
                 cell(&run),
                 cell(&measured(id, &e.figures)),
                 judge(id, &e.figures).as_str(),
@@ -137,21 +138,21 @@ mod tests {
     /// Three runs: figure 5 measured, then not (null), then measured again
     /// by a changed method; figure 1 absent from the first.
     fn fixture() -> Vec<Entry> {
-        let run = |commit: &str, date: &str, figs: Vec<(&str, Figure)>| Entry {
+        let run = |commit: &str, date: &str, figs: Vec<(Id, Figure)>| Entry {
             commit: commit.into(),
             date: date.into(),
             source: None,
             machine: Machine::default(),
-            figures: figs.into_iter().map(|(k, f)| (k.to_string(), f)).collect(),
+            figures: figs.into_iter().collect(),
         };
         let rss = |m: &str, v: Option<f64>| Figure::new(m).with("peak_rss_mib", v);
         let probe = |v: f64| Figure::new("v1 probe").with("floor_ratio", Some(v)).with("quiet_ratio", Some(v));
-        let mut first = run("a8ac5ba", "2026-11-23 18:09 UTC", vec![("5", rss("v1 rss", Some(27.2)))]);
+        let mut first = run("a8ac5ba", "2026-11-23 18:09 UTC", vec![(Id::PeakRss, rss("v1 rss", Some(27.2)))]);
         first.source = Some("transcribed from BENCHMARKS.md".into());
         vec![
             first,
-            run("b000001", "2026-11-24 10:00 UTC", vec![("5", rss("v1 rss", None)), ("1", probe(1.05))]),
-            run("c000002-dirty", "2026-11-25 10:00 UTC", vec![("5", rss("v2 rss", Some(40.0))), ("1", probe(1.2))]),
+            run("b000001", "2026-11-24 10:00 UTC", vec![(Id::PeakRss, rss("v1 rss", None)), (Id::ProbeFloor, probe(1.05))]),
+            run("c000002-dirty", "2026-11-25 10:00 UTC", vec![(Id::PeakRss, rss("v2 rss", Some(40.0))), (Id::ProbeFloor, probe(1.2))]),
         ]
     }
 
@@ -192,15 +193,33 @@ mod tests {
     #[test]
     fn lines_round_trip_with_null_for_nan() {
         let mut e = fixture().remove(2);
-        e.figures.insert("6".into(), Figure::new("v1").with("first_event_ms", Some(f64::NAN)));
+        e.figures.insert(Id::Startup, Figure::new("v1").with("first_event_ms", Some(f64::NAN)));
         let l = line(&e).unwrap();
         assert!(l.ends_with('\n') && !l.trim_end().contains('\n'));
         assert!(l.contains("\"first_event_ms\":null"), "{l}");
         let back = parse(&format!("{l}\n{l}")).unwrap();
         assert_eq!(back.len(), 2);
-        assert_eq!(back[0].figures["6"].get("first_event_ms"), None);
-        assert_eq!(back[0].figures["5"], e.figures["5"]);
+        assert_eq!(back[0].figures[&Id::Startup].get("first_event_ms"), None);
+        assert_eq!(back[0].figures[&Id::PeakRss], e.figures[&Id::PeakRss]);
         assert!(parse("{\"commit\":").unwrap_err().to_string().contains("line 1"));
         assert_eq!(commit_label("a8ac5ba", true), "a8ac5ba-dirty");
+    }
+
+    /// The committed history, written while figures were keyed by strings,
+    /// reads into typed figures with nothing lost, and writes them back
+    /// under the same ids; an id no figure has stops the read at its line.
+    #[test]
+    fn the_committed_history_reads_as_typed_figures() {
+        let text = include_str!("../../../bench-history.jsonl");
+        let entries = parse(text).unwrap();
+        assert_eq!(entries.len(), text.lines().filter(|l| !l.trim().is_empty()).count());
+        for (raw, e) in text.lines().zip(&entries) {
+            let raw: serde_json::Value = serde_json::from_str(raw).unwrap();
+            assert!(!e.figures.is_empty(), "{}", e.commit);
+            assert_eq!(serde_json::to_value(&e.figures).unwrap(), raw["figures"], "{}", e.commit);
+        }
+        let unknown = r#"{"commit":"x","date":"d","figures":{"9":{"method":"m","values":{}}}}"#;
+        let err = format!("{:#}", parse(&format!("{}\n{unknown}\n", line(&entries[0]).unwrap().trim_end())).unwrap_err());
+        assert!(err.starts_with("bench-history.jsonl line 2: unknown variant `9`"), "{err}");
     }
 }

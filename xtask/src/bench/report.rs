@@ -94,6 +94,7 @@ pub fn kept_details(old: &str) -> &str {
 mod tests {
     use super::*;
     use crate::bench::figures::Figure;
+    use crate::bench::ids::Id;
 
     #[test]
     fn the_details_are_kept_and_the_old_history_dropped() {
@@ -110,7 +111,7 @@ mod tests {
     fn the_document_comes_from_the_history() {
         let mut e = Entry { commit: "a8ac5ba".into(), date: "2026-11-23 18:09 UTC".into(), ..Entry::default() };
         e.machine.kernel = "6.18.44".into();
-        e.figures.insert("5".into(), Figure::new("v1").with("peak_rss_mib", Some(27.2)));
+        e.figures.insert(Id::PeakRss, Figure::new("v1").with("peak_rss_mib", Some(27.2)));
         let md = markdown(&e, "## 1. Probe floor\n\nfloor\n", std::slice::from_ref(&e), "");
         assert!(md.contains("| kernel (uname -r) | 6.18.44 |"));
         assert!(md.contains("| 5. Peak RSS | 27.2 MiB | ≤ 32 MiB | met |"), "{md}");

@@ -2,28 +2,14 @@
 //! figures alone, so that the history can redraw them for any past run.
 
 use super::figures::{get, slug, Figures};
+use super::ids::Id;
 use super::replay::SIZES;
 use super::targets;
 use super::util::grouped;
 use super::verdicts::{judge, unwatched_parts, unwatched_total, Verdict};
 
-/// The figures in the order the tables list them, with their names.
-pub const FIGURES: [(&str, &str); 12] = [
-    ("1", "1. Probe floor"),
-    ("1b", "1b. Probe floor, `--clock tsc`"),
-    ("2", "2. Cost to an unwatched CPU"),
-    ("3", "3. BPF run time per event"),
-    ("4", "4. Ring-buffer capacity"),
-    ("4b", "4b. Flight recorder, consumer cost"),
-    ("4c", "4c. Collector at a real app's mix"),
-    ("5", "5. Peak RSS"),
-    ("6", "6. Start-up"),
-    ("7", "7. Many CPUs, by replay"),
-    ("8", "8. Wake-up probe vs cyclictest"),
-    ("8b", "8b. cyclictest watched by jitterwatch"),
-];
-
 pub struct Row {
+    /// The figure's title.
     pub name: &'static str,
     pub measured: String,
     pub target: String,
@@ -44,13 +30,13 @@ fn g(v: Option<f64>) -> String {
 }
 
 /// What figure `id` measured, in words and numbers.
-pub fn measured(id: &str, f: &Figures) -> String {
+pub fn measured(id: Id, f: &Figures) -> String {
     let v = |k: &str| get(f, id, k);
-    if f.get(id).is_none_or(|x| x.values.values().all(Option::is_none)) {
-        return if id == "1b" { "the TSC is not usable here".into() } else { "not measured".into() };
+    if f.get(&id).is_none_or(|x| x.values.values().all(Option::is_none)) {
+        return if id == Id::ProbeFloorTsc { "the TSC is not usable here".into() } else { "not measured".into() };
     }
     match id {
-        "1" => format!(
+        Id::ProbeFloor => format!(
             "floor {} vs {} ns = {}×; period between hiccups {} vs {} ns = {}×; auto threshold {} ns",
             n(v("floor_ns"), 0),
             n(v("c_floor_ns"), 0),
@@ -60,15 +46,15 @@ pub fn measured(id: &str, f: &Figures) -> String {
             n(v("quiet_ratio"), 3),
             n(v("threshold_ns"), 0)
         ),
-        "1b" => format!(
+        Id::ProbeFloorTsc => format!(
             "floor {} vs {} ns = {}×; period between hiccups {}×; auto threshold {} ns",
             n(v("floor_ns"), 0),
-            n(get(f, "1", "c_floor_ns"), 0),
+            n(get(f, Id::ProbeFloor, "c_floor_ns"), 0),
             n(v("floor_ratio"), 2),
             n(v("quiet_ratio"), 3),
             n(v("threshold_ns"), 0)
         ),
-        "2" => {
+        Id::UnwatchedCost => {
             let p = unwatched_parts(f);
             let hook = match (p.hook, p.hook_null, p.hook_null_half_spread) {
                 (Some(h), Some(nl), Some(s)) => match super::results::hook_part(h, nl, s) {
@@ -92,18 +78,18 @@ pub fn measured(id: &str, f: &Figures) -> String {
                 n(v("noise_pct"), 0)
             )
         }
-        "3" => format!(
+        Id::BpfRunTime => format!(
             "switch program {} ns/run at {} events/s (every program in section 3)",
             n(v("switch_ns_per_run"), 0),
             g(v("events_per_sec"))
         ),
-        "4" => format!(
+        Id::RingCapacity => format!(
             "0 drops up to {} events/s (highest reached {}; {})",
             g(v("max_clean_events_per_sec")),
             g(v("max_events_per_sec")),
             v("first_drops_events_per_sec").map_or("no run dropped".to_string(), |d| format!("drops from {} events/s", g(Some(d))))
         ),
-        "4b" => format!(
+        Id::RecorderCost => format!(
             "consumer ns/event, recorder off → on: perf pipe {} → {}, storm {} → {}; storm's peak {} of {} MiB per CPU",
             n(v("pipe_off_ns_per_event"), 0),
             n(v("pipe_on_ns_per_event"), 0),
@@ -112,22 +98,22 @@ pub fn measured(id: &str, f: &Figures) -> String {
             n(v("storm_peak_mib"), 1),
             n(v("cap_mib"), 0)
         ),
-        "4c" => format!(
+        Id::CollectorMix => format!(
             "consumer {} ns/event at {} events/s of a TCP ping-pong in passive mode ({}% of a CPU)",
             n(v("ns_per_event"), 0),
             g(v("events_per_sec")),
             n(v("consumer_cpu_pct"), 1)
         ),
-        "5" => format!("{} MiB", n(v("peak_rss_mib"), 1)),
-        "6" => format!("first sample {} ms, first event {} ms after exec", n(v("first_sample_ms"), 0), n(v("first_event_ms"), 0)),
-        "7" => {
+        Id::PeakRss => format!("{} MiB", n(v("peak_rss_mib"), 1)),
+        Id::Startup => format!("first sample {} ms, first event {} ms after exec", n(v("first_sample_ms"), 0), n(v("first_event_ms"), 0)),
+        Id::ManyCpus => {
             let show = |c: usize| match (v(&format!("events_per_core_sec_{c}")), v(&format!("bytes_per_cpu_{c}"))) {
                 (None, None) => format!("{c} CPUs not measured"),
                 (r, m) => format!("{c} CPUs {} M/s, {} KiB/CPU", n(r.map(|x| x / 1e6), 1), n(m.map(|x| x / 1024.0), 0)),
             };
             format!("events/s per consumer core and memory: {}", SIZES.map(show).join("; "))
         }
-        "8" => super::wakeup::CONDITIONS
+        Id::WakeupProbe => super::wakeup::CONDITIONS
             .map(|c| {
                 let k = slug(c.0);
                 let s = |x: &str| n(v(&format!("{k}_{x}_us")), 0);
@@ -143,7 +129,7 @@ pub fn measured(id: &str, f: &Figures) -> String {
                 )
             })
             .join("; "),
-        "8b" => format!(
+        Id::WatchedCyclictest => format!(
             "cyclictest alone vs watched: avg {} vs {} µs, p99 {} vs {} µs ({} wake-ups seen per run)",
             n(v("alone_avg_us"), 1),
             n(v("watched_avg_us"), 1),
@@ -151,13 +137,15 @@ pub fn measured(id: &str, f: &Figures) -> String {
             n(v("watched_p99_us"), 0),
             n(v("wakeups_seen"), 0)
         ),
-        _ => "not measured".into(),
     }
 }
 
 /// Every figure's row.
 pub fn rows(f: &Figures) -> Vec<Row> {
-    FIGURES.iter().map(|&(id, name)| Row { name, measured: measured(id, f), target: targets::text(id), verdict: judge(id, f) }).collect()
+    Id::ALL
+        .iter()
+        .map(|&id| Row { name: id.title(), measured: measured(id, f), target: targets::text(id), verdict: judge(id, f) })
+        .collect()
 }
 
 /// The figures, for the terminal.

@@ -5,6 +5,8 @@
 //! The targets date from the bench's first version (82f2ff9) unless said
 //! otherwise; the issue or the peer measurement each one answers is named.
 
+use super::ids::Id;
+
 /// Figure 1: the probe's loop floor and its mean period between hiccups,
 /// each at most this many times the bare C `clock_gettime` loop's (the
 /// peer: the smallest loop anyone could write; the probe may cost at most
@@ -55,36 +57,42 @@ pub const WAKEUP_VS_CYCLICTEST: f64 = 0.10;
 /// watching its thread in passive mode. Source: issue 33 ("≤ 5%").
 pub const OBSERVER_AVG: f64 = 0.05;
 
+/// The target of a figure with none (3, 4b): it is reported, not judged.
+const REPORTED: &str = "(reported)";
+
 /// The targets as the tables write them.
-pub fn text(figure: &str) -> String {
+pub fn text(figure: Id) -> String {
     match figure {
-        "1" => format!("≤ {PROBE_VS_C_LOOP}× the C loop"),
-        "1b" => PROBE_TSC_REPORTED.into(),
-        "2" => format!("≤ {UNWATCHED_COST_PCT}% by parts, and ≤ half of bpftrace's end to end"),
-        "4" => format!("0 drops at ≥ {:.0}k events/s", CAPACITY_EVENTS_PER_SEC / 1e3),
-        "4c" => format!("≤ {COLLECTOR_NS_PER_EVENT} ns/event"),
-        "5" => format!("≤ {PEAK_RSS_MIB} MiB"),
-        "6" => format!("≤ {} s", STARTUP_MS / 1e3),
-        "7" => format!(
+        Id::ProbeFloor => format!("≤ {PROBE_VS_C_LOOP}× the C loop"),
+        Id::ProbeFloorTsc => PROBE_TSC_REPORTED.into(),
+        Id::UnwatchedCost => format!("≤ {UNWATCHED_COST_PCT}% by parts, and ≤ half of bpftrace's end to end"),
+        Id::BpfRunTime | Id::RecorderCost => REPORTED.into(),
+        Id::RingCapacity => format!("0 drops at ≥ {:.0}k events/s", CAPACITY_EVENTS_PER_SEC / 1e3),
+        Id::CollectorMix => format!("≤ {COLLECTOR_NS_PER_EVENT} ns/event"),
+        Id::PeakRss => format!("≤ {PEAK_RSS_MIB} MiB"),
+        Id::Startup => format!("≤ {} s", STARTUP_MS / 1e3),
+        Id::ManyCpus => format!(
             "≥ {} M events/s per core; ≤ {} MiB per CPU from {REPLAY_MEMORY_FROM_CPUS} CPUs",
             REPLAY_EVENTS_PER_CORE / 1e6,
             REPLAY_BYTES_PER_CPU / 1048576.0
         ),
-        "8" => format!("avg and p99 within {:.0}% of cyclictest's", WAKEUP_VS_CYCLICTEST * 100.0),
-        "8b" => format!("cyclictest's avg moved ≤ {:.0}%", OBSERVER_AVG * 100.0),
-        _ => "(reported)".into(),
+        Id::WakeupProbe => format!("avg and p99 within {:.0}% of cyclictest's", WAKEUP_VS_CYCLICTEST * 100.0),
+        Id::WatchedCyclictest => format!("cyclictest's avg moved ≤ {:.0}%", OBSERVER_AVG * 100.0),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn targets_read_as_before() {
-        assert_eq!(super::text("1"), "≤ 1.1× the C loop");
-        assert_eq!(super::text("2"), "≤ 1% by parts, and ≤ half of bpftrace's end to end");
-        assert_eq!(super::text("4"), "0 drops at ≥ 500k events/s");
-        assert_eq!(super::text("5"), "≤ 32 MiB");
-        assert_eq!(super::text("6"), "≤ 1 s");
-        assert_eq!(super::text("7"), "≥ 5 M events/s per core; ≤ 1 MiB per CPU from 64 CPUs");
+        assert_eq!(text(Id::ProbeFloor), "≤ 1.1× the C loop");
+        assert_eq!(text(Id::UnwatchedCost), "≤ 1% by parts, and ≤ half of bpftrace's end to end");
+        assert_eq!(text(Id::BpfRunTime), "(reported)");
+        assert_eq!(text(Id::RingCapacity), "0 drops at ≥ 500k events/s");
+        assert_eq!(text(Id::PeakRss), "≤ 32 MiB");
+        assert_eq!(text(Id::Startup), "≤ 1 s");
+        assert_eq!(text(Id::ManyCpus), "≥ 5 M events/s per core; ≤ 1 MiB per CPU from 64 CPUs");
     }
 }

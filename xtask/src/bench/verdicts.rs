@@ -7,6 +7,7 @@
 //! the report.
 
 use super::figures::{get, Figures};
+use super::ids::Id;
 use super::replay::SIZES;
 use super::results::{hook_part, NoPart};
 use super::targets as t;
@@ -211,7 +212,7 @@ pub fn replay(rows: &[(usize, Option<f64>, Option<f64>)], sizes: &[usize]) -> Ve
 
 /// Figure 2's parts out of the figures.
 pub fn unwatched_parts(f: &Figures) -> Unwatched {
-    let g = |k: &str| get(f, "2", k);
+    let g = |k: &str| get(f, Id::UnwatchedCost, k);
     Unwatched {
         own: g("own_threads_pct"),
         hook: g("hook_pct"),
@@ -226,24 +227,24 @@ pub fn unwatched_parts(f: &Figures) -> Unwatched {
 
 /// The verdict of figure `id` in `f`. A figure absent from `f` (an older
 /// history line) is not measured.
-pub fn judge(id: &str, f: &Figures) -> Verdict {
-    let Some(fig) = f.get(id) else { return Verdict::NotMeasured };
+pub fn judge(id: Id, f: &Figures) -> Verdict {
+    let Some(fig) = f.get(&id) else { return Verdict::NotMeasured };
     let g = |k: &str| fig.get(k);
     match id {
-        "1" => probe(g("floor_ratio"), g("quiet_ratio")),
-        "1b" => reported(&[g("floor_ratio")]),
-        "2" => unwatched(unwatched_parts(f)),
-        "3" => reported(&[g("switch_ns_per_run")]),
-        "4" => capacity(g("max_clean_events_per_sec"), g("max_events_per_sec")),
-        "4c" => at_most(&[(g("ns_per_event"), t::COLLECTOR_NS_PER_EVENT)]),
-        "5" => memory(g("peak_rss_mib")),
-        "6" => startup(g("first_sample_ms"), g("first_event_ms")),
-        "7" => {
+        Id::ProbeFloor => probe(g("floor_ratio"), g("quiet_ratio")),
+        Id::ProbeFloorTsc => reported(&[g("floor_ratio")]),
+        Id::UnwatchedCost => unwatched(unwatched_parts(f)),
+        Id::BpfRunTime => reported(&[g("switch_ns_per_run")]),
+        Id::RingCapacity => capacity(g("max_clean_events_per_sec"), g("max_events_per_sec")),
+        Id::CollectorMix => at_most(&[(g("ns_per_event"), t::COLLECTOR_NS_PER_EVENT)]),
+        Id::PeakRss => memory(g("peak_rss_mib")),
+        Id::Startup => startup(g("first_sample_ms"), g("first_event_ms")),
+        Id::ManyCpus => {
             let rows: Vec<_> =
                 SIZES.iter().map(|&n| (n, g(&format!("events_per_core_sec_{n}")), g(&format!("bytes_per_cpu_{n}")))).collect();
             replay(&rows, &SIZES)
         }
-        "8" => {
+        Id::WakeupProbe => {
             let pairs: Vec<(Option<f64>, Option<f64>)> = super::wakeup::CONDITIONS
                 .iter()
                 .flat_map(|c| {
@@ -253,12 +254,12 @@ pub fn judge(id: &str, f: &Figures) -> Verdict {
                 .collect();
             within(&pairs, t::WAKEUP_VS_CYCLICTEST)
         }
-        "8b" => match positive(g("wakeups_seen")) {
+        Id::WatchedCyclictest => match positive(g("wakeups_seen")) {
             Ok(_) => within(&[(g("watched_avg_us"), g("alone_avg_us"))], t::OBSERVER_AVG),
             Err(v) => v,
         },
-        // 4b and any other: reported, over every value they hold.
-        _ => reported(&fig.values.values().copied().collect::<Vec<_>>()),
+        // Reported, over every value it holds.
+        Id::RecorderCost => reported(&fig.values.values().copied().collect::<Vec<_>>()),
     }
 }
 

@@ -4,9 +4,10 @@
 
 use super::*;
 use crate::bench::capacity::{Capacity, Load, Memory, Policy, RateRun};
+use crate::bench::ids::Id;
 use crate::bench::machine::MachineCost;
 use crate::bench::measure::{BpfCost, Floor, ProgCost, Startup, TscFloor};
-use crate::bench::summary::{rows, FIGURES};
+use crate::bench::summary::rows;
 use crate::bench::util::Mem;
 use crate::bench::verdicts::{judge, Verdict};
 use crate::bench::{recorder, replay, wakeup};
@@ -143,10 +144,10 @@ fn results(sampled: bool) -> Results {
 #[test]
 fn a_run_that_sampled_nothing_is_not_measured_anywhere() {
     let f = from_results(&results(false), false);
-    for (id, name) in FIGURES {
-        assert!(f.contains_key(id), "figure {id} is recorded, null, when not measured");
-        assert!(f[id].values.values().all(Option::is_none), "{id}: {:?}", f[id].values);
-        assert_eq!(judge(id, &f), Verdict::NotMeasured, "{name}");
+    for &id in Id::ALL {
+        assert!(f.contains_key(&id), "figure {id:?} is recorded, null, when not measured");
+        assert!(f[&id].values.values().all(Option::is_none), "{id:?}: {:?}", f[&id].values);
+        assert_eq!(judge(id, &f), Verdict::NotMeasured, "{}", id.title());
     }
     for r in rows(&f) {
         assert!(r.measured == "not measured" || r.measured.contains("not usable"), "{}: {}", r.name, r.measured);
@@ -157,29 +158,29 @@ fn a_run_that_sampled_nothing_is_not_measured_anywhere() {
 fn a_good_run_is_met_where_judged() {
     let f = from_results(&results(true), false);
     let want = [
-        ("1", Verdict::Met),
-        ("1b", Verdict::Reported),
-        ("2", Verdict::Met),
-        ("3", Verdict::Reported),
-        ("4", Verdict::Met),
-        ("4b", Verdict::Reported),
-        ("4c", Verdict::Met),
-        ("5", Verdict::Met),
-        ("6", Verdict::Met),
-        ("7", Verdict::Met),
-        ("8", Verdict::Met),
-        ("8b", Verdict::Met),
+        (Id::ProbeFloor, Verdict::Met),
+        (Id::ProbeFloorTsc, Verdict::Reported),
+        (Id::UnwatchedCost, Verdict::Met),
+        (Id::BpfRunTime, Verdict::Reported),
+        (Id::RingCapacity, Verdict::Met),
+        (Id::RecorderCost, Verdict::Reported),
+        (Id::CollectorMix, Verdict::Met),
+        (Id::PeakRss, Verdict::Met),
+        (Id::Startup, Verdict::Met),
+        (Id::ManyCpus, Verdict::Met),
+        (Id::WakeupProbe, Verdict::Met),
+        (Id::WatchedCyclictest, Verdict::Met),
     ];
     for (id, v) in want {
-        assert_eq!(judge(id, &f), v, "figure {id}: {:?}", f[id].values);
+        assert_eq!(judge(id, &f), v, "figure {id:?}: {:?}", f[&id].values);
         // Where drops begin has no value when no run dropped.
-        let unset = f[id].values.iter().filter(|(k, v)| v.is_none() && k.as_str() != "first_drops_events_per_sec").count();
-        assert_eq!(unset, 0, "{id}: {:?}", f[id].values);
+        let unset = f[&id].values.iter().filter(|(k, v)| v.is_none() && k.as_str() != "first_drops_events_per_sec").count();
+        assert_eq!(unset, 0, "{id:?}: {:?}", f[&id].values);
     }
-    assert_eq!(f["1"].method, method::probe(11, 1.0));
-    assert_eq!(f["4"].method, method::capacity(3.0, "SCHED_FIFO 1"));
-    assert_eq!(f["5"].method, method::memory(30.0, "futex ping-pong × 4 pairs, SCHED_FIFO 1"));
-    assert_eq!(from_results(&results(true), true)["1"].method, format!("{} (quick)", method::probe(11, 1.0)));
+    assert_eq!(f[&Id::ProbeFloor].method, method::probe(11, 1.0));
+    assert_eq!(f[&Id::RingCapacity].method, method::capacity(3.0, "SCHED_FIFO 1"));
+    assert_eq!(f[&Id::PeakRss].method, method::memory(30.0, "futex ping-pong × 4 pairs, SCHED_FIFO 1"));
+    assert_eq!(from_results(&results(true), true)[&Id::ProbeFloor].method, format!("{} (quick)", method::probe(11, 1.0)));
 }
 
 /// The seeded line (transcribed from the run of a8ac5ba) carries the
@@ -193,25 +194,25 @@ fn a_good_run_is_met_where_judged() {
 fn the_seed_carries_todays_methods() {
     let seed = crate::bench::history::parse(include_str!("../../../../bench-history.jsonl")).unwrap().remove(0);
     assert_eq!(seed.source.as_deref(), Some("transcribed from BENCHMARKS.md"));
-    let m = |id: &str| seed.figures[id].method.clone();
-    assert_eq!(m("1"), "v1: jitterwatch --clock vdso vs a C clock_gettime loop, alternated, 11 × 1 s");
-    assert_eq!(m("1b"), "v1: jitterwatch --clock tsc vs the same C loop, a third run per repetition, 11 × 1 s");
-    assert_ne!(m("1"), method::probe(11, 1.0));
+    let m = |id: Id| seed.figures[&id].method.clone();
+    assert_eq!(m(Id::ProbeFloor), "v1: jitterwatch --clock vdso vs a C clock_gettime loop, alternated, 11 × 1 s");
+    assert_eq!(m(Id::ProbeFloorTsc), "v1: jitterwatch --clock tsc vs the same C loop, a third run per repetition, 11 × 1 s");
+    assert_ne!(m(Id::ProbeFloor), method::probe(11, 1.0));
     assert_eq!(
-        m("2"),
+        m(Id::UnwatchedCost),
         "v1: by parts (own threads by schedstat + the switch event by paired batches, 3 runs, against a null + the default \
          programs' early returns from figure 3); bpftrace's BPF run time; end to end 7 × 5 conditions"
     );
-    assert_ne!(m("2"), method::unwatched(7, 3), "figure 2's hook part read inverted in v1");
-    assert_eq!(m("3"), method::bpf(3, 3.0));
-    assert_eq!(m("4"), "v1: context-switch storms stepped up and down, 3 s each, strong storms SCHED_FIFO 1");
-    assert_ne!(m("4"), method::capacity(3.0, "SCHED_FIFO 1"), "figure 4 added the IPI storm (v2)");
-    assert_eq!(m("4b"), method::recorder(12));
-    assert_eq!(m("5"), method::memory(30.0, "futex ping-pong × 4 pairs, SCHED_FIFO 1"));
-    assert_eq!(m("6"), method::startup(11));
-    assert_eq!(m("7"), method::replay(24_000.0));
-    assert_eq!(m("8"), "v1: cyclictest -i 1000 and --probe wakeup --period 1ms, alternated, 3 repetitions per condition");
-    assert_ne!(m("8"), method::wakeup(3), "figure 8 holds the DMA latency like cyclictest (v2)");
+    assert_ne!(m(Id::UnwatchedCost), method::unwatched(7, 3), "figure 2's hook part read inverted in v1");
+    assert_eq!(m(Id::BpfRunTime), method::bpf(3, 3.0));
+    assert_eq!(m(Id::RingCapacity), "v1: context-switch storms stepped up and down, 3 s each, strong storms SCHED_FIFO 1");
+    assert_ne!(m(Id::RingCapacity), method::capacity(3.0, "SCHED_FIFO 1"), "figure 4 added the IPI storm (v2)");
+    assert_eq!(m(Id::RecorderCost), method::recorder(12));
+    assert_eq!(m(Id::PeakRss), method::memory(30.0, "futex ping-pong × 4 pairs, SCHED_FIFO 1"));
+    assert_eq!(m(Id::Startup), method::startup(11));
+    assert_eq!(m(Id::ManyCpus), method::replay(24_000.0));
+    assert_eq!(m(Id::WakeupProbe), "v1: cyclictest -i 1000 and --probe wakeup --period 1ms, alternated, 3 repetitions per condition");
+    assert_ne!(m(Id::WakeupProbe), method::wakeup(3), "figure 8 holds the DMA latency like cyclictest (v2)");
 }
 
 #[test]

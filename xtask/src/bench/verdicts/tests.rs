@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::bench::figures::Figure;
+use crate::bench::ids::Id;
 
 /// The inputs that are not a real sample of a positive quantity.
 const BAD: [Option<f64>; 6] = [None, Some(f64::NAN), Some(f64::INFINITY), Some(f64::NEG_INFINITY), Some(0.0), Some(-0.7)];
@@ -150,17 +151,17 @@ fn figure_7_needs_every_size_and_both_limits() {
 #[test]
 fn judge_reads_absent_and_null_figures_as_not_measured() {
     let mut f = Figures::new();
-    for id in ["1", "1b", "2", "3", "4", "4b", "5", "6", "7", "8"] {
-        assert_eq!(judge(id, &f), Verdict::NotMeasured, "figure {id} absent");
+    for &id in Id::ALL {
+        assert_eq!(judge(id, &f), Verdict::NotMeasured, "figure {id:?} absent");
     }
-    f.insert("5".into(), Figure::new("m").with("peak_rss_mib", None));
-    assert_eq!(judge("5", &f), Verdict::NotMeasured);
-    f.insert("5".into(), Figure::new("m").with("peak_rss_mib", Some(27.2)));
-    assert_eq!(judge("5", &f), Verdict::Met);
-    f.insert("8".into(), Figure::new("m").with("idle_sched_other_jw_p99_us", Some(139.0)).with("idle_sched_other_ct_p99_us", None));
-    assert_eq!(judge("8", &f), Verdict::NotMeasured);
-    f.insert("1b".into(), Figure::new("m").with("floor_ratio", Some(0.4)));
-    assert_eq!(judge("1b", &f), Verdict::Reported, "no target chosen before its result");
+    f.insert(Id::PeakRss, Figure::new("m").with("peak_rss_mib", None));
+    assert_eq!(judge(Id::PeakRss, &f), Verdict::NotMeasured);
+    f.insert(Id::PeakRss, Figure::new("m").with("peak_rss_mib", Some(27.2)));
+    assert_eq!(judge(Id::PeakRss, &f), Verdict::Met);
+    f.insert(Id::WakeupProbe, Figure::new("m").with("idle_sched_other_jw_p99_us", Some(139.0)).with("idle_sched_other_ct_p99_us", None));
+    assert_eq!(judge(Id::WakeupProbe, &f), Verdict::NotMeasured);
+    f.insert(Id::ProbeFloorTsc, Figure::new("m").with("floor_ratio", Some(0.4)));
+    assert_eq!(judge(Id::ProbeFloorTsc, &f), Verdict::Reported, "no target chosen before its result");
 }
 
 #[test]
@@ -174,20 +175,20 @@ fn the_wakeup_probe_and_the_observer_are_judged_both_ways() {
             eight = eight.with(&format!("{k}_jw_{st}_us"), Some(108.0)).with(&format!("{k}_ct_{st}_us"), Some(100.0));
         }
     }
-    f.insert("8".into(), eight.clone());
-    assert_eq!(judge("8", &f), Verdict::Met);
+    f.insert(Id::WakeupProbe, eight.clone());
+    assert_eq!(judge(Id::WakeupProbe, &f), Verdict::Met);
     let k = slug(crate::bench::wakeup::CONDITIONS[3].0);
-    f.insert("8".into(), eight.clone().with(&format!("{k}_jw_p99_us"), Some(89.0)));
-    assert_eq!(judge("8", &f), Verdict::Missed, "11% below is as far off as above");
-    f.insert("8".into(), eight.with(&format!("{k}_ct_avg_us"), None));
-    assert_eq!(judge("8", &f), Verdict::NotMeasured);
+    f.insert(Id::WakeupProbe, eight.clone().with(&format!("{k}_jw_p99_us"), Some(89.0)));
+    assert_eq!(judge(Id::WakeupProbe, &f), Verdict::Missed, "11% below is as far off as above");
+    f.insert(Id::WakeupProbe, eight.with(&format!("{k}_ct_avg_us"), None));
+    assert_eq!(judge(Id::WakeupProbe, &f), Verdict::NotMeasured);
     let obs = |seen: f64, watched: f64| {
         Figure::new("v1").with("wakeups_seen", Some(seen)).with("alone_avg_us", Some(40.0)).with("watched_avg_us", Some(watched))
     };
-    f.insert("8b".into(), obs(5000.0, 41.9));
-    assert_eq!(judge("8b", &f), Verdict::Met);
-    f.insert("8b".into(), obs(5000.0, 42.1));
-    assert_eq!(judge("8b", &f), Verdict::Missed);
-    f.insert("8b".into(), obs(0.0, 40.0));
-    assert_eq!(judge("8b", &f), Verdict::NotMeasured, "no wake-up seen: cyclictest was not watched");
+    f.insert(Id::WatchedCyclictest, obs(5000.0, 41.9));
+    assert_eq!(judge(Id::WatchedCyclictest, &f), Verdict::Met);
+    f.insert(Id::WatchedCyclictest, obs(5000.0, 42.1));
+    assert_eq!(judge(Id::WatchedCyclictest, &f), Verdict::Missed);
+    f.insert(Id::WatchedCyclictest, obs(0.0, 40.0));
+    assert_eq!(judge(Id::WatchedCyclictest, &f), Verdict::NotMeasured, "no wake-up seen: cyclictest was not watched");
 }
