@@ -1,7 +1,8 @@
 //! `jitterwatch events`: attach, drain on a short period, print one line
 //! per event (event_lines.rs), or keep them and write them as one trace
-//! (`--format perfetto FILE`). A closed pipe (`| head`) ends it through the
-//! one BrokenPipe path in main.rs.
+//! (`--format perfetto FILE` or `--format json FILE`). A closed pipe
+//! (`| head`) ends it through the one BrokenPipe path, at the end of
+//! `jitterwatch::main` in lib.rs.
 
 use crate::say::say;
 use std::cell::RefCell;

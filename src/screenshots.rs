@@ -258,7 +258,7 @@ pub fn paint(buf: &Buffer) -> Result<Vec<u8>> {
         }
     }
     let mut png = Vec::new();
-    img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageOutputFormat::Png).context("cannot encode the screen as PNG")?;
+    img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png).context("cannot encode the screen as PNG")?;
     Ok(png)
 }
 

@@ -70,7 +70,7 @@ pub fn png(c: &Comparison, path: &Path) -> Result<()> {
     }
     let img = image::RgbImage::from_raw(SIZE.0, SIZE.1, rgb).ok_or_else(|| anyhow!("the chart's buffer has the wrong size"))?;
     let mut f = std::io::BufWriter::new(crate::output::create(path, "the chart")?);
-    img.write_to(&mut f, image::ImageOutputFormat::Png).with_context(|| format!("cannot write the chart {}", path.display()))?;
+    img.write_to(&mut f, image::ImageFormat::Png).with_context(|| format!("cannot write the chart {}", path.display()))?;
     f.flush().with_context(|| format!("cannot write the chart {}", path.display()))
 }
 

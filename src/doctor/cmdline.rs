@@ -1,6 +1,7 @@
 //! The kernel command line as the kernel splits it, and the values of its
 //! isolation parameters as the kernel reads them: CPU lists where `N` is
-//! the last CPU, isolcpus='s flags before its list. boot.rs judges them.
+//! the last CPU, isolcpus='s flags before its list. boot/mod.rs judges
+//! them (nohz_full and rcu_nocbs in boot/nohz_rcu.rs).
 
 use crate::cpulist;
 use crate::sanitize::visible;

@@ -1,14 +1,13 @@
 //! A view in the OpenMetrics text format, through prometheus-client's
 //! encoder. Names are untrusted: already escaped for a terminal (control
 //! and format characters shown visibly), they are escaped again for the
-//! format's quoted label values (`\`, `"`, newline), which the crate's
-//! encoder writes as given.
+//! format's quoted label values (`\`, `"`, newline) by the crate's
+//! encoder (since prometheus-client 0.25.2).
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelValue, EncodeMetric, LabelValueEncoder, NoLabelSet};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
@@ -16,24 +15,8 @@ use prometheus_client::registry::{Registry, Unit};
 
 use super::{CauseSeries, View, BUCKETS};
 
-/// A label value escaped for the exposition format.
-struct Escaped<'a>(&'a str);
-
-impl EncodeLabelValue for Escaped<'_> {
-    fn encode(&self, e: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
-        for c in self.0.chars() {
-            match c {
-                '\\' => e.write_str("\\\\")?,
-                '"' => e.write_str("\\\"")?,
-                '\n' => e.write_str("\\n")?,
-                c => e.write_char(c)?,
-            }
-        }
-        Ok(())
-    }
-}
-
-type Labels<'a> = Vec<(&'static str, Escaped<'a>)>;
+/// A series' labels: the encoder escapes the values.
+type Labels<'a> = Vec<(&'static str, &'a str)>;
 
 #[derive(Debug)]
 struct ViewCollector(Arc<View>);
@@ -59,13 +42,13 @@ fn family<'v, M: EncodeMetric>(
 }
 
 fn cause_labels<'v>(cpu: &'v str, c: &'v CauseSeries) -> Labels<'v> {
-    vec![("cpu", Escaped(cpu)), ("kind", Escaped(c.kind)), ("name", Escaped(&c.name))]
+    vec![("cpu", cpu), ("kind", c.kind), ("name", &c.name)]
 }
 
 /// A sender's series: `sender` is its program, or `(kind:name)` of the
 /// CPU's own interrupt-level code.
 fn sender_labels<'v>(cpu: &'v str, c: &'v CauseSeries) -> Labels<'v> {
-    vec![("cpu", Escaped(cpu)), ("kind", Escaped(c.kind)), ("sender", Escaped(&c.name))]
+    vec![("cpu", cpu), ("kind", c.kind), ("sender", &c.name)]
 }
 
 fn counters(xs: Vec<(Labels<'_>, u64)>) -> impl Iterator<Item = (Labels<'_>, ConstCounter<u64>)> {
@@ -85,9 +68,9 @@ impl Collector for ViewCollector {
         let v = &*self.0;
         let cpus: Vec<String> = v.cpus.iter().map(|c| c.cpu.to_string()).collect();
         let per_cpu = |f: &dyn Fn(&super::CpuView) -> u64| -> Vec<(Labels<'_>, u64)> {
-            v.cpus.iter().zip(&cpus).map(|(c, n)| (vec![("cpu", Escaped(n))], f(c))).collect()
+            v.cpus.iter().zip(&cpus).map(|(c, n)| (vec![("cpu", n.as_str())], f(c))).collect()
         };
-        let info = [(vec![("version", Escaped(env!("CARGO_PKG_VERSION"))), ("mode", Escaped(v.mode))], ConstGauge::new(1i64))];
+        let info = [(vec![("version", env!("CARGO_PKG_VERSION")), ("mode", v.mode)], ConstGauge::new(1i64))];
         family(
             &mut enc,
             "jitterwatch_build_info",
@@ -108,10 +91,10 @@ impl Collector for ViewCollector {
         {
             let mut m = enc.encode_descriptor("jitterwatch_gap", "Stall lengths", Some(&Unit::Seconds), MetricType::Histogram)?;
             for (c, n) in v.cpus.iter().zip(&cpus) {
-                let labels: Labels = vec![("cpu", Escaped(n))];
+                let labels: Labels = vec![("cpu", n.as_str())];
                 let mut buckets: Vec<(f64, u64)> = BUCKETS.iter().copied().zip(c.counts).collect();
-                // The encoder writes `+Inf` for f64::MAX (its own histograms end so).
-                buckets.push((f64::MAX, c.counts[BUCKETS.len()]));
+                // The encoder writes `+Inf` for an infinite bound.
+                buckets.push((f64::INFINITY, c.counts[BUCKETS.len()]));
                 m.encode_family(&labels)?.encode_histogram::<NoLabelSet>(secs(c.stolen_ns), c.hiccups, &buckets, None)?;
             }
         }
@@ -182,7 +165,7 @@ impl Collector for ViewCollector {
             counters(per_cpu(&|c| c.queue_overflows)),
         )?;
         if !v.threads.is_empty() {
-            let threads = || v.threads.iter().map(|s| (vec![("thread", Escaped(&s.name))], s));
+            let threads = || v.threads.iter().map(|s| (vec![("thread", s.name.as_str())], s));
             family(
                 &mut enc,
                 "jitterwatch_thread_stolen",
@@ -200,7 +183,7 @@ impl Collector for ViewCollector {
                 threads().map(|(l, s)| (l, ConstCounter::new(s.hiccups))),
             )?;
         }
-        // Without labels: no family, or the encoder writes an empty `{}`.
+        // Without labels: the counter straight on its descriptor.
         ConstCounter::new(v.events).encode(enc.encode_descriptor(
             "jitterwatch_events",
             "Kernel events read",

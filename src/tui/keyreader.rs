@@ -1,9 +1,9 @@
 //! Keys read straight from the terminal instead of through crossterm's
 //! event reader: once the terminal is gone (ssh dropped, window closed,
-//! tmux session killed) crossterm 0.28 spins inside `event::poll` forever,
-//! timeout or not (crossterm-rs/crossterm#793), and jitterwatch would never
-//! get back to stopping its probes. Here a hang-up ends the run. Resizes
-//! are noticed by the loop comparing sizes each frame.
+//! tmux session killed) crossterm (0.29 as 0.28) spins inside `event::poll`
+//! forever, timeout or not (crossterm-rs/crossterm#793, still open), and
+//! jitterwatch would never get back to stopping its probes. Here a hang-up
+//! ends the run. Resizes are noticed by the loop comparing sizes each frame.
 
 use std::fs::File;
 use std::io;

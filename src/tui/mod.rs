@@ -1,7 +1,8 @@
 //! The live screen (`jitterwatch --cpus 6,7`): draws the snapshots the
 //! collector sends, and sends it the user's reset. Runs on the calling
-//! thread, which monitor.rs has pinned to the unwatched CPUs; the
-//! collector never waits on it (it drops a frame the screen has not taken).
+//! thread (monitor/mod.rs's run), which startup.rs has pinned to the
+//! unwatched CPUs; the collector never waits on it (it drops a frame the
+//! screen has not taken).
 
 mod app;
 mod fmt;
