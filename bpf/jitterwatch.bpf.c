@@ -16,6 +16,7 @@ struct jw_event _jw_event = {};
 enum jw_kind _jw_kind = 0;
 enum jw_vector _jw_vector = 0;
 enum jw_limits _jw_limits = 0;
+enum jw_sentinel _jw_sentinel = 0;
 
 /* Watched CPUs: set from userspace before attach; one lookup on every CPU. */
 __u8 watched[JW_MAX_CPUS] = {};

@@ -18,6 +18,11 @@ enum jw_limits {
 	JW_IRQ_NAME_LEN = 24,
 };
 
+/* A __u32 duration that could not be read (an enum: it reaches BTF too). */
+enum jw_sentinel {
+	JW_UNKNOWN = 0xffffffffu,
+};
+
 enum jw_kind {
 	JW_SWITCH = 1,
 	JW_IRQ_ENTRY,
@@ -65,10 +70,21 @@ struct jw_switch {
 	__u32 prev_state;
 	/*
 	 * How long prev ran since it was switched in (rq clock; 0: unknown).
-	 * The per-CPU perf event never sees the idle task switch out, so this
-	 * tells userspace where the missing idle -> prev switch was.
+	 * It places a switch into prev that no program saw: the per-CPU perf
+	 * event never sees the idle task switch out, and on our VMs no hook
+	 * runs as the hypervisor agent's threads switch out.
 	 */
 	__u32 prev_ran_ns;
+	/*
+	 * The kernel's books (schedstat's run_delay: time waiting on a
+	 * runqueue), low 32 bits, wrapping: prev's as it leaves, next's before
+	 * this switch adds its wait. Two readings of one task differ by what
+	 * the kernel booked in between, switches no hook saw included.
+	 * JW_UNKNOWN in next_delay where it cannot be read (the perf event
+	 * fires after the kernel booked the wait).
+	 */
+	__u32 prev_delay;
+	__u32 next_delay;
 	char prev_comm[JW_COMM_LEN];
 	char next_comm[JW_COMM_LEN];
 };

@@ -9,8 +9,17 @@
 #ifndef JITTERWATCH_SWITCH_BPF_H
 #define JITTERWATCH_SWITCH_BPF_H
 
+/* A task's run_delay (schedstat's wait on a runqueue), low 32 bits. */
+static __always_inline __u32 run_delay(struct task_struct *t)
+{
+	if (!bpf_core_field_exists(t->sched_info))
+		return JW_UNKNOWN;
+	return t->sched_info.run_delay;
+}
+
 static __always_inline void fill_switch(struct jw_event *e, struct task_struct *prev,
-					struct task_struct *next, __u32 prev_state, __u32 prev_ran_ns)
+					struct task_struct *next, __u32 prev_state, __u32 prev_ran_ns,
+					__u32 next_delay)
 {
 	e->u.sw.prev_pid = prev->pid;
 	e->u.sw.prev_tgid = prev->tgid;
@@ -20,8 +29,50 @@ static __always_inline void fill_switch(struct jw_event *e, struct task_struct *
 	e->u.sw.next_prio = next->prio;
 	e->u.sw.prev_state = prev_state;
 	e->u.sw.prev_ran_ns = prev_ran_ns;
+	e->u.sw.prev_delay = run_delay(prev);
+	e->u.sw.next_delay = next_delay;
 	__builtin_memcpy(e->u.sw.prev_comm, prev->comm, JW_COMM_LEN);
 	__builtin_memcpy(e->u.sw.next_comm, next->comm, JW_COMM_LEN);
+}
+
+/*
+ * How long prev ran since it was switched in, ns (0: unknown): both on the
+ * rq clock, as updated at the start of each __schedule(). Every record
+ * carries it, so a switch-in that no program saw is placed by the switch
+ * out that follows it: the perf event never fires when the idle task is
+ * switched out, and on our VMs no hook at all runs as the hypervisor
+ * agent's threads switch out (why is not known: a switch into them is
+ * seen, the one out never).
+ */
+static __always_inline __u32 ran_since_arrival(struct task_struct *prev, struct rq *rq)
+{
+	__u64 arrived, ran;
+
+	/* Absent without CONFIG_SCHED_INFO: then no run time. */
+	if (!bpf_core_field_exists(prev->sched_info) || !rq)
+		return 0;
+	arrived = prev->sched_info.last_arrival;
+	if (!arrived)
+		return 0;
+	ran = rq->clock - arrived;
+	/* Over 4.3 s: userspace clamps it to the CPU's last switch. */
+	return ran > 0xffffffffULL ? 0xffffffff : ran;
+}
+
+/*
+ * The tracepoint programs' runqueue: through the task's cfs_rq, which
+ * exists with CONFIG_FAIR_GROUP_SCHED only (else NULL, and no run time).
+ */
+static __always_inline struct rq *rq_of(struct task_struct *t)
+{
+	struct cfs_rq *cfs;
+
+	if (!bpf_core_field_exists(t->se.cfs_rq))
+		return NULL;
+	cfs = t->se.cfs_rq;
+	if (!cfs)
+		return NULL;
+	return cfs->rq;
 }
 
 /*
@@ -62,7 +113,6 @@ int on_switch_out(struct bpf_perf_event_data *ctx)
 	struct cfs_rq *cfs = prev->se.cfs_rq;
 	struct rq *rq;
 	struct task_struct *next;
-	__u64 arrived, ran;
 	__u32 state;
 	struct jw_event *e;
 
@@ -75,18 +125,12 @@ int on_switch_out(struct bpf_perf_event_data *ctx)
 	if (!next)
 		return 0;
 	state = task_state(prev);
-	/* Both on the rq clock, as updated at the start of each __schedule(). */
-	arrived = prev->sched_info.last_arrival;
-	ran = rq->clock - arrived;
-	if (!arrived)
-		ran = 0;
-	else if (ran > 0xffffffffULL)
-		ran = 0xffffffffULL; /* over 4.3 s: userspace clamps to its last switch */
 	/* The tracepoint's preempt flag: switched out while still runnable. */
 	e = reserve(JW_SWITCH, state == 0);
 	if (!e)
 		return 0;
-	fill_switch(e, prev, next, state, ran);
+	/* Fired after sched_info_arrive: next's reading has its wait in. */
+	fill_switch(e, prev, next, state, ran_since_arrival(prev, rq), JW_UNKNOWN);
 	submit(e);
 	return 0;
 }
@@ -97,11 +141,12 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
 	struct jw_event *e = reserve(JW_SWITCH, preempt);
+	struct rq *rq;
 
 	if (!e)
 		return 0;
-	/* Every switch is seen here: no run time is needed to place one. */
-	fill_switch(e, prev, next, prev_state, 0);
+	rq = rq_of(prev);
+	fill_switch(e, prev, next, prev_state, ran_since_arrival(prev, rq), run_delay(next));
 	submit(e);
 	return 0;
 }
@@ -116,10 +161,12 @@ int BPF_PROG(on_sched_switch_old, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
 {
 	struct jw_event *e = reserve(JW_SWITCH, preempt);
+	struct rq *rq;
 
 	if (!e)
 		return 0;
-	fill_switch(e, prev, next, task_state(prev), 0);
+	rq = rq_of(prev);
+	fill_switch(e, prev, next, task_state(prev), ran_since_arrival(prev, rq), run_delay(next));
 	submit(e);
 	return 0;
 }

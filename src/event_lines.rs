@@ -211,7 +211,11 @@ mod tests {
         let mut comm = [0u8; 16];
         comm[..8].copy_from_slice(b"bad\x1b[2Jx");
         let t = Task { pid: 7, tgid: 7, prio: 120, comm };
-        let s = line(&mut p, 1_500_000_000, Payload::Switch { prev: t, next: t, prev_state: 1, prev_ran_ns: 0, preempt: false });
+        let s = line(
+            &mut p,
+            1_500_000_000,
+            Payload::Switch { prev: t, next: t, prev_state: 1, prev_ran_ns: 0, delays: (None, None), preempt: false },
+        );
         assert!(s.starts_with("     1.500000000 cpu1   sched_switch"), "{s}");
         assert!(s.contains("bad\\x1b[2Jx[7] prio=120 state=S"), "{s}");
         line(&mut p, 10, Payload::WorkStart { func: 0xffffffff81001000, work: 9 });

@@ -2,13 +2,15 @@
 //! and the limits come from the C header through libbpf-cargo's generated
 //! types; nothing here allocates.
 
-use crate::bpf::types::{jw_event, jw_kind, jw_limits, jw_origin_kind, jw_vector};
+use crate::bpf::types::{jw_event, jw_kind, jw_limits, jw_origin_kind, jw_sentinel, jw_vector};
 
 /// The most CPUs the BPF side can watch.
 pub const MAX_CPUS: usize = jw_limits::JW_MAX_CPUS.0 as usize;
 /// A task's comm as the kernel keeps it (TASK_COMM_LEN).
 pub const COMM_LEN: usize = jw_limits::JW_COMM_LEN.0 as usize;
 pub const IRQ_NAME_LEN: usize = jw_limits::JW_IRQ_NAME_LEN.0 as usize;
+/// A duration the BPF side could not read.
+const UNKNOWN: u32 = jw_sentinel::JW_UNKNOWN.0;
 
 /// x86 system vectors the kernel traces with entry/exit pairs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -86,6 +88,10 @@ pub enum Payload {
         next: Task,
         prev_state: u32,
         prev_ran_ns: u32,
+        /// The kernel's run_delay (time waiting on a runqueue), low 32
+        /// bits: prev's as it leaves, next's before this switch adds its
+        /// wait (None: not read; see bpf/jitterwatch.h).
+        delays: (Option<u32>, Option<u32>),
         preempt: bool,
     },
     IrqEntry {
@@ -219,6 +225,7 @@ impl Event {
                         next: Task { pid: s.next_pid, tgid: s.next_tgid, prio: s.next_prio, comm: bytes(&s.next_comm) },
                         prev_state: s.prev_state,
                         prev_ran_ns: s.prev_ran_ns,
+                        delays: ((s.prev_delay != UNKNOWN).then_some(s.prev_delay), (s.next_delay != UNKNOWN).then_some(s.next_delay)),
                         preempt: e.sub != 0,
                     }
                 }
@@ -304,6 +311,8 @@ pub(crate) mod tests {
                     next_prio: 120,
                     prev_state: 1,
                     prev_ran_ns: 7,
+                    prev_delay: 11,
+                    next_delay: u32::MAX,
                     prev_comm: comm("bash"),
                     next_comm: comm("swapper/3"),
                 },
@@ -312,8 +321,10 @@ pub(crate) mod tests {
         let ev = Event::decode(&raw(&e)).unwrap();
         assert_eq!((ev.ts, ev.cpu, ev.dropped), (42, 3, 5));
         match ev.payload {
-            Payload::Switch { prev, next, prev_state, prev_ran_ns, preempt } => {
+            Payload::Switch { prev, next, prev_state, prev_ran_ns, delays, preempt } => {
                 assert_eq!((prev.pid, prev.tgid, next.pid, prev_state, prev_ran_ns, preempt), (10, 9, 0, 1, 7, true));
+                // An unread delay (JW_UNKNOWN) is None, not a reading.
+                assert_eq!(delays, (Some(11), None));
                 assert_eq!(&prev.comm[..5], b"bash\0");
                 assert_eq!(&next.comm[..9], b"swapper/3");
             }

@@ -92,7 +92,7 @@ impl Drain {
             let stats = &mut self.sinks.stats;
             stats.set_threads(t.threads().map(|i| {
                 let mut i = i.clone();
-                i.runnable_ns = t.runnable_until(i.tid, now);
+                i.books = t.books_until(i.tid, now);
                 i
             }));
             stats.threads_elsewhere = t.seen_elsewhere.clone();

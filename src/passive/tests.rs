@@ -30,7 +30,7 @@ fn ev(ts: u64, payload: Payload) -> Event {
 
 /// prev switched out in `state` (0: still runnable).
 fn switch(ts: u64, prev: Task, next: Task, state: u32) -> Event {
-    ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, preempt: state == 0 })
+    ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, delays: (None, None), preempt: state == 0 })
 }
 
 fn irq(ts: u64, entry: bool) -> Event {
@@ -117,7 +117,7 @@ fn an_interruption_that_ends_in_a_preemption_is_one_gap() {
     assert_eq!((h[1].0, h[1].2.clone()), (Source::Interrupted, vec!["irq:24=10000".to_string()]));
     assert_eq!((h[2].0, h[2].2.clone()), (Source::Preempted, vec!["task:hog[77]=190000".to_string()]));
     // Runnable time counts the preemption from the switch, once.
-    assert_eq!(t.runnable_until(APP, 1_500 * US), 1_500 * US);
+    assert_eq!(t.books_until(APP, 1_500 * US).runnable_ns(), 1_500 * US);
 }
 
 #[test]
@@ -155,14 +155,36 @@ fn a_migration_is_counted_and_a_new_thread_picked_up() {
     // A thread of the app that did not exist at start.
     let worker = task(501, APP, "app-worker");
     let evs = [
-        at(2, 0, Payload::Switch { prev: task(0, 0, "swapper/2"), next: worker, prev_state: 1, prev_ran_ns: 0, preempt: false }),
-        at(2, 50 * US, Payload::Switch { prev: worker, next: task(0, 0, "swapper/2"), prev_state: 1, prev_ran_ns: 0, preempt: false }),
+        at(
+            2,
+            0,
+            Payload::Switch {
+                prev: task(0, 0, "swapper/2"),
+                next: worker,
+                prev_state: 1,
+                prev_ran_ns: 0,
+                delays: (None, None),
+                preempt: false,
+            },
+        ),
+        at(
+            2,
+            50 * US,
+            Payload::Switch {
+                prev: worker,
+                next: task(0, 0, "swapper/2"),
+                prev_state: 1,
+                prev_ran_ns: 0,
+                delays: (None, None),
+                preempt: false,
+            },
+        ),
         switch(100 * US, task(0, 0, "swapper/3"), worker, 1),
     ];
     let (_, t) = run(&evs, US);
     let w = t.threads().find(|i| i.tid == 501).expect("picked up");
     assert_eq!(w.migrations, vec![(2, 3, 1)]);
-    assert_eq!(w.runnable_ns, 50 * US);
+    assert_eq!(w.runnable_ns(), 50 * US);
 }
 
 #[test]
@@ -278,3 +300,4 @@ fn a_thread_that_execs_into_the_watched_name_is_watched_from_the_rename() {
 }
 
 mod attach;
+mod books;

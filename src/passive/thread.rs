@@ -12,20 +12,30 @@ pub(super) enum State {
         cpu: u32,
         since: u64,
     },
-    /// `from`: where its gap began (an interruption that led to the
-    /// preemption), at most `since`.
+    /// On the runqueue since `since` (its switch out). `from`: where its
+    /// gap began (an interruption that led to the preemption), at most
+    /// `since`.
     Preempted {
         cpu: u32,
         since: u64,
         from: u64,
     },
+    /// Woken (and so enqueued) at `at`.
     Woken {
         cpu: u32,
         at: u64,
     },
+    /// Its switch out was not seen (another task was next seen switching
+    /// out there): preempted or asleep since `since`, not known which. A
+    /// wake-up says asleep; a switch in without one, preempted.
+    Unseen {
+        cpu: u32,
+        since: u64,
+    },
     Sleeping,
+    /// Switched out dead: its books are closed.
+    Exited,
 }
-
 /// How passive mode learnt of a thread: said in the summary, so a user
 /// knows why a thread is (or is not yet) watched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -53,15 +63,110 @@ impl Found {
     }
 }
 
+/// A thread's time as the kernel books it in `/proc/PID/task/TID/schedstat`
+/// (time on a CPU, time waiting on a runqueue), counted from the context
+/// switches and wake-ups over the window in which passive mode saw it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Books {
+    /// On a CPU (schedstat's first field).
+    pub ran_ns: u64,
+    /// On a runqueue, wanting a CPU, by the clock: from a preemption (its
+    /// switch out), or from a wake-up (sched_wakeup fires once the thread
+    /// is queued), to its switch in.
+    pub queued_ns: u64,
+    /// The part of `queued_ns` after wake-ups.
+    pub woken_queued_ns: u64,
+    /// What the kernel booked to its run_delay over the same window
+    /// (schedstat's second field), from its own count read at each switch.
+    pub kernel_queued_ns: u64,
+    /// The kernel's run_delay (low 32 bits) as last read, while the
+    /// window's bookings are being summed (None: no reading yet, or the
+    /// last one came before the window).
+    pub(super) delay_seen: Option<u32>,
+    /// The window these books cover: from when the thread was first known
+    /// to run or to wait, to its last switch out (or the last look).
+    pub from_ns: Option<u64>,
+    pub to_ns: u64,
+    /// Switches into it no program saw, placed by how long it had run when
+    /// it next switched out (the kernel's own count, from BPF).
+    pub placed: u64,
+    /// Switches into it no program saw and that could not be placed (the
+    /// kernel gave no run time): their run and wait are missing here.
+    pub unplaced: u64,
+    /// Waits no hook saw begin (a wake-up and the switch in both unseen),
+    /// taken from the kernel's books at the next switch out.
+    pub from_kernel: u64,
+    /// Such a wait is open: the next reading of the kernel's books gives it.
+    pub(super) unseen_wait: bool,
+}
+
+impl Books {
+    /// Ran or waited to: what "% of its runnable time lost" divides by.
+    pub fn runnable_ns(&self) -> u64 {
+        self.ran_ns + self.queued_ns
+    }
+
+    fn open(&mut self, at: u64) {
+        if self.from_ns.is_none() {
+            self.from_ns = Some(at);
+        }
+        self.to_ns = self.to_ns.max(at);
+    }
+
+    pub(super) fn ran(&mut self, since: u64, until: u64) {
+        self.open(since);
+        self.ran_ns += until.saturating_sub(since);
+        self.to_ns = self.to_ns.max(until);
+    }
+
+    /// A wait on a runqueue from `since` to `until`; `woken`: it began
+    /// at a wake-up (else a preemption).
+    pub(super) fn queued(&mut self, since: u64, until: u64, woken: bool) {
+        self.open(since);
+        let ns = until.saturating_sub(since);
+        self.queued_ns += ns;
+        if woken {
+            self.woken_queued_ns += ns;
+        }
+        self.to_ns = self.to_ns.max(until);
+    }
+
+    /// The kernel's run_delay read at a switch (`delay`, low 32 bits):
+    /// what it booked since the last reading joins the window's sum.
+    /// `baseline`: the reading comes before a wait of the window (else the
+    /// next reading starts the sum afresh).
+    pub(super) fn kernel_delay(&mut self, delay: Option<u32>, baseline: bool) {
+        let Some(d) = delay else { return };
+        if let Some(seen) = self.delay_seen {
+            let booked = u64::from(d.wrapping_sub(seen));
+            self.kernel_queued_ns += booked;
+            if std::mem::take(&mut self.unseen_wait) {
+                // No clock of ours saw that wait: the kernel's count is all
+                // there is (it began at a wake-up, the wait no hook saw).
+                self.queued_ns += booked;
+                self.woken_queued_ns += booked;
+                self.from_kernel += 1;
+            }
+        }
+        self.unseen_wait = false;
+        self.delay_seen = baseline.then_some(d);
+    }
+
+    /// Known to exist from `at` on, neither running nor waiting yet (found
+    /// asleep): the window begins.
+    pub(super) fn seen(&mut self, at: u64) {
+        self.open(at);
+    }
+}
+
 /// What passive mode knows of a watched thread besides its hiccups.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadInfo {
     pub tid: u32,
     pub tgid: u32,
     pub comm: Comm,
-    /// Time it ran or wanted to (running, preempted, waiting after a
-    /// wake-up), ns: what "% of its runnable time lost" divides by.
-    pub runnable_ns: u64,
+    /// Its time on a CPU and on a runqueue, as known at the last look.
+    pub books: Books,
     /// (from CPU, to CPU, times), in the order first seen.
     pub migrations: Vec<(u32, u32, u64)>,
     pub last_cpu: Option<u32>,
@@ -70,19 +175,36 @@ pub struct ThreadInfo {
     pub classes: Classes,
 }
 
+impl ThreadInfo {
+    pub(super) fn new(tid: u32, tgid: u32, comm: Comm, found: Found) -> Self {
+        ThreadInfo { tid, tgid, comm, books: Books::default(), migrations: Vec::new(), last_cpu: None, found, classes: Classes::default() }
+    }
+
+    /// Ran or waited to, ns.
+    pub fn runnable_ns(&self) -> u64 {
+        self.books.runnable_ns()
+    }
+}
+
 pub(super) struct Thread {
     pub(super) info: ThreadInfo,
     pub(super) state: State,
 }
 
 impl Thread {
-    /// Its runnable time so far, up to `now` (the stretch it is in counted).
-    pub(super) fn runnable_until(&self, now: u64) -> u64 {
-        self.info.runnable_ns
-            + match self.state {
-                State::Running { since, .. } | State::Preempted { since, .. } => now.saturating_sub(since),
-                State::Woken { at, .. } => now.saturating_sub(at),
-                State::Sleeping => 0,
-            }
+    /// Its books as they stand at `now`, the stretch it is in counted.
+    pub(super) fn books_until(&self, now: u64) -> Books {
+        let mut b = self.info.books;
+        match self.state {
+            State::Running { since, .. } => b.ran(since, now),
+            // The kernel books a wait at its end: ours alone counts it so far.
+            State::Preempted { since, .. } => b.queued(since, now, false),
+            State::Woken { at, .. } => b.queued(at, now, true),
+            // Asleep, its books are complete to now: sleep adds nothing.
+            State::Sleeping => b.to_ns = b.to_ns.max(now),
+            // Running or waiting elsewhere, or asleep: not known.
+            State::Unseen { .. } | State::Exited => {}
+        }
+        b
     }
 }

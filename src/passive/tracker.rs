@@ -14,9 +14,9 @@ use crate::fastmap::Map;
 use crate::interval::{Interval, Source, Victim};
 use crate::record::{Event, Payload, Task};
 
-use super::classes::{class_of, Classes};
+use super::classes::class_of;
 use super::filter::Filter;
-use super::thread::{Found, State, Thread, ThreadInfo};
+use super::thread::{Books, Found, State, Thread, ThreadInfo};
 
 /// Interrupt-level activity this close to the previous one continues the
 /// same interruption (the return to the thread and the next entry take a
@@ -30,6 +30,9 @@ pub const MERGE_NS: u64 = 2_000;
 /// interrupt into schedule() takes ~1-5 µs on hardware and ~40 µs under
 /// qemu's TCG: 100 µs covers both.
 pub const JOIN_NS: u64 = 100_000;
+
+/// A task switched out in this state has exited (the kernel's TASK_DEAD).
+const TASK_DEAD: u32 = 0x80;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Pending {
@@ -58,6 +61,8 @@ struct Cpu {
     /// The watched thread switched out here while runnable, until it runs
     /// again (what reaches the CPU meanwhile is its noise too: classes.rs).
     waiting: Option<u32>,
+    /// The last switch seen here: a switch no program saw came after it.
+    last_switch: u64,
 }
 
 pub struct Tracker {
@@ -127,16 +132,8 @@ impl Tracker {
             if !self.watched(cpu) || self.cpus[cpu as usize].switched || self.threads.contains_key(&s.tid) {
                 continue;
             }
-            let info = ThreadInfo {
-                tid: s.tid,
-                tgid: s.tgid,
-                comm: s.comm,
-                runnable_ns: 0,
-                migrations: Vec::new(),
-                last_cpu: Some(cpu),
-                found: Found::RunningAtAttach,
-                classes: Classes::default(),
-            };
+            let mut info = ThreadInfo::new(s.tid, s.tgid, s.comm, Found::RunningAtAttach);
+            info.last_cpu = Some(cpu);
             self.threads.insert(s.tid, Thread { info, state: State::Running { cpu, since: at } });
             self.cpus[cpu as usize].running = Some(s.tid);
         }
@@ -170,16 +167,7 @@ impl Tracker {
             if !self.watched(cpu) && !self.seen_elsewhere.iter().any(|&(t, _)| t == task.pid) {
                 self.seen_elsewhere.push((task.pid, cpu));
             }
-            let info = ThreadInfo {
-                tid: task.pid,
-                tgid: task.tgid,
-                comm: task.comm,
-                runnable_ns: 0,
-                migrations: Vec::new(),
-                last_cpu: None,
-                found: how,
-                classes: Classes::default(),
-            };
+            let info = ThreadInfo::new(task.pid, task.tgid, task.comm, how);
             self.threads.insert(task.pid, Thread { info, state: State::Sleeping });
         }
         let t = self.threads.get_mut(&task.pid)?;
@@ -200,11 +188,20 @@ impl Tracker {
             }
         }
         match ev.payload {
-            Payload::Switch { prev, next, prev_state, .. } => self.switch(cpu, ts, &prev, &next, prev_state, out),
+            Payload::Switch { prev, next, prev_state, prev_ran_ns, delays, .. } => {
+                // When prev was switched in, where the kernel says how long
+                // it ran: not before the last switch seen here.
+                let arrived = (prev_ran_ns > 0).then(|| ts.saturating_sub(u64::from(prev_ran_ns)).max(self.cpus[cpu as usize].last_switch));
+                self.unseen_switch_out(cpu, prev.pid, arrived.unwrap_or(ts), out);
+                self.unseen_switch_in(cpu, &prev, arrived, out);
+                self.switch(cpu, ts, (&prev, prev_state, delays.0), (&next, delays.1), out);
+                self.cpus[cpu as usize].last_switch = ts;
+            }
             Payload::Wakeup { task, target_cpu, .. } => {
                 if let Some(t) = self.thread(&task, target_cpu, Found::Wakeup) {
-                    // Waking a thread that is runnable already changes nothing.
-                    if t.state == State::Sleeping {
+                    // Waking a thread that is runnable already changes
+                    // nothing; one whose switch out was not seen slept.
+                    if matches!(t.state, State::Sleeping | State::Unseen { .. }) {
                         t.state = State::Woken { cpu: target_cpu, at: ts };
                     }
                 }
@@ -279,7 +276,15 @@ impl Tracker {
         }
     }
 
-    fn switch(&mut self, cpu: u32, ts: u64, prev: &Task, next: &Task, prev_state: u32, out: &mut dyn FnMut(Interval)) {
+    /// With each task, the kernel's run_delay as read at this switch.
+    fn switch(
+        &mut self,
+        cpu: u32,
+        ts: u64,
+        (prev, prev_state, prev_delay): (&Task, u32, Option<u32>),
+        (next, next_delay): (&Task, Option<u32>),
+        out: &mut dyn FnMut(Interval),
+    ) {
         // The thread's last interruption led to this preemption: one gap.
         let joined = match self.cpus[cpu as usize].pending {
             Some(p)
@@ -308,11 +313,21 @@ impl Tracker {
         }
         self.close_pending(cpu, out);
         if let Some(t) = self.thread(prev, cpu, Found::Switch) {
-            if let State::Running { since, .. } = t.state {
-                t.info.runnable_ns += ts.saturating_sub(since);
+            match t.state {
+                State::Running { since, .. } => t.info.books.ran(since, ts),
+                // Found at its switch out: its window begins here.
+                _ => t.info.books.seen(ts),
             }
+            // Whatever it waits for next is in the window.
+            t.info.books.kernel_delay(prev_delay, true);
             // TASK_RUNNING (0): switched out while it still wanted the CPU.
-            t.state = if prev_state == 0 { State::Preempted { cpu, since: ts, from: joined.unwrap_or(ts) } } else { State::Sleeping };
+            t.state = if prev_state == 0 {
+                State::Preempted { cpu, since: ts, from: joined.unwrap_or(ts) }
+            } else if prev_state & TASK_DEAD != 0 {
+                State::Exited
+            } else {
+                State::Sleeping
+            };
             self.cpus[cpu as usize].waiting = (prev_state == 0).then_some(prev.pid);
         }
         // Another task switched in while a watched one waits here: osnoise's
@@ -322,7 +337,14 @@ impl Tracker {
                 t.info.classes.thread += 1;
             }
         }
-        let Some(t) = self.thread(next, cpu, Found::Switch) else { return };
+        self.switch_in(cpu, ts, next, next_delay, out);
+    }
+
+    /// `task` runs on `cpu` from `ts`: the wait that ends here is emitted
+    /// and booked. `delay`: its run_delay before the kernel books that
+    /// wait (None: not read, or the switch was not seen).
+    fn switch_in(&mut self, cpu: u32, ts: u64, task: &Task, delay: Option<u32>, out: &mut dyn FnMut(Interval)) {
+        let Some(t) = self.thread(task, cpu, Found::Switch) else { return };
         if let Some(from) = t.info.last_cpu.filter(|&f| f != cpu) {
             match t.info.migrations.iter_mut().find(|m| m.0 == from && m.1 == cpu) {
                 Some(m) => m.2 += 1,
@@ -333,16 +355,34 @@ impl Tracker {
         let waited = match t.state {
             State::Preempted { cpu: on, since, from } => Some((on, since, from, Source::Preempted)),
             State::Woken { cpu: on, at } => Some((on, at, at, Source::Wakeup)),
-            State::Running { .. } | State::Sleeping => None,
+            // No wake-up came: it was runnable all along.
+            State::Unseen { cpu: on, since } => Some((on, since, since, Source::Preempted)),
+            State::Running { cpu: on, .. } => {
+                // Its switch out there was not seen, nor when: that run
+                // and any wait after it are not in its books.
+                t.info.books.unplaced += 1;
+                if self.cpus[on as usize].running == Some(task.pid) {
+                    self.cpus[on as usize].running = None;
+                }
+                None
+            }
+            State::Sleeping | State::Exited => {
+                t.info.books.seen(ts);
+                None
+            }
         };
+        let t = self.threads.get_mut(&task.pid).expect("found above");
         t.state = State::Running { cpu, since: ts };
         if matches!(waited, Some((.., Source::Wakeup))) {
             t.info.classes.wakeups += 1;
         }
-        if let Some((_, since, _, _)) = waited {
-            t.info.runnable_ns += ts.saturating_sub(since);
+        if let Some((_, since, _, source)) = waited {
+            t.info.books.queued(since, ts, source == Source::Wakeup);
         }
-        let tid = next.pid;
+        // The wait that ends here is in the window if one began before it;
+        // else the window begins now, after it.
+        t.info.books.kernel_delay(delay, waited.is_some());
+        let tid = task.pid;
         self.cpus[cpu as usize].running = Some(tid);
         if let Some((on, ..)) = waited {
             let w = &mut self.cpus[on as usize].waiting;
@@ -352,6 +392,63 @@ impl Tracker {
         }
         if let Some((on, _, from, source)) = waited {
             self.emit(out, on, from, ts.max(from), source, tid);
+        }
+    }
+
+    /// A switch out of `prev` while the tracker believed a watched thread
+    /// ran here: that thread's switch out was not seen (a dropped record).
+    /// It ran until at most `cut`, when prev came in; then it slept or
+    /// waited, which its next wake-up or switch in will say.
+    fn unseen_switch_out(&mut self, cpu: u32, prev: u32, cut: u64, out: &mut dyn FnMut(Interval)) {
+        let Some(w) = self.cpus[cpu as usize].running.filter(|&w| w != prev) else { return };
+        {
+            let c = &mut self.cpus[cpu as usize];
+            if let Some((t0, source)) = c.start.take() {
+                c.pending = Some(Pending { t0, t1: cut.max(t0), tid: w, source });
+            }
+            c.depth = 0;
+            c.running = None;
+        }
+        self.close_pending(cpu, out);
+        if let Some(t) = self.threads.get_mut(&w) {
+            if let State::Running { cpu: on, since } = t.state {
+                if on == cpu {
+                    let cut = cut.max(since);
+                    t.info.books.ran(since, cut);
+                    t.state = State::Unseen { cpu, since: cut };
+                }
+            }
+        }
+    }
+
+    /// A switch out of `prev` that the tracker did not know ran here: the
+    /// switch into it was not seen. `arrived` (when the kernel says how
+    /// long it had run) places that switch; else its last stretch is not
+    /// in its books, and they say so.
+    fn unseen_switch_in(&mut self, cpu: u32, prev: &Task, arrived: Option<u64>, out: &mut dyn FnMut(Interval)) {
+        if self.cpus[cpu as usize].running == Some(prev.pid) {
+            return;
+        }
+        let Some(t) = self.thread(prev, cpu, Found::Switch) else { return };
+        // Known before (not found just now): a switch in was missed.
+        let known = t.info.books.from_ns.is_some() || !matches!(t.state, State::Sleeping);
+        match arrived {
+            Some(at) => {
+                if known {
+                    t.info.books.placed += 1;
+                    // Asleep as far as we know: its wake-up was not seen
+                    // either, and the wait before this switch is only in
+                    // the kernel's books, read as it leaves.
+                    t.info.books.unseen_wait = t.state == State::Sleeping && t.info.books.delay_seen.is_some();
+                }
+                // Not seen: what the kernel booked there is not known.
+                self.switch_in(cpu, at, prev, None, out);
+            }
+            None if known => {
+                t.info.books.unplaced += 1;
+                t.state = State::Sleeping;
+            }
+            None => {}
         }
     }
 
@@ -382,7 +479,13 @@ impl Tracker {
             }
             for t in self.threads.values() {
                 match t.state {
-                    State::Preempted { cpu: on, from: t0, .. } | State::Woken { cpu: on, at: t0 } if on as usize == cpu => h = h.min(t0),
+                    State::Preempted { cpu: on, from: t0, .. }
+                    | State::Woken { cpu: on, at: t0 }
+                    | State::Unseen { cpu: on, since: t0 }
+                        if on as usize == cpu =>
+                    {
+                        h = h.min(t0)
+                    }
                     _ => {}
                 }
             }
@@ -390,9 +493,9 @@ impl Tracker {
         }
     }
 
-    /// Counts the time each running or waiting thread has spent so far up
-    /// to `now`, so a summary taken mid-run divides by the right time.
-    pub fn runnable_until(&self, tid: u32, now: u64) -> u64 {
-        self.threads.get(&tid).map_or(0, |t| t.runnable_until(now))
+    /// A thread's books as they stand at `now` (the stretch it is in
+    /// counted), so a summary taken mid-run divides by the right time.
+    pub fn books_until(&self, tid: u32, now: u64) -> Books {
+        self.threads.get(&tid).map_or_else(Books::default, |t| t.books_until(now))
     }
 }

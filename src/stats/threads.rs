@@ -48,7 +48,7 @@ impl ThreadStats {
 
     /// Share of the time it ran or wanted to that hiccups took, %.
     pub fn lost_pct(&self) -> Option<f64> {
-        let runnable = self.info.as_ref()?.runnable_ns;
+        let runnable = self.info.as_ref()?.runnable_ns();
         (runnable > 0).then(|| 100.0 * self.lost_ns() as f64 / runnable as f64)
     }
 

@@ -11,7 +11,7 @@ use crate::units::ns;
 
 impl Summary {
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
-        threads::write_text(&self.threads, out)?;
+        threads::write_text(&self.threads, self.overhead.first_sample_ns, out)?;
         writeln!(
             out,
             "{:>4} {:>12} {:>9} {:>10} {:>10} {:>12} {:>10}",

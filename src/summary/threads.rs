@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::cause::{Kind, LOST, UNEXPLAINED};
 use crate::interval::Source;
-use crate::passive::{Classes, Found};
+use crate::passive::{Books, Classes, Found};
 use crate::stats::Threads;
 
 /// Causes listed per thread.
@@ -34,7 +34,22 @@ pub struct ThreadRow {
     pub p999_ns: u64,
     pub max_ns: u64,
     pub lost_ns: u64,
+    /// Ran or waited to, over `window`: `ran_ns + queued_ns`.
     pub runnable_ns: u64,
+    /// On a CPU over `window` (schedstat's first field).
+    pub ran_ns: u64,
+    /// On a runqueue over `window`, by the clock: from each preemption and
+    /// each wake-up (the enqueue) to the switch in.
+    pub queued_ns: u64,
+    /// The part of `queued_ns` after wake-ups.
+    pub woken_queued_ns: u64,
+    /// What the kernel booked to its run_delay (schedstat's second field)
+    /// for the same waits, read at each switch in: less than `queued_ns`
+    /// after wake-ups that preempt (the kernel does not read its clock
+    /// again before the switch).
+    pub kernel_queued_ns: u64,
+    /// The span these figures cover (None: never seen to run or wait).
+    pub window: Option<Window>,
     /// Share of its runnable time the hiccups took, % (None: it never ran).
     pub lost_pct: Option<f64>,
     pub top_causes: Vec<ThreadCause>,
@@ -44,6 +59,24 @@ pub struct ThreadRow {
     /// What reached it, counted as rtla osnoise counts (None: no event or
     /// /proc read found it).
     pub classes: Option<Classes>,
+}
+
+/// The span a thread's books cover, and how complete they are.
+#[derive(Serialize)]
+pub struct Window {
+    /// CLOCK_MONOTONIC ns: when it was first known to run or wait (found
+    /// at attach, at a switch, a wake-up or a rename) ...
+    pub from_ns: u64,
+    /// ... to its last switch out, or the run's end.
+    pub to_ns: u64,
+    /// Switches into it no hook saw, placed by the kernel's own run time.
+    pub placed: u64,
+    /// Switches into it no hook saw and that could not be placed: the
+    /// figures miss a stretch each.
+    pub unplaced: u64,
+    /// Waits whose start no hook saw (the wake-up and the switch in both
+    /// unseen): taken from the kernel's run_delay as the thread left.
+    pub from_kernel: u64,
 }
 
 #[derive(Serialize)]
@@ -58,6 +91,11 @@ pub struct Migration {
     pub from: u32,
     pub to: u32,
     pub count: u64,
+}
+
+fn window(b: &Books) -> Option<Window> {
+    let from_ns = b.from_ns?;
+    Some(Window { from_ns, to_ns: b.to_ns, placed: b.placed, unplaced: b.unplaced, from_kernel: b.from_kernel })
 }
 
 pub fn rows(threads: &Threads) -> Vec<ThreadRow> {
@@ -83,7 +121,12 @@ pub fn rows(threads: &Threads) -> Vec<ThreadRow> {
                 p999_ns: t.pct(0.999),
                 max_ns: t.max_ns,
                 lost_ns: t.lost_ns(),
-                runnable_ns: info.map_or(0, |i| i.runnable_ns),
+                runnable_ns: info.map_or(0, |i| i.runnable_ns()),
+                ran_ns: info.map_or(0, |i| i.books.ran_ns),
+                queued_ns: info.map_or(0, |i| i.books.queued_ns),
+                woken_queued_ns: info.map_or(0, |i| i.books.woken_queued_ns),
+                kernel_queued_ns: info.map_or(0, |i| i.books.kernel_queued_ns),
+                window: info.and_then(|i| window(&i.books)),
                 lost_pct: t.lost_pct(),
                 top_causes: t
                     .top_causes(TOP)
@@ -99,7 +142,34 @@ pub fn rows(threads: &Threads) -> Vec<ThreadRow> {
         .collect()
 }
 
-pub fn write_text(rows: &[ThreadRow], out: &mut dyn Write) -> io::Result<()> {
+/// The thread's books in one line: over which window, what it ran and
+/// waited, what the kernel booked, and what is missing.
+fn books_words(t: &ThreadRow, w: &Window, start_ns: u64) -> String {
+    let ms = |ns: u64| format!("{:.3} ms", ns as f64 / 1e6);
+    let at = |ns: u64| format!("{:+.3} s", (ns as i128 - start_ns as i128) as f64 / 1e9);
+    let mut s = format!(
+        "from {} to {}: ran {}, waited on a runqueue {} ({} after wake-ups); the kernel's run_delay books {}",
+        at(w.from_ns),
+        at(w.to_ns),
+        ms(t.ran_ns),
+        ms(t.queued_ns),
+        ms(t.woken_queued_ns),
+        ms(t.kernel_queued_ns),
+    );
+    if w.placed > 0 {
+        s += &format!("; {} switches into it no hook saw, placed by the kernel's run time", w.placed);
+    }
+    if w.from_kernel > 0 {
+        s += &format!("; {} waits whose wake-up no hook saw, taken from the kernel's run_delay", w.from_kernel);
+    }
+    if w.unplaced > 0 {
+        s += &format!("; {} switches into it no hook saw and not placed: a stretch each is missing", w.unplaced);
+    }
+    s
+}
+
+/// `start_ns`: the run's start, which the windows are said from.
+pub fn write_text(rows: &[ThreadRow], start_ns: u64, out: &mut dyn Write) -> io::Result<()> {
     for t in rows {
         let lost = t.lost_pct.map_or_else(|| "no runnable time seen".to_string(), |p| format!("{p:.3}% of its runnable time lost"));
         writeln!(
@@ -116,6 +186,9 @@ pub fn write_text(rows: &[ThreadRow], out: &mut dyn Write) -> io::Result<()> {
             t.max_ns,
             t.found.map_or(String::new(), |f| format!("; {}", f.words()))
         )?;
+        if let Some(w) = &t.window {
+            writeln!(out, "  {}", books_words(t, w, start_ns))?;
+        }
         if t.in_syscall > 0 {
             writeln!(
                 out,

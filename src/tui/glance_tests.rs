@@ -152,7 +152,11 @@ fn redis() -> App {
         tid: 23769,
         tgid: 23769,
         comm: comm(b"redis-server"),
-        runnable_ns: 4 * S,
+        books: {
+            let mut b = crate::passive::Books::default();
+            b.ran_ns = 4 * S;
+            b
+        },
         migrations: vec![],
         last_cpu: Some(1),
         found: crate::passive::Found::Switch,

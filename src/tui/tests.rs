@@ -297,7 +297,11 @@ fn passive_mode_shows_its_threads_and_victims() {
         tid: 500,
         tgid: 500,
         comm: comm(b"matcher"),
-        runnable_ns: 4 * S,
+        books: {
+            let mut b = crate::passive::Books::default();
+            b.ran_ns = 4 * S;
+            b
+        },
         migrations: vec![(6, 7, 2)],
         last_cpu: Some(7),
         found: crate::passive::Found::Switch,

@@ -57,7 +57,12 @@ fn task(pid: u32, name: &str) -> Task {
 }
 
 fn switch(ts: u64, prev: Task, next: Task) -> Event {
-    Event { ts, cpu: CPU, dropped: 0, payload: Payload::Switch { prev, next, prev_state: 0, prev_ran_ns: 0, preempt: true } }
+    Event {
+        ts,
+        cpu: CPU,
+        dropped: 0,
+        payload: Payload::Switch { prev, next, prev_state: 0, prev_ran_ns: 0, delays: (None, None), preempt: true },
+    }
 }
 
 fn drain() -> Drain {

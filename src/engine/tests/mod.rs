@@ -35,12 +35,12 @@ fn ev(ts: u64, payload: Payload) -> Event {
 }
 
 fn switch(ts: u64, prev: Task, next: Task) -> Event {
-    ev(ts, Payload::Switch { prev, next, prev_state: 0, prev_ran_ns: 0, preempt: true })
+    ev(ts, Payload::Switch { prev, next, prev_state: 0, prev_ran_ns: 0, delays: (None, None), preempt: true })
 }
 
 /// A switch as the per-CPU perf event reports it: with how long prev ran.
 fn switch_ran(ts: u64, prev: Task, next: Task, ran: u32) -> Event {
-    ev(ts, Payload::Switch { prev, next, prev_state: 1, prev_ran_ns: ran, preempt: false })
+    ev(ts, Payload::Switch { prev, next, prev_state: 1, prev_ran_ns: ran, delays: (None, None), preempt: false })
 }
 
 fn engine() -> Engine {

@@ -75,7 +75,7 @@ fn a_thread_already_running_is_watched_from_the_seed() {
     assert_eq!(got, [(1_000 * US, 1_020 * US, Source::Interrupted), (5_000 * US, 5_030 * US, Source::Interrupted)]);
     let info = tracker.threads().next().expect("the seeded thread");
     assert_eq!((info.found, info.last_cpu), (Found::RunningAtAttach, Some(CPU)));
-    assert_eq!(tracker.runnable_until(APP, 6_000 * US), 5_500 * US);
+    assert_eq!(tracker.books_until(APP, 6_000 * US).runnable_ns(), 5_500 * US);
     // A switch already seen on that CPU says what runs there: the seed
     // (read later, from /proc) does not override it.
     let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2, 3], US);

@@ -1,0 +1,148 @@
+//! A watched thread's books (time on a CPU, time on a runqueue, the
+//! kernel's run_delay beside them) on scripted streams, switches that no
+//! hook saw among them.
+
+use super::*;
+
+const TASK_DEAD: u32 = 0x80;
+
+/// A switch as the tracepoint program writes it: how long prev ran, and
+/// the kernel's run_delay of prev (as it leaves) and of next (before this
+/// switch books its wait).
+fn sw(ts: u64, prev: Task, next: Task, state: u32, ran: u64, delays: (Option<u32>, Option<u32>)) -> Event {
+    ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: ran as u32, delays, preempt: state == 0 })
+}
+
+fn wakeup(ts: u64, task: Task) -> Event {
+    // Written on another CPU, about this one.
+    Event { ts, cpu: 2, dropped: 0, payload: Payload::Wakeup { task, target_cpu: CPU, waker_cpu: 2 } }
+}
+
+fn books(t: &Tracker, now: u64) -> crate::passive::Books {
+    t.books_until(APP, now)
+}
+
+fn hog() -> Task {
+    task(77, 77, "hog")
+}
+
+fn agent() -> Task {
+    task(69, 1, "agent")
+}
+
+#[test]
+fn a_switch_into_the_thread_that_no_hook_saw_is_placed_by_its_run_time() {
+    // app runs, is preempted by the agent at 100 µs; the agent's switch
+    // back to app at 400 µs fires no hook (as on our VMs); app's switch out
+    // at 1000 µs says it had run 600 µs: it came back at 400 µs.
+    let evs = [
+        sw(0, task(0, 0, "swapper/3"), app(), 1, 0, (None, Some(0))),
+        sw(100 * US, app(), agent(), 0, 100 * US, (Some(0), None)),
+        sw(1_000 * US, app(), hog(), 1, 600 * US, (Some(300_000), None)),
+    ];
+    let (h, t) = run(&evs, US);
+    let b = books(&t, 1_000 * US);
+    assert_eq!((b.ran_ns, b.queued_ns), (700 * US, 300 * US), "{b:?}");
+    assert_eq!((b.placed, b.unplaced, b.from_kernel), (1, 0, 0));
+    assert_eq!(b.kernel_queued_ns, 300_000, "the kernel's count across the unseen switch");
+    assert_eq!((b.from_ns, b.to_ns), (Some(0), 1_000 * US));
+    // The wait is a preemption from 100 to 400 µs, charged to the agent.
+    assert_eq!(h.len(), 1, "{h:?}");
+    assert_eq!((h[0].0, h[0].2.clone()), (Source::Preempted, vec!["task:agent[69]=300000".to_string()]));
+}
+
+#[test]
+fn without_the_kernels_run_time_the_stretch_is_said_to_be_missing() {
+    let evs = [
+        sw(0, task(0, 0, "swapper/3"), app(), 1, 0, (None, None)),
+        sw(100 * US, app(), agent(), 0, 0, (None, None)),
+        sw(1_000 * US, app(), hog(), 1, 0, (None, None)),
+    ];
+    let (_, t) = run(&evs, US);
+    let b = books(&t, 1_000 * US);
+    assert_eq!((b.ran_ns, b.queued_ns, b.unplaced), (100 * US, 0, 1), "{b:?}");
+}
+
+#[test]
+fn a_wait_whose_wake_up_no_hook_saw_is_taken_from_the_kernels_books() {
+    // app sleeps at 100 µs (run_delay 1000 as it leaves); its wake-up and
+    // the switch into it happen in the agent's context, unseen; it leaves
+    // again at 900 µs having run 200 µs, run_delay now 51000: the kernel
+    // booked a 50 µs wait before that unseen switch.
+    let evs = [
+        sw(0, task(0, 0, "swapper/3"), app(), 1, 0, (None, Some(1_000))),
+        sw(100 * US, app(), agent(), 1, 100 * US, (Some(1_000), None)),
+        sw(900 * US, app(), hog(), 1, 200 * US, (Some(51_000), None)),
+    ];
+    let (_, t) = run(&evs, US);
+    let b = books(&t, 900 * US);
+    assert_eq!((b.ran_ns, b.queued_ns, b.woken_queued_ns, b.kernel_queued_ns), (300 * US, 50_000, 50_000, 50_000), "{b:?}");
+    assert_eq!((b.placed, b.from_kernel), (1, 1));
+}
+
+#[test]
+fn the_kernels_run_delay_is_summed_over_the_window_only() {
+    // Found at a switch in (the wait before it is outside the window), then
+    // preempted and woken: the kernel's count moves 4000 then 2000 over
+    // the window, by 70000 before it.
+    let evs = [
+        sw(0, task(0, 0, "swapper/3"), app(), 1, 0, (None, Some(70_000))),
+        sw(100 * US, app(), hog(), 0, 100 * US, (Some(99_000), None)),
+        sw(110 * US, hog(), app(), 1, 10 * US, (None, Some(99_000))),
+        sw(200 * US, app(), hog(), 1, 90 * US, (Some(103_000), None)),
+        wakeup(300 * US, app()),
+        sw(303 * US, hog(), app(), 1, 103 * US, (None, Some(103_000))),
+        sw(400 * US, app(), task(0, 0, "swapper/3"), TASK_DEAD, 97 * US, (Some(105_000), None)),
+    ];
+    let (_, t) = run(&evs, US);
+    let b = books(&t, 5_000 * US);
+    assert_eq!(b.kernel_queued_ns, 4_000 + 2_000, "{b:?}");
+    assert_eq!((b.queued_ns, b.woken_queued_ns), (13 * US, 3 * US));
+    assert_eq!(b.ran_ns, 100 * US + 90 * US + 97 * US);
+    // Exited: the window ends at its last switch out, whatever the look.
+    assert_eq!((b.from_ns, b.to_ns), (Some(0), 400 * US));
+}
+
+#[test]
+fn a_wake_up_the_kernel_does_not_book_stays_in_the_clocks_wait() {
+    // Woken at 100 µs, in at 130 µs; the kernel skipped its clock read at
+    // that switch and booked nothing (run_delay unchanged).
+    let evs = [
+        sw(0, task(0, 0, "swapper/3"), app(), 1, 0, (None, Some(5))),
+        sw(50 * US, app(), task(0, 0, "swapper/3"), 1, 50 * US, (Some(5), None)),
+        wakeup(100 * US, app()),
+        sw(130 * US, task(0, 0, "swapper/3"), app(), 1, 0, (None, Some(5))),
+        sw(200 * US, app(), task(0, 0, "swapper/3"), 1, 70 * US, (Some(5), None)),
+    ];
+    let (h, t) = run(&evs, US);
+    let b = books(&t, 200 * US);
+    assert_eq!((b.queued_ns, b.woken_queued_ns, b.kernel_queued_ns), (30 * US, 30 * US, 0), "{b:?}");
+    assert_eq!(b.runnable_ns(), 150 * US);
+    assert_eq!(h.iter().filter(|h| h.0 == Source::Wakeup).count(), 1, "{h:?}");
+}
+
+#[test]
+fn a_switch_out_that_no_hook_saw_ends_the_run_where_the_next_task_began() {
+    // A dropped record: app's switch out to the hog is missing; the hog's
+    // own switch out says it came in at 300 µs. app then comes back with
+    // no wake-up: it was preempted, not asleep.
+    let evs = [
+        sw(0, task(0, 0, "swapper/3"), app(), 1, 0, (None, None)),
+        sw(500 * US, hog(), task(0, 0, "swapper/3"), 1, 200 * US, (None, None)),
+        sw(600 * US, task(0, 0, "swapper/3"), app(), 1, 0, (None, None)),
+    ];
+    let (_, t) = run(&evs, US);
+    let b = books(&t, 600 * US);
+    assert_eq!((b.ran_ns, b.queued_ns), (300 * US, 300 * US), "{b:?}");
+}
+
+#[test]
+fn a_sleeping_threads_window_runs_to_the_last_look() {
+    let evs = [
+        sw(0, task(0, 0, "swapper/3"), app(), 1, 0, (None, None)),
+        sw(100 * US, app(), task(0, 0, "swapper/3"), 1, 100 * US, (None, None)),
+    ];
+    let (_, t) = run(&evs, US);
+    let b = books(&t, 5_000 * US);
+    assert_eq!((b.from_ns, b.to_ns, b.runnable_ns()), (Some(0), 5_000 * US, 100 * US));
+}
