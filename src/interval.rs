@@ -1,6 +1,7 @@
 //! The seam between sources, the engine and sinks. Everything jitterwatch
-//! reports is an interval on a CPU: a source (the spin probe today) says
-//! when a CPU was taken from what it watches, the engine explains the
+//! reports is an interval on a CPU: a source (the spin or wake-up probe,
+//! or passive mode: `source.rs`) says when a CPU was taken from what it
+//! watches, the engine explains the
 //! interval from that CPU's timeline, and sinks (aggregates, CSV, summary,
 //! screen) consume the explained `Hiccup`. A new source produces
 //! `Interval`s and touches no sink; a new sink reads `Hiccup`s.

@@ -43,6 +43,8 @@ mod serve;
 mod sink;
 mod slots;
 mod snapshot;
+mod source;
+mod sources;
 mod startup;
 mod stats;
 mod summary;

@@ -2,9 +2,17 @@
 //! spin probe, the wake-up probe, or passive mode (no probe: the watched
 //! threads' own time). Every later choice asks the `Mode`.
 
+use std::path::Path;
+
 use anyhow::{bail, Result};
 
-use crate::cli::{ProbeArg, WatchArgs};
+use crate::cli::{LoopClockArg, ProbeArg, WatchArgs};
+use crate::cpulist;
+use crate::probe::{ProbeConfig, ProbeKind, Threshold};
+use crate::say::say;
+use crate::source::Source;
+use crate::sources::passive::PassiveSource;
+use crate::sources::probes::ProbeSource;
 
 /// The wake-up probe's period unless --period says otherwise (cyclictest's -i 1000).
 const DEFAULT_PERIOD_NS: u64 = 1_000_000;
@@ -42,6 +50,73 @@ impl Mode {
 
     pub fn is_passive(&self) -> bool {
         matches!(self, Mode::Passive(_))
+    }
+
+    /// The CPUs it watches and whether it spins on them, before anything
+    /// is loaded: passive mode finds its threads (and their CPUs) in
+    /// `root`'s /proc now.
+    pub fn plan(&self, root: &Path, args: &WatchArgs) -> Result<Planned> {
+        Ok(match self {
+            Mode::Passive(filter) => {
+                let target = crate::passive::target(root, filter.clone(), args.cpus.as_deref())?;
+                Planned { cpus_arg: Some(cpulist::Display(&target.cpus).to_string()), build: Build::Passive(target) }
+            }
+            Mode::Spin => Planned { cpus_arg: args.cpus.clone(), build: Build::Probe(ProbeKind::Spin) },
+            &Mode::Wakeup { period_ns } => Planned { cpus_arg: args.cpus.clone(), build: Build::Probe(ProbeKind::Wakeup { period_ns }) },
+        })
+    }
+}
+
+/// A mode's source, planned: its CPUs, then built once they are checked.
+pub struct Planned {
+    /// `--cpus`, or the CPUs passive mode's threads may run on.
+    pub cpus_arg: Option<String>,
+    build: Build,
+}
+
+enum Build {
+    Probe(ProbeKind),
+    Passive(crate::passive::Target),
+}
+
+impl Planned {
+    /// A probe spins on each CPU: it takes their locks (passive mode
+    /// watches the application's own threads there).
+    pub fn spins(&self) -> bool {
+        matches!(self.build, Build::Probe(_))
+    }
+
+    /// The source on `cpus` (probes spawned and set up, not measuring).
+    pub fn source(self, root: &Path, args: &WatchArgs, cpus: &[usize]) -> Result<Box<dyn Source>> {
+        Ok(match self.build {
+            Build::Probe(kind) => {
+                let rule = args.threshold.unwrap_or(Threshold::Default);
+                let tsc = kind == ProbeKind::Spin && tsc_loop(root, args.clock);
+                let cfg = ProbeConfig { kind, timer_slack_ns: args.timer_slack, threshold: rule, rt_prio: args.rt, tsc };
+                Box::new(ProbeSource::spawn(cpus, cfg)?)
+            }
+            Build::Passive(target) => {
+                // Passive mode and the wake-up probe keep their own defaults (auto too).
+                let threshold = args.threshold.and_then(|t| t.given()).unwrap_or(crate::passive::DEFAULT_THRESHOLD_NS);
+                Box::new(PassiveSource::new(root, target, cpus, threshold, crate::sys::preempt_rt()))
+            }
+        })
+    }
+}
+
+/// The spin probe reads the TSC (the wake-up probe reads clock_gettime
+/// once per wake-up): where it is usable and not refused by `--clock`.
+fn tsc_loop(root: &Path, clock: LoopClockArg) -> bool {
+    match clock {
+        LoopClockArg::Vdso => false,
+        LoopClockArg::Tsc | LoopClockArg::Auto => match crate::loop_clock::tsc_usable(root) {
+            Ok(()) => true,
+            Err(why) => {
+                let asked = if clock == LoopClockArg::Tsc { "--clock tsc" } else { "the TSC (the default clock)" };
+                say!("{asked}: {why}; the probe reads clock_gettime instead");
+                false
+            }
+        },
     }
 }
 

@@ -14,12 +14,13 @@ use std::io::Write;
 use anyhow::{bail, Result};
 
 use crate::bpf::types::{jw_event, jw_func, jw_irq, jw_kind, jw_payload, jw_switch, jw_vector};
-use crate::collector::{Drain, EventSource, IntervalSource};
+use crate::collector::{Drain, EventSource};
 use crate::engine::{Engine, IdleStates, Namer};
 use crate::interval::{Interval, Source};
 use crate::kallsyms::Kallsyms;
 use crate::record::{c_comm as comm, Event};
 use crate::sink::Sinks;
+use crate::source::Intervals;
 use crate::stats::Stats;
 
 /// Simulated time per drain: each drain reads one cycle of every CPU.
@@ -170,8 +171,8 @@ struct Gaps {
     given: std::cell::Cell<bool>,
 }
 
-impl IntervalSource for Gaps {
-    fn take(&self, out: &mut dyn FnMut(Interval)) {
+impl Intervals for Gaps {
+    fn take(&mut self, out: &mut dyn FnMut(Interval)) {
         if self.given.replace(true) {
             return;
         }
@@ -180,7 +181,7 @@ impl IntervalSource for Gaps {
         }
     }
 
-    fn horizons(&self, out: &mut dyn FnMut(u32, u64)) {
+    fn horizons(&self, _upto: u64, out: &mut dyn FnMut(u32, u64)) {
         (0..self.cpus).for_each(|c| out(c as u32, self.offset + CYCLE_NS));
     }
 }
@@ -241,7 +242,7 @@ fn replay(cpus: usize, events: u64) -> Result<Replayed> {
         // As the collector does: the probe's own time is never a cause.
         engine.set_probe_tids(cpu, &[PROBE_TID + cpu]);
     }
-    let mut drain = Drain::new(engine, Sinks::new(Stats::new(&list, start), Vec::new(), None), start, None);
+    let mut drain = Drain::new(engine, Sinks::new(Stats::new(&list, start), Vec::new(), None), start);
     let mut decoded = 0u64;
     for c in 0..cycles {
         replay.cycle = c;
@@ -250,7 +251,7 @@ fn replay(cpus: usize, events: u64) -> Result<Replayed> {
         gaps.offset = replay.offset();
         gaps.given.set(false);
         loop {
-            let d = drain.step(&mut replay, &gaps, now, false)?;
+            let d = drain.step(&mut replay, &mut gaps, now, false)?;
             decoded += d.records as u64;
             if replay.next == replay.per_cycle {
                 break;

@@ -7,10 +7,10 @@
 use anyhow::{Context as _, Result};
 
 use crate::engine::Engine;
-use crate::interval::{Hiccup, Interval};
-use crate::passive::Tracker;
+use crate::interval::Hiccup;
 use crate::record::Event;
 use crate::sink::Sinks;
+use crate::source::Intervals;
 
 /// Records read per drain at most, so a producer faster than the reader
 /// cannot keep it in one drain for ever; and a quarter of a timeline's
@@ -33,15 +33,6 @@ pub trait EventSource {
     fn drop_totals(&mut self, out: &mut Vec<(u32, u64)>) -> Result<u64>;
 }
 
-/// Where intervals come from (the probes): what they reported since the
-/// last call, and how far each CPU's source has got.
-pub trait IntervalSource {
-    fn take(&self, out: &mut dyn FnMut(Interval));
-    /// For each CPU: no interval reported later starts before this (every
-    /// interval that does was reported before the horizon was published).
-    fn horizons(&self, out: &mut dyn FnMut(u32, u64));
-}
-
 /// What one drain saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Drained {
@@ -56,17 +47,15 @@ pub struct Drain {
     pub sinks: Sinks,
     batch: Vec<Event>,
     drops: Vec<(u32, u64)>,
-    /// The sources' horizons, read before their intervals are taken.
+    /// The source's horizons, read before its intervals are taken.
     horizons: Vec<(u32, u64)>,
     /// Every event stamped before this has been read.
     watermark: u64,
     pub events: u64,
-    /// Passive mode: intervals derived from the events themselves.
-    tracker: Option<Tracker>,
 }
 
 impl Drain {
-    pub fn new(engine: Engine, sinks: Sinks, start: u64, tracker: Option<Tracker>) -> Self {
+    pub fn new(engine: Engine, sinks: Sinks, start: u64) -> Self {
         Drain {
             engine,
             sinks,
@@ -75,43 +64,23 @@ impl Drain {
             horizons: Vec::new(),
             watermark: start,
             events: 0,
-            tracker,
-        }
-    }
-
-    /// Passive mode: threads already running when tracing began.
-    pub fn seed(&mut self, seeds: &[crate::passive::Seed], at: u64) {
-        if let Some(t) = &mut self.tracker {
-            t.seed(seeds, at);
-        }
-    }
-
-    /// Passive mode: the watched threads as known at `now`, into the stats.
-    pub fn update_threads(&mut self, now: u64) {
-        if let Some(t) = &self.tracker {
-            let stats = &mut self.sinks.stats;
-            stats.set_threads(t.threads().map(|i| {
-                let mut i = i.clone();
-                i.books = t.books_until(i.tid, now);
-                i
-            }));
-            stats.threads_elsewhere = t.seen_elsewhere.clone();
         }
     }
 
     /// One drain, begun at `now`. `last`: the sources have stopped and
     /// every record is in the buffer; read it all and explain everything.
-    pub fn step(&mut self, events: &mut dyn EventSource, intervals: &dyn IntervalSource, now: u64, last: bool) -> Result<Drained> {
+    pub fn step(&mut self, events: &mut dyn EventSource, source: &mut dyn Intervals, now: u64, last: bool) -> Result<Drained> {
         // Horizons before intervals: a source's horizon is published after
         // every interval that starts before it has been reported, so all of
         // those are in the take below. Read after, a gap reported in
-        // between would be pruned away before it is explained.
+        // between would be pruned away before it is explained. Up to the
+        // last watermark: the events after it are not read yet.
         self.horizons.clear();
         let hz = &mut self.horizons;
-        intervals.horizons(&mut |cpu, t| hz.push((cpu, t)));
+        source.horizons(self.watermark, &mut |cpu, t| hz.push((cpu, t)));
         // Intervals next: the engine then explains each as soon as its
         // CPU's events pass it (Engine::on_event).
-        intervals.take(&mut |iv| self.engine.on_interval(iv));
+        source.take(&mut |iv| self.engine.on_interval(iv));
         let mut records = 0;
         let mut oldest = u64::MAX;
         loop {
@@ -120,10 +89,8 @@ impl Drain {
             records += n;
             for ev in &self.batch {
                 oldest = oldest.min(ev.ts);
-                if let Some(t) = self.tracker.as_mut() {
-                    let engine = &mut self.engine;
-                    t.on_event(ev, &mut |iv| engine.on_interval(iv));
-                }
+                let engine = &mut self.engine;
+                source.on_event(ev, &mut |iv| engine.on_interval(iv));
                 self.engine.on_event(ev);
                 self.sinks.on_event(ev);
                 // A stall explained as its CPU's events passed it goes to
@@ -152,10 +119,8 @@ impl Drain {
                 self.engine.on_drop_total(cpu, total, at);
             }
         }
-        if let Some(t) = self.tracker.as_mut() {
-            let engine = &mut self.engine;
-            t.flush(self.watermark, &mut |iv| engine.on_interval(iv));
-        }
+        let engine = &mut self.engine;
+        source.flush(self.watermark, &mut |iv| engine.on_interval(iv));
         if last {
             self.engine.finish();
         }
@@ -166,14 +131,6 @@ impl Drain {
         for &(cpu, t) in &self.horizons {
             self.engine.prune(cpu, t.min(watermark));
             self.sinks.prune(cpu, t.min(watermark));
-        }
-        if let Some(t) = &self.tracker {
-            // A thread preempted long ago still needs the history since then.
-            let (engine, sinks) = (&mut self.engine, &mut self.sinks);
-            t.horizons(watermark, &mut |cpu, h| {
-                engine.prune(cpu, h);
-                sinks.prune(cpu, h);
-            });
         }
         Ok(Drained { records, oldest_ts: (oldest != u64::MAX).then_some(oldest) })
     }

@@ -8,9 +8,7 @@ mod drain;
 mod ring;
 
 use std::mem::MaybeUninit;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
-use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
@@ -19,14 +17,12 @@ use anyhow::{Context, Result};
 use crate::bpf::{Programs, Tracer};
 use crate::clock::{now_ns, thread_cpu_ns};
 use crate::engine::{Engine, Namer};
-use crate::interval::Interval;
-use crate::passive::Tracker;
-use crate::probe::ProbeShared;
 use crate::sink::{Sink, Sinks};
 use crate::snapshot::Snapshot;
+use crate::source::{Ended, Source, Started};
 use crate::stats::{Counters, CpuCounters, Stats};
 
-pub use drain::{Drain, EventSource, IntervalSource, MARGIN_NS};
+pub use drain::{Drain, EventSource, MARGIN_NS};
 
 /// How often the ring buffer is drained: often under load, less when quiet
 /// (each wakeup costs the housekeeping CPU a little).
@@ -42,13 +38,12 @@ pub const WINDOW: usize = 1 << 16;
 /// What the screen or main thread asks of the collector.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
+    /// Let the source measure.
+    Start,
     /// Start the aggregates afresh.
     Reset,
-    /// The sources have stopped: drain what is left, explain it, finish.
+    /// Stop the source, drain what is left, explain it, finish.
     Stop,
-    /// Passive mode: the watched threads /proc showed running on watched
-    /// CPUs once tracing began, and when that was read.
-    Seed(Vec<crate::passive::Seed>, u64),
 }
 
 pub struct Config {
@@ -59,8 +54,6 @@ pub struct Config {
     pub bpf_stats: bool,
     /// Where snapshots go, when a screen shows them.
     pub snapshots: Option<SyncSender<Snapshot>>,
-    /// Passive mode: the watched threads' intervals, from the events.
-    pub passive: Option<Tracker>,
     /// Trace who sends IPIs, queues work and wakes tasks onto the CPUs.
     pub origins: bool,
     /// And who wakes tasks onto them (a program on every wake-up).
@@ -69,33 +62,38 @@ pub struct Config {
     pub stop_above: Option<u64>,
 }
 
-/// What the collector says once attached: tracepoints this kernel lacks.
-pub type Ready = Result<Vec<&'static str>>;
+/// What the collector tells the main thread as the run begins.
+pub enum Ready {
+    /// Attached (or failed to): the tracepoints this kernel lacks.
+    Attached(Result<Vec<&'static str>>),
+    /// The source measures (or cannot).
+    Started(Result<Started>),
+}
 
 pub struct Collector {
     pub commands: mpsc::Sender<Command>,
-    thread: thread::JoinHandle<Result<Stats>>,
+    thread: thread::JoinHandle<Result<(Stats, Ended)>>,
 }
 
 impl Collector {
-    /// Starts the collector. It reports on `ready` once attached (or
-    /// failed), runs until told to stop (or until every command sender is
-    /// gone), and returns the final aggregates.
-    pub fn spawn(cfg: Config, probes: Vec<Arc<ProbeShared>>, namer: Namer, ready: mpsc::Sender<Ready>) -> Result<Self> {
+    /// Starts the collector with the run's source. It reports on `ready`
+    /// once attached (or failed), and once the source has started after
+    /// [`Command::Start`]; it runs until told to stop (or until every
+    /// command sender is gone), and returns the final aggregates and how
+    /// the source ended.
+    pub fn spawn(cfg: Config, mut source: Box<dyn Source>, namer: Namer, ready: mpsc::Sender<Ready>) -> Result<Self> {
         let (commands, rx) = mpsc::channel();
-        // The wake-up probe's own wake-ups say when its timer woke it.
-        let wakeups = cfg.passive.is_some() || probes.iter().any(|p| p.wake.is_some());
         let thread = thread::Builder::new()
             .name("jw-collector".into())
             .spawn(move || {
                 crate::sys::pin_to(&cfg.housekeeping).context("cannot pin the collector to the unwatched CPUs")?;
                 let mut storage = MaybeUninit::uninit();
-                let programs = Programs { passive: cfg.passive.is_some(), wakeups, origins: cfg.origins, wake_origins: cfg.wake_origins };
+                let programs = Programs { origins: cfg.origins, wake_origins: cfg.wake_origins, ..source.programs() };
                 let tracer = match Tracer::attach(&mut storage, &cfg.cpus, programs) {
                     Ok(t) => t,
                     Err(e) => {
                         let msg = e.to_string();
-                        let _ = ready.send(Err(e.into()));
+                        let _ = ready.send(Ready::Attached(Err(e.into())));
                         anyhow::bail!(msg);
                     }
                 };
@@ -103,12 +101,12 @@ impl Collector {
                     Ok(fd) => fd,
                     Err(e) => {
                         let msg = e.to_string();
-                        let _ = ready.send(Err(e));
+                        let _ = ready.send(Ready::Attached(Err(e)));
                         anyhow::bail!(msg);
                     }
                 };
-                let _ = ready.send(Ok(tracer.missing.clone()));
-                let r = collect(&tracer, cfg, &probes, namer, &rx);
+                let _ = ready.send(Ready::Attached(Ok(tracer.missing.clone())));
+                let r = collect(&tracer, cfg, source.as_mut(), namer, &rx, &ready);
                 drop(stats_fd);
                 r
             })
@@ -116,8 +114,9 @@ impl Collector {
         Ok(Collector { commands, thread })
     }
 
-    /// Tells the collector to finish and waits for its final aggregates.
-    pub fn finish(self) -> Result<Stats> {
+    /// Tells the collector to finish and waits for its final aggregates,
+    /// and how the source ended.
+    pub fn finish(self) -> Result<(Stats, Ended)> {
         let _ = self.commands.send(Command::Stop);
         self.thread.join().map_err(|_| anyhow::anyhow!("the collector thread panicked"))?
     }
@@ -134,42 +133,27 @@ fn enable_bpf_stats() -> Result<std::os::fd::OwnedFd> {
     Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
 }
 
-/// The probes as a source of intervals.
-struct Probes<'a>(&'a [Arc<ProbeShared>]);
-
-impl IntervalSource for Probes<'_> {
-    fn take(&self, out: &mut dyn FnMut(Interval)) {
-        for p in self.0 {
-            while let Some(iv) = p.queue.pop() {
-                out(iv);
-            }
-        }
-    }
-
-    fn horizons(&self, out: &mut dyn FnMut(u32, u64)) {
-        for p in self.0 {
-            out(p.cpu, p.progress.load(Relaxed));
-        }
-    }
-}
-
-fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], namer: Namer, rx: &Receiver<Command>) -> Result<Stats> {
+fn collect(
+    tracer: &Tracer<'_>,
+    mut cfg: Config,
+    source: &mut dyn Source,
+    namer: Namer,
+    rx: &Receiver<Command>,
+    ready: &mpsc::Sender<Ready>,
+) -> Result<(Stats, Ended)> {
     let attach_ns = now_ns();
     let mut engine = Engine::new(&cfg.cpus, attach_ns, WINDOW, namer);
-    for p in probes {
-        engine.set_probe_tids(p.cpu, &[p.tid.load(Relaxed)]);
-        if let Some(w) = &p.wake {
-            engine.set_probe_slack(p.cpu, w.slack_ns.load(Relaxed));
-        }
-    }
+    source.attach(attach_ns, &mut engine);
     let mut ring = ring::Ring::open(tracer)?;
-    let passive = cfg.passive.take();
-    let passive_threshold = passive.as_ref().map(Tracker::threshold);
-    // Without probes the run starts when tracing does.
-    let mut started = passive.is_some();
     let mut sinks = Sinks::new(Stats::new(&cfg.cpus, attach_ns), std::mem::take(&mut cfg.sinks), cfg.stop_above);
     sinks.start(attach_ns);
-    let mut drain = Drain::new(engine, sinks, attach_ns, passive);
+    let mut drain = Drain::new(engine, sinks, attach_ns);
+    // Until the source says when its measuring began.
+    let mut started = false;
+    // Until it says how it started, after Command::Start.
+    let mut starting = false;
+    let mut thresholds: Vec<u64> = vec![0; cfg.cpus.len()];
+    let mut ended = None;
     let mut stop_asked = false;
     let mut own = Own {
         // What came before (loading and attaching, the ring buffer's
@@ -177,7 +161,6 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], na
         setup_cpu_ns: thread_cpu_ns(),
         missing: tracer.missing.clone(),
         switch_hook: tracer.switch_hook.to_string(),
-        passive_threshold,
         ..Own::default()
     };
     let mut next_snapshot = attach_ns;
@@ -185,8 +168,11 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], na
         let mut last = false;
         loop {
             match rx.try_recv() {
+                Ok(Command::Start) => {
+                    source.start();
+                    starting = true;
+                }
                 Ok(Command::Reset) => drain.sinks.stats.reset(now_ns()),
-                Ok(Command::Seed(seeds, at)) => drain.seed(&seeds, at),
                 Ok(Command::Stop) | Err(TryRecvError::Disconnected) => last = true,
                 Err(TryRecvError::Empty) => break,
             }
@@ -194,14 +180,34 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], na
                 break;
             }
         }
+        if starting {
+            if let Some(r) = source.started() {
+                starting = false;
+                let failed = r.is_err();
+                let _ = ready.send(Ready::Started(r));
+                // The run ends: the main thread says why.
+                last |= failed;
+            }
+        }
         if last {
-            // Stop producing (a storm could outrun the reader for ever), then
-            // let records stamped before that be committed.
+            // The source stops first (its last intervals are reported), then
+            // the kernel stops producing (a storm could outrun the reader for
+            // ever); records stamped before that are committed meanwhile.
+            ended = Some(source.stop());
             tracer.unwatch()?;
             thread::sleep(Duration::from_nanos(MARGIN_NS));
         }
+        // A CPU's threshold, as its source chose it, to the sinks that
+        // follow it (the flight recorder's default --trace-above).
+        for (i, &cpu) in cfg.cpus.iter().enumerate() {
+            let t = source.threshold(cpu as u32);
+            if t != thresholds[i] {
+                thresholds[i] = t;
+                drain.sinks.on_threshold(cpu as u32, t);
+            }
+        }
         let now = now_ns();
-        let seen = drain.step(&mut ring, &Probes(probes), now, last)?;
+        let seen = drain.step(&mut ring, source, now, last)?;
         if drain.sinks.stats.stopped_on.is_some() && !stop_asked {
             // --stop-above: the run ends as on SIGINT (the stall's trace is
             // written by the drains that follow).
@@ -217,8 +223,7 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], na
             }
         }
         if !started {
-            // Elapsed time counts from the probes' first sample.
-            if let Some(t) = probes.iter().map(|p| p.first_sample_ns.load(Relaxed)).filter(|&t| t != 0).min() {
+            if let Some(t) = source.start_ns() {
                 drain.sinks.stats.start_ns = t;
                 started = true;
             }
@@ -226,9 +231,9 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], na
         let snapshot_due = cfg.snapshots.is_some() && drained >= next_snapshot;
         if snapshot_due || drain.sinks.wants_counters(drained) || last {
             next_snapshot = drained + SNAPSHOT_NS;
-            let raw = own.counters(&drain, tracer, probes, cfg.bpf_stats);
+            let raw = own.counters(&drain, tracer, &cfg.cpus, &*source, cfg.bpf_stats);
             drain.sinks.on_counters(raw, drained, last);
-            drain.update_threads(drained);
+            source.report(drained, &mut drain.sinks.stats);
             if let Some(tx) = cfg.snapshots.as_ref() {
                 // Never wait on the screen: a frame it has not taken yet is enough.
                 let _ = tx.try_send(Snapshot::of(&drain.sinks.stats));
@@ -236,7 +241,8 @@ fn collect(tracer: &Tracer<'_>, mut cfg: Config, probes: &[Arc<ProbeShared>], na
             own.lag_ns = 0;
         }
         if last {
-            return drain.sinks.finish(now_ns(), &mut drain.engine.namer);
+            let stats = drain.sinks.finish(now_ns(), &mut drain.engine.namer)?;
+            return Ok((stats, ended.unwrap_or_default()));
         }
         thread::sleep(if seen.records < QUIET_RECORDS { POLL_QUIET } else { POLL });
     }
@@ -251,7 +257,6 @@ struct Own {
     first_event_ns: u64,
     missing: Vec<&'static str>,
     switch_hook: String,
-    passive_threshold: Option<u64>,
     /// The kernel's drop counters as last read, and how often a read failed:
     /// a failed read keeps the last counts (a lower bound), never zeros.
     drops: Vec<u64>,
@@ -259,16 +264,16 @@ struct Own {
 }
 
 impl Own {
-    /// Every count as its source keeps it, since the start.
-    fn counters(&mut self, drain: &Drain, tracer: &Tracer<'_>, probes: &[Arc<ProbeShared>], bpf_stats: bool) -> Counters {
+    /// Every count as its source keeps it, since the start: the kernel's
+    /// and the collector's here, each CPU's source's by the source.
+    fn counters(&mut self, drain: &Drain, tracer: &Tracer<'_>, cpus: &[usize], source: &dyn Source, bpf_stats: bool) -> Counters {
         match tracer.drops() {
             Ok(d) => self.drops = d,
             Err(_) => self.drop_read_failures += 1,
         }
-        let drops = &self.drops;
         let window = drain.engine.window_stats();
         let stats = &drain.sinks.stats;
-        let mut c = Counters {
+        Counters {
             events: drain.events,
             // This runs on the collector thread: the consumer's own cost.
             consumer_cpu_ns: thread_cpu_ns().saturating_sub(self.setup_cpu_ns),
@@ -282,50 +287,19 @@ impl Own {
             switch_hook: self.switch_hook.clone(),
             drop_read_failures: self.drop_read_failures,
             prog_stats: if bpf_stats { tracer.prog_stats() } else { Vec::new() },
-            cpus: probes
+            cpus: cpus
                 .iter()
-                .map(|p| {
-                    let floor = p.floor_ns.load(Relaxed);
-                    let (loops, first) = (p.loops.load(Relaxed), p.first_sample_ns.load(Relaxed));
-                    // The gaps it reported are the hiccups counted (all of
-                    // them by the last drain, but those lost to a full queue),
-                    // over the whole run like its loop counts.
-                    let (stolen, hiccups) = stats.run_gaps(p.cpu);
-                    CpuCounters {
-                        cpu: p.cpu,
-                        threshold_ns: p.threshold_ns.load(Relaxed),
-                        floor_ns: if floor == u64::MAX { 0 } else { floor },
-                        loop_mean_ns: if loops > 0 && first > 0 {
-                            p.progress.load(Relaxed).saturating_sub(first) as f64 / loops as f64
-                        } else {
-                            0.0
-                        },
-                        loop_quiet_mean_ns: p.quiet_mean_ns(stolen, hiccups).unwrap_or(0.0),
-                        loop_hist: p.histogram(),
-                        overflow: p.overflow.load(Relaxed),
-                        drops: drops.get(p.cpu as usize).copied().unwrap_or(0),
-                        tsc_drift_ns: Some(p.tsc_drift_ns.load(Relaxed)).filter(|&d| d != i64::MIN),
-                        tsc: p.uses_tsc.load(Relaxed),
-                        wakeup: p.wake.as_ref().and_then(|w| w.latency()),
-                        steal: drain.engine.steal_totals(p.cpu),
-                    }
+                .map(|&cpu| {
+                    let cpu = cpu as u32;
+                    let mut c = CpuCounters {
+                        drops: self.drops.get(cpu as usize).copied().unwrap_or(0),
+                        steal: drain.engine.steal_totals(cpu),
+                        ..CpuCounters::new(cpu)
+                    };
+                    source.counters(&mut c, stats);
+                    c
                 })
                 .collect(),
-        };
-        // Passive mode has no probe: each CPU's row carries the threshold
-        // and the kernel's drop count.
-        if let Some(thr) = self.passive_threshold {
-            c.cpus = stats
-                .cpus
-                .iter()
-                .map(|s| CpuCounters {
-                    threshold_ns: thr,
-                    drops: drops.get(s.cpu as usize).copied().unwrap_or(0),
-                    steal: drain.engine.steal_totals(s.cpu),
-                    ..CpuCounters::new(s.cpu)
-                })
-                .collect();
         }
-        c
     }
 }

@@ -1,5 +1,5 @@
-//! The end of a run: the summary with what happened on the way (threads
-//! gone, probes stuck, CPUs offline), written where it was asked for, and
+//! The end of a run: the summary with what happened on the way (as the
+//! source ended: threads gone, probes stuck, CPUs offline), written where it was asked for, and
 //! the exit status.
 
 use std::fs::File;
@@ -12,24 +12,13 @@ use anyhow::Result;
 
 use super::Plan;
 use crate::cli::WatchArgs;
-use crate::probe::STOP_BOUND;
-use crate::say::say;
+use crate::lifecycle;
+use crate::source::Ended;
 use crate::stats::Stats;
 use crate::summary::Summary;
-use crate::{cpulist, lifecycle, passive};
 
 /// The exit status of a run ended by --stop-above.
 pub const STOPPED_ON_STALL: i32 = 3;
-
-/// What happened as the run ended.
-pub struct Ended {
-    /// Passive mode: the watched threads that exited.
-    pub exited: Option<passive::Exits>,
-    /// CPUs whose probe had not stopped in time.
-    pub stuck: Vec<u32>,
-    /// CPUs that went offline under their probe.
-    pub moved: Vec<u32>,
-}
 
 /// Writes the summary (to its file, then stdout), lingers for a last
 /// scrape, and says how the run ended.
@@ -71,28 +60,9 @@ pub(super) fn finish(args: &WatchArgs, plan: &Plan, stats: &Stats, ended: Ended,
 /// makes the run fail).
 fn summarize(plan: &Plan, stats: &Stats, ended: Ended) -> (Summary, Option<String>) {
     let mut summary = Summary::from_stats(stats, plan.mode.label()).with_hints(&plan.audit);
-    if let Some(note) = ended.exited.and_then(|e| e.note()) {
-        summary.notes.push(note);
-    }
-    if plan.mode.is_passive() {
-        summary.notes.push(passive::HOST_PAUSES.to_string());
-    }
-    for cpu in ended.stuck {
-        let note = format!(
-            "the probe on CPU {cpu} had not stopped {} ms after it was asked (starved by a task on its CPU?): the summary ends without it",
-            STOP_BOUND.as_millis()
-        );
-        say!("{note}");
-        summary.notes.push(note);
-    }
-    let offline = (!ended.moved.is_empty()).then(|| {
-        format!(
-            "CPU {} went offline during the run: its probe stopped measuring there, and the run ended (bring it back online and run again)",
-            cpulist::Display(&ended.moved.iter().map(|&c| c as usize).collect::<Vec<_>>())
-        )
-    });
-    if let Some(note) = &offline {
+    summary.notes.extend(ended.notes);
+    if let Some(note) = &ended.failure {
         summary.notes.push(note.clone());
     }
-    (summary, offline)
+    (summary, ended.failure)
 }

@@ -4,15 +4,14 @@
 
 use std::fs::File;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::Result;
 
 use crate::cli::WatchArgs;
 use crate::export::CsvSink;
-use crate::probe::Probes;
 use crate::say::say;
 use crate::sink::outputs::Outputs;
+use crate::source::Started;
 
 /// Every file output of the run: the sinks (the metrics join them once the
 /// collector knows its CPUs), and the summary's file and path.
@@ -75,25 +74,18 @@ pub fn traces(
 
 /// One line each for the flight recorder and the recording, once the
 /// thresholds are known (the default --trace-above follows them).
-pub fn say_traces(args: &WatchArgs, probes: &Probes, passive_threshold: u64, passive: bool) {
+pub fn say_traces(args: &WatchArgs, started: &Started) {
     if let Some(dir) = &args.trace_dir {
-        let above = match args.trace_above {
-            Some(a) => crate::units::ns(a),
-            None if passive => format!(
-                "{} ({} × the threshold)",
-                crate::units::ns(crate::trace::ABOVE_THRESHOLDS * passive_threshold),
-                crate::trace::ABOVE_THRESHOLDS
-            ),
-            None => {
-                let each: Vec<String> = probes
+        let above = match (args.trace_above, started.shared_threshold) {
+            (Some(a), _) => crate::units::ns(a),
+            (None, Some(t)) => {
+                format!("{} ({} × the threshold)", crate::units::ns(crate::trace::ABOVE_THRESHOLDS * t), crate::trace::ABOVE_THRESHOLDS)
+            }
+            (None, None) => {
+                let each: Vec<String> = started
+                    .thresholds
                     .iter()
-                    .map(|p| {
-                        format!(
-                            "{}: {}",
-                            p.shared.cpu,
-                            crate::units::ns(crate::trace::ABOVE_THRESHOLDS * p.shared.threshold_ns.load(Relaxed))
-                        )
-                    })
+                    .map(|&(cpu, t)| format!("{cpu}: {}", crate::units::ns(crate::trace::ABOVE_THRESHOLDS * t)))
                     .collect();
                 format!("{} × the threshold ({})", crate::trace::ABOVE_THRESHOLDS, each.join(", "))
             }

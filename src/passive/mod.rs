@@ -175,6 +175,19 @@ pub struct AtAttach {
     pub gone: Vec<(u32, String)>,
 }
 
+impl AtAttach {
+    /// The threads found at start still there once tracing began, as
+    /// (tid, `comm[tid]`): the screen counts (and lists) every watched
+    /// thread, also one that has not run on a watched CPU yet.
+    pub fn found(&self, t: &Target) -> Vec<(u32, String)> {
+        t.threads
+            .iter()
+            .filter(|(tid, _)| !self.gone.iter().any(|g| g.0 == *tid))
+            .map(|(tid, name)| (*tid, format!("{name}[{tid}]")))
+            .collect()
+    }
+}
+
 /// Looks at the threads `t` found again, now that tracing has begun.
 pub fn at_attach(root: &Path, t: &Target) -> AtAttach {
     let mut r = AtAttach::default();

@@ -103,10 +103,6 @@ impl Tracker {
         self
     }
 
-    pub fn threshold(&self) -> u64 {
-        self.threshold
-    }
-
     fn watched(&self, cpu: u32) -> bool {
         self.watched_cpu.get(cpu as usize).copied().unwrap_or(false)
     }

@@ -36,6 +36,8 @@ pub trait Sink: Send {
     }
     /// Nothing before `horizon` on `cpu` will be explained any more.
     fn prune(&mut self, _cpu: u32, _horizon: u64) {}
+    /// `cpu`'s threshold as the source chose it (or changed it).
+    fn on_threshold(&mut self, _cpu: u32, _ns: u64) {}
     /// Whether it wants the counters at `now` (see `on_counters`).
     fn wants_counters(&self, _now: u64) -> bool {
         false
@@ -99,6 +101,10 @@ impl Sinks {
 
     pub fn prune(&mut self, cpu: u32, horizon: u64) {
         self.each().for_each(|s| s.prune(cpu, horizon));
+    }
+
+    pub fn on_threshold(&mut self, cpu: u32, ns: u64) {
+        self.list.iter_mut().for_each(|s| s.on_threshold(cpu, ns));
     }
 
     pub fn wants_counters(&self, now: u64) -> bool {

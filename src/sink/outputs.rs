@@ -140,6 +140,10 @@ impl Sink for FlightRecorder {
         FlightRecorder::prune(self, cpu, horizon);
     }
 
+    fn on_threshold(&mut self, cpu: u32, ns: u64) {
+        self.set_threshold(cpu, ns);
+    }
+
     fn finish(self: Box<Self>, _: u64, _: &mut Namer, stats: &mut Stats) -> Result<()> {
         stats.traces = Some(FlightRecorder::finish(*self));
         Ok(())

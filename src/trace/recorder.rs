@@ -61,9 +61,9 @@ pub struct FlightRecorder {
     slots: CpuSlots,
     rings: Vec<Ring>,
     marks: Vec<VecDeque<Mark>>,
-    /// Each CPU's threshold as its source keeps it, for the default
-    /// `--trace-above` (read when a stall comes, never copied).
-    threshold_of: Box<dyn Fn(u32) -> u64 + Send>,
+    /// Each CPU's threshold as its source chose it (0: not yet), for the
+    /// default `--trace-above`.
+    thresholds: Vec<u64>,
     pending: Vec<Pending>,
     /// When the traces of the last minute were taken (their stalls' times).
     taken: VecDeque<u64>,
@@ -82,7 +82,7 @@ impl FlightRecorder {
             slots: CpuSlots::new(cpus),
             rings: cpus.iter().map(|_| Ring::new(cap)).collect(),
             marks: cpus.iter().map(|_| VecDeque::with_capacity(MARKS)).collect(),
-            threshold_of: Box::new(|_| 0),
+            thresholds: vec![0; cpus.len()],
             pending: Vec::new(),
             taken: VecDeque::new(),
             totals: Totals { cap_bytes: (cap * std::mem::size_of::<Event>()) as u64, ..Totals::default() },
@@ -95,9 +95,11 @@ impl FlightRecorder {
         self.slots.get(cpu)
     }
 
-    /// Where each CPU's threshold is read (the probes', or passive mode's).
-    pub fn read_thresholds(&mut self, f: impl Fn(u32) -> u64 + Send + 'static) {
-        self.threshold_of = Box::new(f);
+    /// `cpu`'s threshold, as its source chose it.
+    pub fn set_threshold(&mut self, cpu: u32, ns: u64) {
+        if let Some(i) = self.slot(cpu) {
+            self.thresholds[i] = ns;
+        }
     }
 
     pub fn on_event(&mut self, ev: &Event) {
@@ -115,7 +117,7 @@ impl FlightRecorder {
             m.pop_front();
         }
         m.push_back(Mark { t0: h.t0, t1: h.t0 + h.gap });
-        let above = self.opts.above_ns.unwrap_or_else(|| ABOVE_THRESHOLDS * (self.threshold_of)(h.cpu));
+        let above = self.opts.above_ns.unwrap_or(ABOVE_THRESHOLDS * self.thresholds[i]);
         if !force && (above == 0 || h.gap < above) {
             return;
         }
@@ -274,7 +276,7 @@ mod tests {
         small.gap = 999_999;
         r.on_hiccup(&stall(), false);
         assert_eq!(r.totals.triggered, 0, "no threshold known yet: nothing traced");
-        r.read_thresholds(|cpu| if cpu == CPU { 100_000 } else { 0 });
+        r.set_threshold(CPU, 100_000);
         r.on_hiccup(&small, false);
         r.on_hiccup(&stall(), false);
         assert_eq!(r.totals.triggered, 1, "2 ms is over 10 × 100 µs, 0.99 ms is not");

@@ -244,23 +244,3 @@ fn the_threads_pane_drops_columns_never_digits() {
     assert_eq!(super::threads::thread_columns_for_test(&a, 46), ["hiccups", "max", "lost"]);
     assert_eq!(super::threads::thread_columns_for_test(&a, 20), ["hiccups", "lost"]);
 }
-
-/// The threads the screen counts: those found at start, less those gone
-/// before tracing began, named `comm[tid]`.
-#[test]
-fn found_threads_are_those_still_there_at_attach() {
-    use crate::passive::{AtAttach, Filter, Target};
-    let t = Target {
-        filter: Filter { tgids: vec![23769], ..Filter::default() },
-        cpus: vec![1],
-        threads: vec![(23769, "redis-server".into()), (23770, "bio_close_file".into()), (23771, "bio_aof".into())],
-        found: vec![(23769, 23769), (23769, 23770), (23769, 23771)],
-        notes: vec![],
-    };
-    let at = AtAttach { running: vec![], gone: vec![(23770, "bio_close_file".into())] };
-    assert_eq!(
-        super::found_threads(Some(&t), Some(&at)),
-        [(23769, "redis-server[23769]".to_string()), (23771, "bio_aof[23771]".to_string())]
-    );
-    assert_eq!(super::found_threads(None, None), []);
-}

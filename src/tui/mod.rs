@@ -34,7 +34,6 @@ use anyhow::Result;
 use crate::collector::Command;
 use crate::doctor::Report;
 use crate::lifecycle;
-use crate::passive;
 use crate::snapshot::Snapshot;
 
 use app::{Action, App};
@@ -50,18 +49,11 @@ pub fn color_wanted() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// Passive mode: the threads found at start still there once tracing
-/// began, as (tid, `comm[tid]`), for the screen to count (and list) every
-/// watched thread, also one that has not run on a watched CPU yet.
-pub fn found_threads(target: Option<&passive::Target>, at: Option<&passive::AtAttach>) -> Vec<(u32, String)> {
-    let (Some(t), Some(a)) = (target, at) else { return Vec::new() };
-    t.threads.iter().filter(|(tid, _)| !a.gone.iter().any(|g| g.0 == *tid)).map(|(tid, name)| (*tid, format!("{name}[{tid}]"))).collect()
-}
-
 /// Runs the live screen until the user quits (q, Ctrl-C), a signal or a
 /// panic asks everything to stop, or `duration` has passed. `origins`:
 /// senders are traced (not `--no-origins`), for the by-sender view to say
-/// why it is empty; `found`: passive mode's [`found_threads`].
+/// why it is empty; `found`: the watched threads found at start (passive
+/// mode's), as (tid, `comm[tid]`).
 pub fn run(
     snapshots: Receiver<Snapshot>,
     commands: Sender<Command>,

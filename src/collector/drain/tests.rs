@@ -8,10 +8,11 @@ use std::io;
 use super::*;
 use crate::cause::comm;
 use crate::engine::{IdleStates, Namer};
-use crate::interval::{Hiccup, Source};
+use crate::interval::{Hiccup, Interval, Source};
 use crate::kallsyms::Kallsyms;
 use crate::record::{Payload, Task};
 use crate::sink::Sink;
+use crate::source::Intervals;
 use crate::stats::Stats;
 
 const CPU: u32 = 1;
@@ -43,11 +44,11 @@ impl EventSource for Script {
 
 struct Gaps(RefCell<Vec<Interval>>);
 
-impl IntervalSource for Gaps {
-    fn take(&self, out: &mut dyn FnMut(Interval)) {
+impl Intervals for Gaps {
+    fn take(&mut self, out: &mut dyn FnMut(Interval)) {
         self.0.borrow_mut().drain(..).for_each(out);
     }
-    fn horizons(&self, out: &mut dyn FnMut(u32, u64)) {
+    fn horizons(&self, _upto: u64, out: &mut dyn FnMut(u32, u64)) {
         out(CPU, 0);
     }
 }
@@ -73,7 +74,7 @@ fn drain() -> Drain {
 fn drain_to(sinks: Vec<Box<dyn Sink>>) -> Drain {
     let mut e = Engine::new(&[CPU as usize], 0, 1 << 16, Namer::new(Kallsyms::empty(), IdleStates::default()));
     e.set_probe_tids(CPU, &[PROBE]);
-    Drain::new(e, Sinks::new(Stats::new(&[CPU as usize], 0), sinks, None), 0, None)
+    Drain::new(e, Sinks::new(Stats::new(&[CPU as usize], 0), sinks, None), 0)
 }
 
 fn gap(t0: u64, t1: u64) -> Gaps {
@@ -96,10 +97,10 @@ fn late_events_wait_for_the_watermark() {
     let (probe, hog) = (task(PROBE, "probe"), task(50, "hog"));
     let mut d = drain();
     let mut src = script([switch(50 * US, task(0, "swapper/1"), probe), switch(100 * US, probe, hog)]);
-    d.step(&mut src, &gap(100 * US, 300 * US), 1200 * US, false).unwrap();
+    d.step(&mut src, &mut gap(100 * US, 300 * US), 1200 * US, false).unwrap();
     assert_eq!(d.sinks.stats.cpus[0].hiccups, 0, "explained before its events were read");
     src.0.push_back(switch(300 * US, hog, probe));
-    let seen = d.step(&mut src, &none(), 2 * MS, false).unwrap();
+    let seen = d.step(&mut src, &mut none(), 2 * MS, false).unwrap();
     assert_eq!(seen, Drained { records: 1, oldest_ts: Some(300 * US) });
     assert_eq!(causes(&d), ["task:hog[50]=200000"]);
 }
@@ -120,10 +121,10 @@ fn a_capped_drain_holds_the_watermark() {
     events.push_back(switch(200 * US, hog, probe));
     let mut d = drain();
     let mut src = script(events);
-    let first = d.step(&mut src, &gap(100 * US, 200 * US), 100 * MS, false).unwrap();
+    let first = d.step(&mut src, &mut gap(100 * US, 200 * US), 100 * MS, false).unwrap();
     assert_eq!(first.records, MAX_PER_DRAIN);
     assert_eq!(d.sinks.stats.cpus[0].hiccups, 0, "explained from a capped drain");
-    d.step(&mut src, &none(), 100 * MS, false).unwrap();
+    d.step(&mut src, &mut none(), 100 * MS, false).unwrap();
     assert_eq!(d.events, storm as u64 + 3);
     assert_eq!(d.sinks.stats.cpus[0].hiccups, 1);
     assert!(causes(&d)[0].starts_with("task:hog[50]="), "{:?}", causes(&d));
@@ -141,7 +142,7 @@ fn the_last_drain_reads_all_and_explains_all() {
     }
     let end = 200 * US + 2 * MAX_PER_DRAIN as u64 * 100;
     let mut d = drain();
-    let seen = d.step(&mut script(events), &gap(100 * US, end), end + 10, true).unwrap();
+    let seen = d.step(&mut script(events), &mut gap(100 * US, end), end + 10, true).unwrap();
     assert_eq!(seen.records, 2 * MAX_PER_DRAIN + 2);
     assert_eq!(d.sinks.stats.cpus[0].hiccups, 1);
     assert_eq!(d.sinks.stats.cpus[0].explained_ns, end - 100 * US);
@@ -162,7 +163,7 @@ impl Sink for Broken {
 #[test]
 fn a_failing_sink_stops_the_drain_with_its_name() {
     let mut d = drain_to(vec![Box::new(Broken)]);
-    let e = d.step(&mut script([]), &gap(10, 20), 10 * MS, false).unwrap_err();
+    let e = d.step(&mut script([]), &mut gap(10, 20), 10 * MS, false).unwrap_err();
     assert_eq!(format!("{e:#}"), "writing the CSV: disk full");
 }
 
@@ -205,7 +206,7 @@ fn every_sink_sees_what_the_aggregates_see() {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Seen::default()));
     let engine = drain().engine;
     let sinks = Sinks::new(Stats::new(&[CPU as usize], 0), vec![Box::new(Spy(seen.clone()))], Some(150 * US));
-    let mut d = Drain::new(engine, sinks, 0, None);
+    let mut d = Drain::new(engine, sinks, 0);
     let (probe, hog) = (task(PROBE, "probe"), task(50, "hog"));
     let mut src = script([
         switch(50 * US, task(0, "swapper/1"), probe),
@@ -214,11 +215,11 @@ fn every_sink_sees_what_the_aggregates_see() {
         switch(400 * US, probe, hog),
         switch(700 * US, hog, probe),
     ]);
-    let gaps = Gaps(RefCell::new(vec![
+    let mut gaps = Gaps(RefCell::new(vec![
         Interval { cpu: CPU, t0: 100 * US, t1: 300 * US, source: Source::Probe, victim: None, smis: 0 },
         Interval { cpu: CPU, t0: 400 * US, t1: 700 * US, source: Source::Probe, victim: None, smis: 0 },
     ]));
-    d.step(&mut src, &gaps, 10 * MS, false).unwrap();
+    d.step(&mut src, &mut gaps, 10 * MS, false).unwrap();
     let s = seen.lock().unwrap();
     assert_eq!(s.events, 5);
     assert_eq!(s.hiccups, [(200 * US, Some(150 * US)), (300 * US, None)]);
@@ -243,7 +244,7 @@ fn a_stretch_with_dropped_events_is_charged_to_lost() {
     let mut d = drain();
     let mut src =
         script([switch(50 * US, task(0, "swapper/1"), probe), switch(100 * US, probe, hog), dropped(switch(2000 * US, hog, probe), 3)]);
-    d.step(&mut src, &gap(99 * US, 2000 * US), 10 * MS, false).unwrap();
+    d.step(&mut src, &mut gap(99 * US, 2000 * US), 10 * MS, false).unwrap();
     assert_eq!(causes(&d), ["lost:=1900000", "unexplained:=1000"]);
 }
 
@@ -256,14 +257,14 @@ fn drops_no_record_carries_yet_are_taken_from_the_totals() {
     let mut d = drain();
     let mut src = script([switch(50 * US, task(0, "swapper/1"), probe), switch(100 * US, probe, hog)]);
     src.1 = Drops(vec![(CPU, 4)], 1500 * US);
-    d.step(&mut src, &gap(99 * US, 1800 * US), 3 * MS, false).unwrap();
+    d.step(&mut src, &mut gap(99 * US, 1800 * US), 3 * MS, false).unwrap();
     assert_eq!(causes(&d), ["lost:=1400000", "task:hog[50]=300000", "unexplained:=1000"]);
     src.0.extend([
         dropped(switch(1800 * US, hog, probe), 4),
         dropped(switch(2500 * US, probe, hog), 4),
         dropped(switch(2900 * US, hog, probe), 4),
     ]);
-    d.step(&mut src, &gap(2499 * US, 2900 * US), 6 * MS, false).unwrap();
+    d.step(&mut src, &mut gap(2499 * US, 2900 * US), 6 * MS, false).unwrap();
     let second: Vec<String> = d
         .sinks
         .stats
@@ -280,8 +281,8 @@ fn drops_no_record_carries_yet_are_taken_from_the_totals() {
 /// with the history it needs (it was, when horizons were read last).
 struct Racy(std::cell::Cell<u8>);
 
-impl IntervalSource for Racy {
-    fn take(&self, out: &mut dyn FnMut(Interval)) {
+impl Intervals for Racy {
+    fn take(&mut self, out: &mut dyn FnMut(Interval)) {
         match self.0.get() {
             // The gap is reported just after this take, progress after it.
             0 => self.0.set(1),
@@ -292,7 +293,7 @@ impl IntervalSource for Racy {
             _ => {}
         }
     }
-    fn horizons(&self, out: &mut dyn FnMut(u32, u64)) {
+    fn horizons(&self, _upto: u64, out: &mut dyn FnMut(u32, u64)) {
         out(CPU, if self.0.get() == 0 { 0 } else { 400 * US });
     }
 }
@@ -302,8 +303,8 @@ fn a_gap_reported_during_a_drain_keeps_its_history() {
     let (probe, hog) = (task(PROBE, "probe"), task(50, "hog"));
     let mut d = drain();
     let mut src = script([switch(50 * US, task(0, "swapper/1"), probe), switch(100 * US, probe, hog), switch(300 * US, hog, probe)]);
-    let racy = Racy(std::cell::Cell::new(0));
-    d.step(&mut src, &racy, 2 * MS, false).unwrap();
-    d.step(&mut src, &racy, 3 * MS, false).unwrap();
+    let mut racy = Racy(std::cell::Cell::new(0));
+    d.step(&mut src, &mut racy, 2 * MS, false).unwrap();
+    d.step(&mut src, &mut racy, 3 * MS, false).unwrap();
     assert_eq!(causes(&d), ["task:hog[50]=200000"]);
 }

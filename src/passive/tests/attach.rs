@@ -129,3 +129,18 @@ fn at_attach_finds_the_running_and_the_gone() {
         "passive: no thread matches yet: waiting for a thread named osnoise/3\\x1b to run on CPU 3 (no probe; threshold 1000 ns)"
     );
 }
+
+/// The threads the screen counts: those found at start, less those gone
+/// before tracing began, named `comm[tid]`.
+#[test]
+fn found_threads_are_those_still_there_at_attach() {
+    let t = Target {
+        filter: Filter { tgids: vec![23769], ..Filter::default() },
+        cpus: vec![1],
+        threads: vec![(23769, "redis-server".into()), (23770, "bio_close_file".into()), (23771, "bio_aof".into())],
+        found: vec![(23769, 23769), (23769, 23770), (23769, 23771)],
+        notes: vec![],
+    };
+    let at = AtAttach { running: vec![], gone: vec![(23770, "bio_close_file".into())] };
+    assert_eq!(at.found(&t), [(23769, "redis-server[23769]".to_string()), (23771, "bio_aof[23771]".to_string())]);
+}

@@ -1,0 +1,183 @@
+//! The spin probe and the wake-up probe as a run's [`Source`]: a probe
+//! thread on each watched CPU, spawned (pinned, set up) before tracing
+//! begins and let go at `start`; its gaps or late wake-ups come through
+//! its lock-free queue, and its progress is each CPU's horizon.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::bpf::Programs;
+use crate::engine::Engine;
+use crate::interval::Interval;
+use crate::probe::{Probe, ProbeConfig, ProbeKind, ProbeShared, Probes, Threshold, MIN_FLOORS, STOP_BOUND};
+use crate::say::say;
+use crate::source::{Ended, Intervals, Source, Started};
+use crate::stats::{CpuCounters, Stats};
+
+/// How long `started` waits for every probe's threshold (its floor is
+/// measured over 20 ms to 1 s) before the run goes on without it.
+const THRESHOLDS_WITHIN: Duration = Duration::from_secs(2);
+
+pub struct ProbeSource {
+    kind: ProbeKind,
+    rule: Threshold,
+    probes: Probes,
+    shared: Vec<Arc<ProbeShared>>,
+    /// Why the spin probe cannot read the SMI count (said once).
+    smi_unread: Option<String>,
+    /// When `start` let the probes go.
+    started_at: Option<Instant>,
+}
+
+impl ProbeSource {
+    /// A probe on each of `cpus`, set up, not measuring yet.
+    pub fn spawn(cpus: &[usize], cfg: ProbeConfig) -> Result<Self> {
+        let (kind, rule) = (cfg.kind, cfg.threshold);
+        let probes = Probes::new(cpus.iter().map(|&c| Probe::spawn(c as u32, cfg)).collect::<Result<Vec<_>>>()?);
+        let smi_unread = probes.iter().find_map(|p| p.smi_unread.clone());
+        Ok(ProbeSource { kind, rule, shared: probes.shared(), probes, smi_unread, started_at: None })
+    }
+
+    /// The lines a headless run starts with: each CPU's rule.
+    fn lines(&self) -> Vec<String> {
+        let ns = crate::units::ns;
+        match self.kind {
+            ProbeKind::Wakeup { period_ns } => {
+                let how =
+                    if self.rule.given().is_some() { "as given" } else { "twice the median latency of its first 100 ms, at least 10 µs" };
+                let each: Vec<String> = self
+                    .shared
+                    .iter()
+                    .map(|p| {
+                        let slack = p.wake.as_ref().map_or(0, |w| w.slack_ns.load(Relaxed));
+                        format!("CPU {}: late above {}, timer slack {}", p.cpu, ns(p.threshold_ns.load(Relaxed)), ns(slack))
+                    })
+                    .collect();
+                vec![format!(
+                    "wake-up probe: sleeps {} at a time and reports a wake-up later than its threshold ({how}); {}",
+                    ns(period_ns),
+                    each.join("; ")
+                )]
+            }
+            ProbeKind::Spin => self
+                .shared
+                .iter()
+                .map(|p| format!("watching CPU {}: {}", p.cpu, self.rule.describe(p.floor_ns.load(Relaxed), p.threshold_ns.load(Relaxed))))
+                .collect(),
+        }
+    }
+}
+
+impl Intervals for ProbeSource {
+    fn horizons(&self, _upto: u64, out: &mut dyn FnMut(u32, u64)) {
+        for p in &self.shared {
+            out(p.cpu, p.progress.load(Relaxed));
+        }
+    }
+
+    fn take(&mut self, out: &mut dyn FnMut(Interval)) {
+        for p in &self.shared {
+            while let Some(iv) = p.queue.pop() {
+                out(iv);
+            }
+        }
+    }
+}
+
+impl Source for ProbeSource {
+    fn programs(&self) -> Programs {
+        // The wake-up probe's own wake-ups say when its timer woke it.
+        Programs { wakeups: matches!(self.kind, ProbeKind::Wakeup { .. }), ..Programs::default() }
+    }
+
+    fn attach(&mut self, _at: u64, engine: &mut Engine) {
+        for p in &self.shared {
+            engine.set_probe_tids(p.cpu, &[p.tid.load(Relaxed)]);
+            if let Some(w) = &p.wake {
+                engine.set_probe_slack(p.cpu, w.slack_ns.load(Relaxed));
+            }
+        }
+    }
+
+    fn start(&mut self) {
+        self.probes.start();
+        self.started_at = Some(Instant::now());
+    }
+
+    /// Once every probe has its threshold (or the wait is over): a given
+    /// threshold under the loop's floor ends the run, said with the first
+    /// CPU's figures.
+    fn started(&mut self) -> Option<Result<Started>> {
+        let waited = self.started_at?.elapsed();
+        if waited < THRESHOLDS_WITHIN && self.shared.iter().any(|p| p.threshold_ns.load(Relaxed) == 0) {
+            return None;
+        }
+        if let Some(p) = self.shared.iter().find(|p| p.refused.load(Relaxed)) {
+            let (floor, thr) = (p.floor_ns.load(Relaxed), p.threshold_ns.load(Relaxed));
+            return Some(Err(anyhow::anyhow!(
+                "--threshold {thr}ns is under {MIN_FLOORS} × CPU {}'s loop floor ({floor} ns): every loop would be a hiccup; use at least {}ns, or leave it out for the default",
+                p.cpu,
+                MIN_FLOORS * floor
+            )));
+        }
+        let notices = self.smi_unread.iter().map(|why| format!("SMI count not read: {why}; SMIs stay unexplained")).collect();
+        let thresholds = self.shared.iter().map(|p| (p.cpu, p.threshold_ns.load(Relaxed))).collect();
+        Some(Ok(Started { notices, lines: self.lines(), found: Vec::new(), thresholds, shared_threshold: None }))
+    }
+
+    fn start_ns(&self) -> Option<u64> {
+        // Elapsed time counts from the probes' first sample.
+        self.shared.iter().map(|p| p.first_sample_ns.load(Relaxed)).filter(|&t| t != 0).min()
+    }
+
+    fn threshold(&self, cpu: u32) -> u64 {
+        self.shared.iter().find(|p| p.cpu == cpu).map_or(0, |p| p.threshold_ns.load(Relaxed))
+    }
+
+    fn counters(&self, c: &mut CpuCounters, stats: &Stats) {
+        let Some(p) = self.shared.iter().find(|p| p.cpu == c.cpu) else { return };
+        let floor = p.floor_ns.load(Relaxed);
+        let (loops, first) = (p.loops.load(Relaxed), p.first_sample_ns.load(Relaxed));
+        // The gaps it reported are the hiccups counted (all of them by the
+        // last drain, but those lost to a full queue), over the whole run
+        // like its loop counts.
+        let (stolen, hiccups) = stats.run_gaps(p.cpu);
+        c.threshold_ns = p.threshold_ns.load(Relaxed);
+        c.floor_ns = if floor == u64::MAX { 0 } else { floor };
+        c.loop_mean_ns = if loops > 0 && first > 0 { p.progress.load(Relaxed).saturating_sub(first) as f64 / loops as f64 } else { 0.0 };
+        c.loop_quiet_mean_ns = p.quiet_mean_ns(stolen, hiccups).unwrap_or(0.0);
+        c.loop_hist = p.histogram();
+        c.overflow = p.overflow.load(Relaxed);
+        c.tsc_drift_ns = Some(p.tsc_drift_ns.load(Relaxed)).filter(|&d| d != i64::MIN);
+        c.tsc = p.uses_tsc.load(Relaxed);
+        c.wakeup = p.wake.as_ref().and_then(|w| w.latency());
+    }
+
+    fn stop(&mut self) -> Ended {
+        // Read before they stop: a probe moved off its CPU stopped there.
+        let offline: Vec<usize> = self.shared.iter().filter(|p| p.moved_off.load(Relaxed)).map(|p| p.cpu as usize).collect();
+        let failure = (!offline.is_empty()).then(|| {
+            format!(
+                "CPU {} went offline during the run: its probe stopped measuring there, and the run ended (bring it back online and run again)",
+                crate::cpulist::Display(&offline)
+            )
+        });
+        let notes = self
+            .probes
+            .stop(STOP_BOUND)
+            .into_iter()
+            .map(|cpu| {
+                let note = format!(
+                    "the probe on CPU {cpu} had not stopped {} ms after it was asked (starved by a task on its CPU?): the summary ends without it",
+                    STOP_BOUND.as_millis()
+                );
+                say!("{note}");
+                note
+            })
+            .collect();
+        Ended { notes, failure }
+    }
+}
