@@ -17,6 +17,7 @@ use anyhow::{Context, Result};
 use crate::bpf::{Programs, Tracer};
 use crate::clock::{now_ns, thread_cpu_ns};
 use crate::engine::{Engine, Namer};
+use crate::outcome::Outcome;
 use crate::sink::{Sink, Sinks};
 use crate::snapshot::Snapshot;
 use crate::source::{Ended, Source, Started};
@@ -70,9 +71,19 @@ pub enum Ready {
     Started(Result<Started>),
 }
 
+/// What the collector hands back at the end.
+pub struct Finished {
+    /// The final aggregates.
+    pub stats: Stats,
+    /// What the run came to besides (the stall that stopped it, traces).
+    pub outcome: Outcome,
+    /// How the source ended.
+    pub ended: Ended,
+}
+
 pub struct Collector {
     pub commands: mpsc::Sender<Command>,
-    thread: thread::JoinHandle<Result<(Stats, Ended)>>,
+    thread: thread::JoinHandle<Result<Finished>>,
 }
 
 impl Collector {
@@ -114,9 +125,8 @@ impl Collector {
         Ok(Collector { commands, thread })
     }
 
-    /// Tells the collector to finish and waits for its final aggregates,
-    /// and how the source ended.
-    pub fn finish(self) -> Result<(Stats, Ended)> {
+    /// Tells the collector to finish and waits for what it hands back.
+    pub fn finish(self) -> Result<Finished> {
         let _ = self.commands.send(Command::Stop);
         self.thread.join().map_err(|_| anyhow::anyhow!("the collector thread panicked"))?
     }
@@ -140,7 +150,7 @@ fn collect(
     namer: Namer,
     rx: &Receiver<Command>,
     ready: &mpsc::Sender<Ready>,
-) -> Result<(Stats, Ended)> {
+) -> Result<Finished> {
     let attach_ns = now_ns();
     let mut engine = Engine::new(&cfg.cpus, attach_ns, WINDOW, namer);
     source.attach(attach_ns, &mut engine);
@@ -208,7 +218,7 @@ fn collect(
         }
         let now = now_ns();
         let seen = drain.step(&mut ring, source, now, last)?;
-        if drain.sinks.stats.stopped_on.is_some() && !stop_asked {
+        if drain.sinks.outcome.stopped_on.is_some() && !stop_asked {
             // --stop-above: the run ends as on SIGINT (the stall's trace is
             // written by the drains that follow).
             stop_asked = true;
@@ -241,8 +251,8 @@ fn collect(
             own.lag_ns = 0;
         }
         if last {
-            let stats = drain.sinks.finish(now_ns(), &mut drain.engine.namer)?;
-            return Ok((stats, ended.unwrap_or_default()));
+            let (stats, outcome) = drain.sinks.finish(now_ns(), &mut drain.engine.namer)?;
+            return Ok(Finished { stats, outcome, ended: ended.unwrap_or_default() });
         }
         thread::sleep(if seen.records < QUIET_RECORDS { POLL_QUIET } else { POLL });
     }

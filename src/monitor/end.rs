@@ -12,9 +12,8 @@ use anyhow::Result;
 
 use super::Plan;
 use crate::cli::WatchArgs;
+use crate::collector::Finished;
 use crate::lifecycle;
-use crate::source::Ended;
-use crate::stats::Stats;
 use crate::summary::Summary;
 
 /// The exit status of a run ended by --stop-above.
@@ -22,8 +21,9 @@ pub const STOPPED_ON_STALL: i32 = 3;
 
 /// Writes the summary (to its file, then stdout), lingers for a last
 /// scrape, and says how the run ended.
-pub(super) fn finish(args: &WatchArgs, plan: &Plan, stats: &Stats, ended: Ended, file: Option<(File, PathBuf)>) -> Result<i32> {
-    let (mut summary, offline) = summarize(plan, stats, ended);
+pub(super) fn finish(args: &WatchArgs, plan: &Plan, run: Finished, file: Option<(File, PathBuf)>) -> Result<i32> {
+    let stopped = run.outcome.stopped_on.is_some();
+    let (mut summary, offline) = summarize(plan, run);
     if let Some((file, path)) = file {
         summary.csv =
             args.csv.as_deref().map(|c| std::path::absolute(c).unwrap_or_else(|_| c.to_path_buf()).to_string_lossy().into_owned());
@@ -51,15 +51,16 @@ pub(super) fn finish(args: &WatchArgs, plan: &Plan, stats: &Stats, ended: Ended,
         // The summary above covers the run up to then; the exit says it was cut short.
         Some(note) => Err(anyhow::anyhow!(note)),
         // Like a test that failed its bound: scripts tell it from a clean end.
-        None if stats.stopped_on.is_some() => Ok(STOPPED_ON_STALL),
+        None if stopped => Ok(STOPPED_ON_STALL),
         None => Ok(0),
     }
 }
 
 /// The summary with its notes, and the note of CPUs gone offline (which
 /// makes the run fail).
-fn summarize(plan: &Plan, stats: &Stats, ended: Ended) -> (Summary, Option<String>) {
-    let mut summary = Summary::from_stats(stats, plan.mode.label()).with_hints(&plan.audit);
+fn summarize(plan: &Plan, run: Finished) -> (Summary, Option<String>) {
+    let Finished { stats, outcome, ended } = run;
+    let mut summary = Summary::from_stats(&stats, &outcome, plan.mode.label()).with_hints(&plan.audit);
     summary.notes.extend(ended.notes);
     if let Some(note) = &ended.failure {
         summary.notes.push(note.clone());

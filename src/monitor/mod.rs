@@ -65,9 +65,9 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
     let how = start(&collector, &ready)?;
     announce(&args, &plan, &how);
     let ui = show(&args, &plan, screen, &collector, started, how.found);
-    let (stats, ended) = collector.finish()?;
+    let finished = collector.finish()?;
     ui?;
-    end::finish(&args, &plan, &stats, ended, opened.summary_file)
+    end::finish(&args, &plan, finished, opened.summary_file)
 }
 
 /// The mode's CPUs and source, the checks before anything is loaded, and

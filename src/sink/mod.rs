@@ -13,6 +13,7 @@ use anyhow::{Context as _, Result};
 
 use crate::engine::Namer;
 use crate::interval::Hiccup;
+use crate::outcome::{Outcome, StopStall};
 use crate::record::Event;
 use crate::stats::{Counters, Stats};
 
@@ -45,8 +46,8 @@ pub trait Sink: Send {
     /// What the probes and the kernel count, since the start, as read at
     /// `now` (`last`: the final reading).
     fn on_counters(&mut self, _raw: &Counters, _now: u64, _last: bool) {}
-    /// The run is over at `end`: what the sink adds to the final aggregates.
-    fn finish(self: Box<Self>, _end: u64, _namer: &mut Namer, _stats: &mut Stats) -> Result<()> {
+    /// The run is over at `end`: what the sink adds to the run's outcome.
+    fn finish(self: Box<Self>, _end: u64, _namer: &mut Namer, _outcome: &mut Outcome) -> Result<()> {
         Ok(())
     }
 }
@@ -55,6 +56,9 @@ pub trait Sink: Send {
 /// the final summary), then every other sink of the run, in one list.
 pub struct Sinks {
     pub stats: Stats,
+    /// What the run comes to besides the aggregates (the stall that
+    /// stops it, what the traces wrote).
+    pub outcome: Outcome,
     list: Vec<Box<dyn Sink>>,
     /// --stop-above: the first stall at or over it stops the run.
     stop_above: Option<u64>,
@@ -62,7 +66,7 @@ pub struct Sinks {
 
 impl Sinks {
     pub fn new(stats: Stats, list: Vec<Box<dyn Sink>>, stop_above: Option<u64>) -> Self {
-        Sinks { stats, list, stop_above }
+        Sinks { stats, outcome: Outcome::default(), list, stop_above }
     }
 
     /// Every sink, the aggregates first.
@@ -82,7 +86,10 @@ impl Sinks {
     /// Every sink sees `h`, whatever another's error; the first error is
     /// the one returned.
     pub fn on_hiccup(&mut self, h: &Hiccup) -> Result<()> {
-        let stop = self.stop_above.filter(|&limit| h.gap >= limit && self.stats.stopped_on.is_none());
+        let stop = self.stop_above.filter(|&limit| h.gap >= limit && self.outcome.stopped_on.is_none());
+        if let Some(limit_ns) = stop {
+            self.outcome.stopped_on = Some(StopStall { cpu: h.cpu, time_ns: h.t0, gap_ns: h.gap, limit_ns });
+        }
         let mut failed = None;
         for s in self.each() {
             if let Err(e) = s.on_hiccup(h, stop) {
@@ -118,13 +125,14 @@ impl Sinks {
         self.stats.update_counters(raw, now);
     }
 
-    /// Finishes every sink in order; the aggregates they completed.
-    pub fn finish(self, end: u64, namer: &mut Namer) -> Result<Stats> {
-        let mut stats = self.stats;
+    /// Finishes every sink in order: the aggregates, and the outcome
+    /// they completed.
+    pub fn finish(self, end: u64, namer: &mut Namer) -> Result<(Stats, Outcome)> {
+        let mut outcome = self.outcome;
         for s in self.list {
-            s.finish(end, namer, &mut stats)?;
+            s.finish(end, namer, &mut outcome)?;
         }
-        Ok(stats)
+        Ok((self.stats, outcome))
     }
 }
 

@@ -10,8 +10,9 @@ use crate::engine::Namer;
 use crate::export::{CsvSink, Rows};
 use crate::interval::Hiccup;
 use crate::metrics::{Exporter, Slot};
+use crate::outcome::Outcome;
 use crate::record::Event;
-use crate::stats::{Counters, Stats, StopStall};
+use crate::stats::{Counters, Stats};
 use crate::trace::{FlightRecorder, Whole};
 
 /// How often the Prometheus endpoint's figures are published.
@@ -51,10 +52,7 @@ impl Sink for Stats {
         "the aggregates"
     }
 
-    fn on_hiccup(&mut self, h: &Hiccup, stop: Option<u64>) -> io::Result<()> {
-        if let Some(limit_ns) = stop {
-            self.stopped_on = Some(StopStall { cpu: h.cpu, time_ns: h.t0, gap_ns: h.gap, limit_ns });
-        }
+    fn on_hiccup(&mut self, h: &Hiccup, _: Option<u64>) -> io::Result<()> {
         self.record(h);
         Ok(())
     }
@@ -144,8 +142,8 @@ impl Sink for FlightRecorder {
         self.set_threshold(cpu, ns);
     }
 
-    fn finish(self: Box<Self>, _: u64, _: &mut Namer, stats: &mut Stats) -> Result<()> {
-        stats.traces = Some(FlightRecorder::finish(*self));
+    fn finish(self: Box<Self>, _: u64, _: &mut Namer, outcome: &mut Outcome) -> Result<()> {
+        outcome.traces = Some(FlightRecorder::finish(*self));
         Ok(())
     }
 }
@@ -169,8 +167,8 @@ impl Sink for Whole {
         Ok(())
     }
 
-    fn finish(self: Box<Self>, end: u64, namer: &mut Namer, stats: &mut Stats) -> Result<()> {
-        stats.recorded = Some(Whole::finish(*self, end, namer)?);
+    fn finish(self: Box<Self>, end: u64, namer: &mut Namer, outcome: &mut Outcome) -> Result<()> {
+        outcome.recorded = Some(Whole::finish(*self, end, namer)?);
         Ok(())
     }
 }

@@ -17,13 +17,13 @@ fn namer() -> Namer {
 
 /// The aggregates count a stall, and keep the one that stopped the run.
 #[test]
-fn the_aggregates_keep_the_stall_that_stops_the_run() {
-    let mut stats = Stats::new(&[2], 0);
-    let s: &mut dyn Sink = &mut stats;
-    s.on_hiccup(&hiccup(2, 10, vec![(Cause::Softirq(1), 50)], 0), None).unwrap();
-    s.on_hiccup(&hiccup(2, 90, vec![(Cause::Softirq(1), 70)], 0), Some(60)).unwrap();
-    assert_eq!(stats.cpus[0].hiccups, 2);
-    let st = stats.stopped_on.expect("stopped");
+fn the_sinks_keep_the_first_stall_that_stops_the_run() {
+    let mut sinks = Sinks::new(Stats::new(&[2], 0), Vec::new(), Some(60));
+    for (t0, ns) in [(10, 50), (90, 70), (200, 80)] {
+        sinks.on_hiccup(&hiccup(2, t0, vec![(Cause::Softirq(1), ns)], 0)).unwrap();
+    }
+    assert_eq!(sinks.stats.cpus[0].hiccups, 3);
+    let st = sinks.outcome.stopped_on.expect("stopped");
     assert_eq!((st.cpu, st.time_ns, st.gap_ns, st.limit_ns), (2, 90, 70, 60));
 }
 

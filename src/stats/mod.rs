@@ -144,20 +144,6 @@ pub struct Stats {
     pub threads_elsewhere: Vec<(u32, u32)>,
     /// Causes by who sent them (IPIs, work, wake-ups), per CPU.
     pub by_sender: origins::BySender,
-    /// The flight recorder's traces and the whole-run recording, at the end.
-    pub traces: Option<crate::trace::Totals>,
-    pub recorded: Option<crate::trace::Recorded>,
-    /// The stall that stopped the run (--stop-above).
-    pub stopped_on: Option<StopStall>,
-}
-
-/// A stall at or over `--stop-above`, which ends the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct StopStall {
-    pub cpu: u32,
-    pub time_ns: u64,
-    pub gap_ns: u64,
-    pub limit_ns: u64,
 }
 
 impl Stats {
@@ -178,9 +164,6 @@ impl Stats {
             threads: Threads::default(),
             threads_elsewhere: Vec::new(),
             by_sender: origins::BySender::default(),
-            traces: None,
-            recorded: None,
-            stopped_on: None,
         }
     }
 

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::cause::{Cause, Kind};
+use crate::outcome::Outcome;
 use crate::stats::Stats;
 
 /// Causes listed per CPU.
@@ -220,11 +221,12 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recorded: Option<crate::trace::Recorded>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stopped_on: Option<crate::stats::StopStall>,
+    pub stopped_on: Option<crate::outcome::StopStall>,
 }
 
 impl Summary {
-    pub fn from_stats(s: &Stats, mode: &'static str) -> Self {
+    /// The summary of a run: its aggregates, and what it came to besides.
+    pub fn from_stats(s: &Stats, outcome: &Outcome, mode: &'static str) -> Self {
         let cpus: Vec<CpuRow> = s
             .cpus
             .iter()
@@ -282,7 +284,7 @@ impl Summary {
             })
             .collect();
         let n = &s.counters;
-        let notes = notes::of(s, &cpus);
+        let notes = notes::of(s, outcome, &cpus);
         Summary {
             jitterwatch: env!("CARGO_PKG_VERSION"),
             csv: None,
@@ -315,9 +317,9 @@ impl Summary {
             cpus,
             hints: Vec::new(),
             notes,
-            traces: s.traces.clone(),
-            recorded: s.recorded.clone(),
-            stopped_on: s.stopped_on,
+            traces: outcome.traces.clone(),
+            recorded: outcome.recorded.clone(),
+            stopped_on: outcome.stopped_on,
         }
     }
 

@@ -2,6 +2,7 @@
 //! (a reset, unreadable counters, no steal clock, a run stopped on a stall
 //! or a recording cut short).
 
+use crate::outcome::Outcome;
 use crate::stats::Stats;
 
 use super::CpuRow;
@@ -10,7 +11,7 @@ use super::CpuRow;
 pub const NO_STEAL_CLOCK: &str =
     "no steal clock was read (bare metal, a hypervisor without a paravirt steal clock, or a kernel without CONFIG_PARAVIRT_TIME_ACCOUNTING): host preemption, if any, stays unexplained";
 
-pub fn of(s: &Stats, cpus: &[CpuRow]) -> Vec<String> {
+pub fn of(s: &Stats, outcome: &Outcome, cpus: &[CpuRow]) -> Vec<String> {
     let n = &s.counters;
     let mut notes = Vec::new();
     if s.was_reset {
@@ -28,7 +29,7 @@ pub fn of(s: &Stats, cpus: &[CpuRow]) -> Vec<String> {
     if n.events > 0 && cpus.iter().all(|c| c.steal.is_none()) {
         notes.push(NO_STEAL_CLOCK.to_string());
     }
-    if let Some(st) = &s.stopped_on {
+    if let Some(st) = &outcome.stopped_on {
         notes.push(format!(
             "the run stopped on a stall of {} on CPU {} (--stop-above {})",
             crate::units::ns(st.gap_ns),
@@ -36,7 +37,7 @@ pub fn of(s: &Stats, cpus: &[CpuRow]) -> Vec<String> {
             crate::units::ns(st.limit_ns)
         ));
     }
-    if let Some(cut) = s.recorded.as_ref().and_then(|r| r.cut_at) {
+    if let Some(cut) = outcome.recorded.as_ref().and_then(|r| r.cut_at) {
         notes.push(format!(
             "--record reached its cap ({} MiB of events) {} into the run: the trace ends there",
             crate::trace::RECORD_CAP_BYTES >> 20,

@@ -16,7 +16,7 @@ fn text_and_json_carry_the_same_figures_escaped() {
     raw.cpus[0].threshold_ns = 250;
     (raw.events, raw.consumer_cpu_ns, raw.setup_cpu_ns) = (400, 20_000, 30_000_000);
     s.update_counters(raw, 1_000_000);
-    let sum = Summary::from_stats(&s, "probe");
+    let sum = Summary::from_stats(&s, &Default::default(), "probe");
     let mut text = Vec::new();
     sum.write_text(&mut text).unwrap();
     let text = String::from_utf8(text).unwrap();
@@ -50,7 +50,7 @@ fn causes_are_summed_by_kind() {
         s.record(&hiccup(1, 10 + i, vec![(irq(30 + i as i32), 300), (Cause::Softirq(3), 100)], 50));
     }
     s.record(&hiccup(1, 100, vec![(Cause::Task { comm: comm(b"hog"), pid: Some(7) }, 5_000)], 0));
-    let sum = Summary::from_stats(&s, "probe");
+    let sum = Summary::from_stats(&s, &Default::default(), "probe");
     let k: Vec<(Kind, u64, u64)> = sum.cpus[0].by_kind.iter().map(|r| (r.kind, r.count, r.total_ns)).collect();
     assert_eq!(k, [(Kind::Task, 1, 5_000), (Kind::Irq, 8, 2_400), (Kind::Softirq, 8, 800), (Kind::Unexplained, 8, 400)]);
     let mut json = Vec::new();
@@ -78,7 +78,7 @@ fn unreadable_drop_counters_are_a_note() {
     raw.cpus[0].drops = 12;
     raw.drop_read_failures = 2;
     s.update_counters(raw, 1_000_000);
-    let sum = Summary::from_stats(&s, "probe");
+    let sum = Summary::from_stats(&s, &Default::default(), "probe");
     assert_eq!(sum.cpus[0].ringbuf_drops, 12);
     assert!(sum.notes.iter().any(|n| n.contains("could not be read 2 time(s)") && n.contains("lower bounds")), "{:?}", sum.notes);
 }

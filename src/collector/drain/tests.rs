@@ -224,7 +224,7 @@ fn every_sink_sees_what_the_aggregates_see() {
     assert_eq!(s.events, 5);
     assert_eq!(s.hiccups, [(200 * US, Some(150 * US)), (300 * US, None)]);
     assert_eq!(d.sinks.stats.cpus[0].hiccups, 2);
-    let stop = d.sinks.stats.stopped_on.as_ref().map(|st| (st.time_ns, st.gap_ns));
+    let stop = d.sinks.outcome.stopped_on.as_ref().map(|st| (st.time_ns, st.gap_ns));
     assert_eq!(stop, Some((100 * US, 200 * US)));
     assert_eq!(s.drains, [(10 * MS - MARGIN_NS, false)]);
     assert_eq!(s.pruned, [(CPU, 0)]);
