@@ -7,16 +7,19 @@ use crate::cause::{Cause, Origin, Sender};
 use crate::interval::{Hiccup, Interval, Source};
 use crate::record::OriginKind;
 
-use super::{origins, wakeup, Context, Engine};
+use super::namer::Namer;
+use super::origins::{self, OriginLog};
+use super::{wakeup, Context, Engine};
 
 impl Engine {
     /// Explains gap `g` into `h` (reused: every field is written).
     pub(super) fn attribute(&mut self, g: Interval, watermark: u64, h: &mut Hiccup) {
         let slot = self.slot(g.cpu).expect("pending gaps are on watched CPUs");
         self.scratch.clear();
+        let cpu = &mut self.cpus[slot];
         // The probe ran at both ends of its gap: that places switches into
         // it that no event reported.
-        let tl = &mut self.timelines[slot];
+        let tl = &mut cpu.timeline;
         // The wake-up probe slept until its deadline: it ran only at the end.
         if g.source == Source::Probe {
             tl.probe_ran_at(g.t0);
@@ -27,12 +30,12 @@ impl Engine {
         // A late wake-up: its parts, and its timer slack charged first (the
         // kernel may fire the timer that late, whatever ran meanwhile).
         let namer = &self.namer;
-        let wakes = &self.probe_wakes[slot];
+        let wakes = &cpu.probe_wakes;
         let mut parts = (g.source == Source::WakeupProbe).then(|| {
             let woken = wakes.iter().copied().find(|&w| w >= g.t0 && w < g.t1);
             wakeup::split(tl, g.t0, g.t1, woken, |f| namer.is_function(f, "hrtimer_wakeup"))
         });
-        let slack = parts.as_ref().map_or(0, |p| p.timer_ns.min(self.slack[slot]));
+        let slack = parts.as_ref().map_or(0, |p| p.timer_ns.min(cpu.slack));
         if let Some(p) = parts.as_mut() {
             // Each part's largest cause (the slack first in the timer's part).
             let mut at = g.t0;
@@ -91,7 +94,7 @@ impl Engine {
         }
         // Largest first; ties in a stable order.
         causes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        self.origins_of(slot, g.t1, &mut h.origins);
+        origins_of(&cpu.origins, &self.scratch, &mut self.namer, g.t1, &mut h.origins);
         h.cpu = g.cpu;
         h.t0 = g.t0;
         h.gap = g.t1 - g.t0;
@@ -99,23 +102,25 @@ impl Engine {
         h.victim = g.victim;
         h.unexplained = unexplained;
         h.parts = parts;
-        h.freq = self.freqs[slot].within(g.t0, g.t1);
+        h.freq = cpu.freqs.within(g.t0, g.t1);
     }
+}
 
-    /// The origins of the causes in `scratch` (a stall on `slot` that ended
-    /// at `end`), in the order of the causes, for those whose sending was
-    /// seen, into `out` (emptied first).
-    fn origins_of(&mut self, slot: usize, end: u64, out: &mut Vec<(Cause, Origin)>) {
-        out.clear();
-        for &(ctx, _) in &self.scratch {
-            let Some((kind, key)) = origins::key_of(ctx) else { continue };
-            let Some(s) = self.origins[slot].find(kind, key, end).copied() else { continue };
-            let sender = match s.sender {
-                origins::RawSender::Task { comm, pid, tgid, cpu } => Sender::Task { comm, pid, tgid, cpu },
-                origins::RawSender::Local(c) => Sender::Local(self.namer.cause(c)),
-            };
-            let via = (kind == OriginKind::Ipi && s.callsite != 0).then(|| self.namer.symbol(s.callsite));
-            out.push((self.namer.cause(ctx), Origin { sender, via }));
-        }
+/// The origins of the causes in `scratch` (a stall on the CPU whose
+/// `sent` they are, that ended at `end`), in the order of the causes, for
+/// those whose sending was seen, into `out` (emptied first). Inlined into
+/// its one caller, as it was when it was the engine's method.
+#[inline]
+fn origins_of(sent: &OriginLog, scratch: &[(Context, u64)], namer: &mut Namer, end: u64, out: &mut Vec<(Cause, Origin)>) {
+    out.clear();
+    for &(ctx, _) in scratch {
+        let Some((kind, key)) = origins::key_of(ctx) else { continue };
+        let Some(s) = sent.find(kind, key, end).copied() else { continue };
+        let sender = match s.sender {
+            origins::RawSender::Task { comm, pid, tgid, cpu } => Sender::Task { comm, pid, tgid, cpu },
+            origins::RawSender::Local(c) => Sender::Local(namer.cause(c)),
+        };
+        let via = (kind == OriginKind::Ipi && s.callsite != 0).then(|| namer.symbol(s.callsite));
+        out.push((namer.cause(ctx), Origin { sender, via }));
     }
 }

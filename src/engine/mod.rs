@@ -6,6 +6,7 @@
 
 mod attribute;
 mod context;
+mod cpu;
 mod freq;
 mod namer;
 mod origins;
@@ -20,18 +21,14 @@ use crate::interval::{Hiccup, Interval};
 use crate::record::{Event, OriginKind, Payload};
 
 pub use context::Context;
+use cpu::CpuState;
 pub use namer::{IdleStates, Namer};
 pub use steal::StealTotals;
-use timeline::Timeline;
 
 /// A CPU's events come in order but for BPF programs nested in others
 /// (an IRQ entered while a program ran): an event this much past a gap's end
 /// means every event inside the gap has been seen.
 pub const REORDER_NS: u64 = 1_000_000;
-
-/// The wake-up probe's wake-ups kept per CPU (one a period; the stalls
-/// still waiting to be explained span a few ms).
-const PROBE_WAKES: usize = 256;
 
 /// Hiccups kept for reuse once the sinks have seen them: their cause and
 /// origin lists keep their capacity, so explaining a stall allocates
@@ -40,12 +37,10 @@ const PROBE_WAKES: usize = 256;
 const SPARE_HICCUPS: usize = 4096;
 
 pub struct Engine {
-    /// CPU number → index into `timelines`.
+    /// CPU number → index into `cpus`.
     slots: crate::slots::CpuSlots,
-    timelines: Vec<Timeline>,
-    /// Per timeline: its gaps waiting to be explained, by end (ties in the
-    /// order reported), so the next one due is at the front.
-    pending: Vec<VecDeque<Interval>>,
+    /// Each watched CPU's state, by slot.
+    cpus: Vec<CpuState>,
     /// The gaps being explained now, reused.
     ready: Vec<Interval>,
     /// Gaps attributed as their CPU's events passed them, not yet handed out.
@@ -58,20 +53,6 @@ pub struct Engine {
     pub namer: Namer,
     /// Events from CPUs we do not watch (should stay 0: BPF filters them).
     pub foreign_events: u64,
-    /// Per timeline: the CPU's count of dropped events as last seen (in a
-    /// record, or in the kernel's totals), wrapping like the record's.
-    drops_seen: Vec<u32>,
-    /// Per timeline: the wake-up probe's timer slack, ns.
-    slack: Vec<u64>,
-    /// Per timeline: its frequency changes.
-    freqs: Vec<freq::FreqLog>,
-    /// Per timeline: when the wake-up probe was last woken (its own
-    /// sched_wakeup events), oldest first.
-    probe_wakes: Vec<VecDeque<u64>>,
-    /// Per timeline: its steal clock, and the stalls waiting for it.
-    steals: Vec<steal::Steal>,
-    /// Per timeline: who sent IPIs to it, queued work on it, woke tasks on it.
-    origins: Vec<origins::OriginLog>,
     /// The sources have stopped: nothing waits for a later steal reading.
     finishing: bool,
 }
@@ -82,8 +63,7 @@ impl Engine {
     pub fn new(cpus: &[usize], start: u64, window: usize, namer: Namer) -> Self {
         Self {
             slots: crate::slots::CpuSlots::new(cpus),
-            timelines: cpus.iter().map(|_| Timeline::new(start, window)).collect(),
-            pending: cpus.iter().map(|_| VecDeque::with_capacity(256)).collect(),
+            cpus: cpus.iter().map(|_| CpuState::new(start, window)).collect(),
             ready: Vec::with_capacity(256),
             done: VecDeque::with_capacity(64),
             scratch: Vec::with_capacity(32),
@@ -91,12 +71,6 @@ impl Engine {
             current: Hiccup::default(),
             namer,
             foreign_events: 0,
-            drops_seen: vec![0; cpus.len()],
-            slack: vec![0; cpus.len()],
-            freqs: cpus.iter().map(|_| freq::FreqLog::default()).collect(),
-            probe_wakes: cpus.iter().map(|_| VecDeque::with_capacity(PROBE_WAKES)).collect(),
-            steals: cpus.iter().map(|_| steal::Steal::default()).collect(),
-            origins: cpus.iter().map(|_| origins::OriginLog::default()).collect(),
             finishing: false,
         }
     }
@@ -108,13 +82,13 @@ impl Engine {
     /// The wake-up probe's timer slack on `cpu`, ns.
     pub fn set_probe_slack(&mut self, cpu: u32, slack_ns: u64) {
         if let Some(i) = self.slot(cpu) {
-            self.slack[i] = slack_ns;
+            self.cpus[i].slack = slack_ns;
         }
     }
 
     pub fn set_probe_tids(&mut self, cpu: u32, tids: &[u32]) {
         if let Some(i) = self.slot(cpu) {
-            self.timelines[i].set_probe_tids(tids);
+            self.cpus[i].timeline.set_probe_tids(tids);
         }
     }
 
@@ -123,16 +97,17 @@ impl Engine {
             self.foreign_events += 1;
             return;
         };
+        let c = &mut self.cpus[i];
         if let Payload::IrqEntry { irq, name } = &ev.payload {
             self.namer.note_irq(*irq, name);
         }
         // Written by the CPU that changed it: not this CPU's order or counts.
         if let Payload::Freq { khz } = ev.payload {
-            self.freqs[i].on_change(ev.ts, khz);
+            c.freqs.on_change(ev.ts, khz);
             return;
         }
         if let Payload::Steal { ns } = ev.payload {
-            self.steals[i].on_reading(ev.ts, ns);
+            c.steal.on_reading(ev.ts, ns);
             return;
         }
         // Written by the sender's CPU (in this CPU's order only if it is this one).
@@ -141,54 +116,45 @@ impl Engine {
             // Sent from this CPU at interrupt level (a timer queueing work,
             // an interrupt waking a task): that context sent it, not the
             // task it interrupted.
-            let raw = match self.timelines[i].current() {
-                c
-                @ (Context::Irq(_) | Context::Softirq(_) | Context::Timer(_) | Context::Vector(_) | Context::Csd(_) | Context::Nmi(_))
+            let raw = match c.timeline.current() {
+                ctx @ (Context::Irq(_)
+                | Context::Softirq(_)
+                | Context::Timer(_)
+                | Context::Vector(_)
+                | Context::Csd(_)
+                | Context::Nmi(_))
                     if from_cpu == ev.cpu =>
                 {
-                    origins::RawSender::Local(c)
+                    origins::RawSender::Local(ctx)
                 }
                 _ => task,
             };
             let key = if kind == OriginKind::Wake { u64::from(woken) } else { func };
-            self.origins[i].push(origins::Sent { ts: ev.ts, kind, key, sender: raw, callsite });
+            c.origins.push(origins::Sent { ts: ev.ts, kind, key, sender: raw, callsite });
             return;
         }
-        // The wake-up probe woken (in its timer's callback): the end of its
+        // Wake-ups are written on other CPUs: their counts are not this
+        // CPU's. The wake-up probe's own (in its timer's callback) end its
         // timer latency.
         if let Payload::Wakeup { task, .. } = &ev.payload {
-            if self.timelines[i].is_probe(task.pid) {
-                let w = &mut self.probe_wakes[i];
-                if w.len() == PROBE_WAKES {
-                    w.pop_front();
-                }
-                w.push_back(ev.ts);
-            }
-        }
-        // Wake-ups are written on other CPUs: their counts are not this CPU's.
-        if matches!(ev.payload, Payload::Wakeup { .. }) {
-            self.timelines[i].on_event(ev);
+            c.on_wakeup(task.pid, ev.ts);
+            c.timeline.on_event(ev);
             return;
         }
-        self.steals[i].saw(ev.ts);
-        // Compared as a signed step, so a record older than totals already
-        // read (its count behind) marks nothing.
-        let newly_dropped = ev.dropped.wrapping_sub(self.drops_seen[i]) as i32;
+        c.steal.saw(ev.ts);
         // Before anything is attributed up to this event: the stretch since
         // the CPU's previous record is not known.
-        if newly_dropped > 0 {
-            self.drops_seen[i] = ev.dropped;
-            self.timelines[i].lost_until(ev.ts);
-        }
+        c.on_dropped(ev.dropped, ev.ts);
         // Once the window is filling, attribute a gap as soon as its CPU's
         // events have passed it, while the window surely still holds it: a
         // consumer that fell behind drains a burst that would slide the
         // window past the gap before the drain's watermark allowed it.
         // (Otherwise the watermark does it, in batches that are cheaper.)
-        if ev.ts >= self.next_end(i).saturating_add(REORDER_NS) && self.timelines[i].filling() {
+        if ev.ts >= c.next_end().saturating_add(REORDER_NS) && c.timeline.filling() {
             self.attribute_cpu(i, ev.ts - REORDER_NS);
         }
-        self.timelines[i].on_event(ev);
+        // (Borrowed again: attributing used the whole engine.)
+        self.cpus[i].timeline.on_event(ev);
     }
 
     /// The kernel's count of `cpu`'s dropped events, read at `at` after a
@@ -197,25 +163,19 @@ impl Engine {
     pub fn on_drop_total(&mut self, cpu: u32, total: u64, at: u64) {
         let Some(i) = self.slot(cpu) else { return };
         // The records carry the low 32 bits of the same counter.
-        let total = total as u32;
-        if total.wrapping_sub(self.drops_seen[i]) as i32 > 0 {
-            self.drops_seen[i] = total;
-            self.timelines[i].lost_until(at);
-        }
+        self.cpus[i].on_dropped(total as u32, at);
     }
 
     pub fn on_interval(&mut self, gap: Interval) {
         if let Some(i) = self.slot(gap.cpu).filter(|_| gap.t1 > gap.t0) {
-            let q = &mut self.pending[i];
-            // Gaps mostly come in the order they end: then it is a push.
-            let at = if q.back().is_none_or(|b| b.t1 <= gap.t1) { q.len() } else { q.partition_point(|p| p.t1 <= gap.t1) };
-            q.insert(at, gap);
+            self.cpus[i].queue(gap);
         }
     }
 
     /// When slot `i`'s next pending gap ends (u64::MAX: none pending).
+    #[cfg(test)]
     fn next_end(&self, i: usize) -> u64 {
-        self.pending[i].front().map_or(u64::MAX, |g| g.t1)
+        self.cpus[i].next_end()
     }
 
     /// Attributes slot `i`'s pending gaps that ended by `upto` into `done`.
@@ -233,9 +193,9 @@ impl Engine {
     /// the order they ended (each CPU's history is read forwards).
     fn take_due(&mut self, only: Option<usize>, upto: u64) -> Vec<Interval> {
         let mut ready = std::mem::take(&mut self.ready);
-        for (i, q) in self.pending.iter_mut().enumerate() {
+        for (i, c) in self.cpus.iter_mut().enumerate() {
             if only.is_none_or(|o| o == i) {
-                while let Some(g) = q.pop_front_if(|g| g.t1 <= upto) {
+                while let Some(g) = c.pending.pop_front_if(|g| g.t1 <= upto) {
                     ready.push(g);
                 }
             }
@@ -268,9 +228,10 @@ impl Engine {
     /// moves only when it is held.
     fn hand_out(&mut self, h: &mut Hiccup, out: &mut impl FnMut(&Hiccup)) {
         let i = self.slots.get(h.cpu).expect("hiccups are on watched CPUs");
-        if self.steals[i].holds(h) {
+        let steal = &mut self.cpus[i].steal;
+        if steal.holds(h) {
             let next = self.spare.pop().unwrap_or_default();
-            self.steals[i].hold(std::mem::replace(h, next));
+            steal.hold(std::mem::replace(h, next));
         } else {
             out(h);
         }
@@ -294,8 +255,8 @@ impl Engine {
         self.current = h;
         self.ready = ready;
         let spare = &mut self.spare;
-        for s in &mut self.steals {
-            s.release(watermark, self.finishing, &mut |h| {
+        for c in &mut self.cpus {
+            c.steal.release(watermark, self.finishing, &mut |h| {
                 out(&h);
                 recycle(spare, h);
             });
@@ -310,24 +271,22 @@ impl Engine {
 
     /// What `cpu`'s steal clock said (None: no reading came).
     pub fn steal_totals(&self, cpu: u32) -> Option<StealTotals> {
-        self.slot(cpu).map(|i| &self.steals[i]).filter(|s| s.read()).map(|s| s.totals)
+        self.slot(cpu).map(|i| &self.cpus[i].steal).filter(|s| s.read()).map(|s| s.totals)
     }
 
     /// Drops history no future gap can need: before `before[cpu]` (the
     /// probe's progress) and before every pending gap's start.
     pub fn prune(&mut self, cpu: u32, before: u64) {
-        let Some(i) = self.slot(cpu) else { return };
-        let oldest_pending = self.pending[i].iter().map(|g| g.t0).min();
-        let t = oldest_pending.map_or(before, |p| p.min(before));
-        self.timelines[i].prune(t);
-        self.freqs[i].prune(t);
-        self.origins[i].prune(t);
+        if let Some(i) = self.slot(cpu) {
+            self.cpus[i].prune(before);
+        }
     }
 
     /// How the timelines' windows have fared, over all watched CPUs.
     pub fn window_stats(&self) -> WindowStats {
-        self.timelines
+        self.cpus
             .iter()
+            .map(|c| &c.timeline)
             .fold(WindowStats::default(), |w, t| WindowStats { reordered: w.reordered + t.reordered, evicted: w.evicted + t.evicted })
     }
 }

@@ -12,7 +12,7 @@ fn waits_for_the_watermark_and_tolerates_late_events() {
     // Drained only up to 200: the gap's end has not been covered yet.
     e.attribute_ready(200, |h| got.push(h.clone()));
     assert!(got.is_empty());
-    assert_eq!(e.pending[0].len(), 1);
+    assert_eq!(e.cpus[0].pending.len(), 1);
     // Events from another CPU arrive in between, out of order: ignored here.
     e.on_event(&Event { ts: 5, cpu: 0, dropped: 0, payload: Payload::SoftirqEntry { vec: 1, syscall: None } });
     e.on_event(&switch(300, task(50, "hog"), probe()));
@@ -49,7 +49,7 @@ fn prune_keeps_what_pending_gaps_need() {
     e.attribute_ready(1000, |h| got.push(h.clone()));
     assert_eq!(got[0].causes.len(), 1);
     e.prune(CPU, 10_000);
-    assert_eq!(e.timelines[0].held(), 0);
+    assert_eq!(e.cpus[0].timeline.held(), 0);
 }
 
 #[test]
