@@ -41,9 +41,17 @@ fn main() {
         panic!("building {SRC} failed: {e:#}\n(is clang installed? `cargo xtask deps` installs it)");
     }
     perfetto_types();
-    for f in
-        [PROTO, "bpf/jitterwatch.bpf.c", "bpf/origins.bpf.h", "bpf/steal.bpf.h", "bpf/switch.bpf.h", "bpf/jitterwatch.h", "bpf/vmlinux.h"]
-    {
+    for f in [
+        PROTO,
+        "bpf/jitterwatch.bpf.c",
+        "bpf/origins.bpf.h",
+        "bpf/steal.bpf.h",
+        "bpf/switch.bpf.h",
+        "bpf/batch.bpf.h",
+        "bpf/batch.bpf.h",
+        "bpf/jitterwatch.h",
+        "bpf/vmlinux.h",
+    ] {
         println!("cargo:rerun-if-changed={f}");
     }
 }

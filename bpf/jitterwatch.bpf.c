@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Kernel side of jitterwatch: one tp_btf program per tracepoint, each
- * filtered to the watched CPUs, each writing one fixed-size jw_event.
+ * filtered to the watched CPUs. The events of an interruption go into the
+ * CPU's batch, written as one record when it ends (batch.bpf.h); context
+ * switches, NMIs and what other CPUs do to a watched one are jw_events.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -16,7 +18,16 @@ struct jw_event _jw_event = {};
 enum jw_kind _jw_kind = 0;
 enum jw_vector _jw_vector = 0;
 enum jw_limits _jw_limits = 0;
+struct jw_batch _jw_batch = {};
 enum jw_sentinel _jw_sentinel = 0;
+
+/*
+ * The benchmark's floor (JITTERWATCH_BPF_FLOOR=1, never set otherwise):
+ * every program returns right after the watched-CPU test, so a run
+ * measures what the kernel's hooks alone cost. Read-only: the verifier
+ * drops the code it skips.
+ */
+const volatile __u8 floor_only = 0;
 
 /* Watched CPUs: set from userspace before attach; one lookup on every CPU. */
 __u8 watched[JW_MAX_CPUS] = {};
@@ -57,7 +68,7 @@ static __always_inline struct jw_event *reserve_on(__u64 cpu, __u8 kind, __u8 su
 	 */
 	barrier_var(cpu);
 	/* The early return, first: most calls come from unwatched CPUs. */
-	if (cpu >= JW_MAX_CPUS || !watched[cpu])
+	if (cpu >= JW_MAX_CPUS || !watched[cpu] || floor_only)
 		return NULL;
 	me = bpf_get_smp_processor_id();
 	barrier_var(me);
@@ -103,37 +114,34 @@ static __always_inline struct jw_event *reserve(__u8 kind, __u8 sub)
 	return e;
 }
 
+/* Whether this CPU is watched: the first test of most programs. */
+static __always_inline bool watched_here(void)
+{
+	__u64 cpu = bpf_get_smp_processor_id();
+
+	barrier_var(cpu);
+	return cpu < JW_MAX_CPUS && watched[cpu] && !floor_only;
+}
+
+/* One record per interruption: batched(). */
+#include "batch.bpf.h"
+
 /* The context-switch programs. */
 #include "switch.bpf.h"
 
 SEC("?tp_btf/irq_handler_entry")
 int BPF_PROG(on_irq_entry, int irq, struct irqaction *action)
 {
-	struct jw_event *e = reserve(JW_IRQ_ENTRY, 0);
-
-	if (!e)
+	if (!watched_here())
 		return 0;
-	e->u.irq.irq = irq;
-	e->u.irq.ret = 0;
-	if (bpf_probe_read_kernel_str(e->u.irq.name, sizeof(e->u.irq.name),
-				      action->name) < 0)
-		e->u.irq.name[0] = 0;
-	submit(e);
-	return 0;
+	name_irq(irq, action);
+	return batched(JW_IRQ_ENTRY, 0, irq, 0, JW_ENTER);
 }
 
 SEC("?tp_btf/irq_handler_exit")
 int BPF_PROG(on_irq_exit, int irq, struct irqaction *action, int ret)
 {
-	struct jw_event *e = reserve(JW_IRQ_EXIT, 0);
-
-	if (!e)
-		return 0;
-	e->u.irq.irq = irq;
-	e->u.irq.ret = ret;
-	e->u.irq.name[0] = 0; /* the entry carried it */
-	submit(e);
-	return 0;
+	return batched(JW_IRQ_EXIT, 0, irq, ret, JW_LEAVE);
 }
 
 /* x86_64's kernel stacks: 16 KiB, the pt_regs of the user entry at the top. */
@@ -161,42 +169,27 @@ static __always_inline __s64 current_syscall(void)
 SEC("?tp_btf/softirq_entry")
 int BPF_PROG(on_softirq_entry, unsigned int vec)
 {
-	struct jw_event *e = reserve(JW_SOFTIRQ_ENTRY, vec);
-
-	if (!e)
+	if (!watched_here())
 		return 0;
-	e->u.sirq.syscall = current_syscall();
-	submit(e);
-	return 0;
+	return batched(JW_SOFTIRQ_ENTRY, vec, current_syscall(), 0, JW_ENTER);
 }
 
 SEC("?tp_btf/softirq_exit")
 int BPF_PROG(on_softirq_exit, unsigned int vec)
 {
-	struct jw_event *e = reserve(JW_SOFTIRQ_EXIT, vec);
-
-	if (e)
-		submit(e);
-	return 0;
-}
-
-static __always_inline int emit_func(__u16 kind, __u64 func, __u64 obj)
-{
-	struct jw_event *e = reserve(kind, 0);
-
-	if (!e)
-		return 0;
-	e->u.fn.func = func;
-	e->u.fn.obj = obj;
-	submit(e);
-	return 0;
+	return batched(JW_SOFTIRQ_EXIT, vec, 0, 0, JW_LEAVE);
 }
 
 /* The idle state a watched CPU enters and leaves: waking from it is part of a late wake-up. */
 SEC("?tp_btf/cpu_idle")
 int BPF_PROG(on_cpu_idle, unsigned int state, unsigned int cpu_id)
 {
-	return emit_func(JW_IDLE, 0, state);
+	if (!watched_here())
+		return 0;
+	/* The idle loop runs at task level: no interrupt level is open. */
+	if (state != (unsigned int)-1)
+		levels_closed(bpf_get_smp_processor_id());
+	return batched(JW_IDLE, 0, 0, state, JW_POINT);
 }
 
 /*
@@ -230,7 +223,9 @@ int BPF_PROG(on_cpu_frequency, unsigned int frequency, unsigned int cpu_id)
 SEC("?tp_btf/workqueue_execute_start")
 int BPF_PROG(on_work_start, struct work_struct *work)
 {
-	return emit_func(JW_WORK_START, (__u64)work->func, (__u64)work);
+	if (!watched_here())
+		return 0;
+	return batched(JW_WORK_START, 0, (__u64)work->func, (__u64)work, JW_POINT);
 }
 
 /*
@@ -243,38 +238,34 @@ SEC("?raw_tp/workqueue_execute_end")
 int on_work_end(struct bpf_raw_tracepoint_args *ctx)
 {
 	/* (struct work_struct *work, work_func_t function) */
-	return emit_func(JW_WORK_END, ctx->args[1], ctx->args[0]);
+	return batched(JW_WORK_END, 0, ctx->args[1], ctx->args[0], JW_POINT);
 }
 
 SEC("?tp_btf/hrtimer_expire_entry")
 int BPF_PROG(on_hrtimer_entry, struct hrtimer *timer, ktime_t *now)
 {
-	return emit_func(JW_HRTIMER_ENTRY, (__u64)timer->function, (__u64)timer);
+	if (!watched_here())
+		return 0;
+	return batched(JW_HRTIMER_ENTRY, 0, (__u64)timer->function, (__u64)timer, JW_ENTER);
 }
 
 SEC("?tp_btf/hrtimer_expire_exit")
 int BPF_PROG(on_hrtimer_exit, struct hrtimer *timer)
 {
-	return emit_func(JW_HRTIMER_EXIT, 0, (__u64)timer);
+	return batched(JW_HRTIMER_EXIT, 0, 0, (__u64)timer, JW_LEAVE);
 }
 
 /* x86 system vectors. Optional: other arches and configs lack them. */
-#define VECTOR_PROGS(tp, vec)                                           \
-	SEC("?tp_btf/" #tp "_entry")                                    \
-	int BPF_PROG(on_##tp##_entry, int vector)                       \
-	{                                                               \
-		struct jw_event *e = reserve(JW_VECTOR_ENTRY, vec);     \
-		if (e)                                                  \
-			submit(e);                                      \
-		return 0;                                               \
-	}                                                               \
-	SEC("?tp_btf/" #tp "_exit")                                     \
-	int BPF_PROG(on_##tp##_exit, int vector)                        \
-	{                                                               \
-		struct jw_event *e = reserve(JW_VECTOR_EXIT, vec);      \
-		if (e)                                                  \
-			submit(e);                                      \
-		return 0;                                               \
+#define VECTOR_PROGS(tp, vec)                                              \
+	SEC("?tp_btf/" #tp "_entry")                                       \
+	int BPF_PROG(on_##tp##_entry, int vector)                          \
+	{                                                                  \
+		return batched(JW_VECTOR_ENTRY, vec, 0, 0, JW_ENTER);      \
+	}                                                                  \
+	SEC("?tp_btf/" #tp "_exit")                                        \
+	int BPF_PROG(on_##tp##_exit, int vector)                           \
+	{                                                                  \
+		return batched(JW_VECTOR_EXIT, vec, 0, 0, JW_LEAVE);       \
 	}
 
 VECTOR_PROGS(local_timer, JW_VEC_LOCAL_TIMER)
@@ -288,13 +279,13 @@ VECTOR_PROGS(irq_work, JW_VEC_IRQ_WORK)
 SEC("?raw_tp/csd_function_entry")
 int on_csd_entry(struct bpf_raw_tracepoint_args *ctx)
 {
-	return emit_func(JW_CSD_ENTRY, ctx->args[0], ctx->args[1]);
+	return batched(JW_CSD_ENTRY, 0, ctx->args[0], ctx->args[1], JW_ENTER);
 }
 
 SEC("?raw_tp/csd_function_exit")
 int on_csd_exit(struct bpf_raw_tracepoint_args *ctx)
 {
-	return emit_func(JW_CSD_EXIT, ctx->args[0], ctx->args[1]);
+	return batched(JW_CSD_EXIT, 0, ctx->args[0], ctx->args[1], JW_LEAVE);
 }
 
 SEC("?tp_btf/nmi_handler")

@@ -16,6 +16,8 @@ enum jw_limits {
 	JW_MAX_LISTED = 64, /* watched CPUs a mask-wide IPI send is checked against */
 	JW_COMM_LEN = 16,
 	JW_IRQ_NAME_LEN = 24,
+	JW_BATCH_ITEMS = 16, /* a batch record's items at most */
+	JW_MAX_IRQS = 4096, /* IRQ numbers whose name is sent once, not with each entry */
 };
 
 /* A __u32 duration that could not be read (an enum: it reaches BTF too). */
@@ -44,6 +46,8 @@ enum jw_kind {
 	JW_STEAL, /* the CPU's steal clock changed: fn.obj holds its new value (ns), read with the record before it */
 	JW_ORIGIN, /* current, on any CPU, sent an IPI to, queued work on, or woke a task on cpu: sub holds enum jw_origin_kind */
 	JW_RENAME, /* passive mode: the running task renamed itself (exec, prctl): wk holds it with its new comm */
+	JW_BATCH, /* struct jw_batch: a watched CPU's events of one interruption, in one record */
+	JW_IRQ_NAME, /* an IRQ's action name, sent when it changes: irq.irq and irq.name */
 };
 
 enum jw_origin_kind {
@@ -65,8 +69,10 @@ struct jw_switch {
 	__u32 prev_tgid;
 	__u32 next_pid;
 	__u32 next_tgid;
-	__s32 prev_prio;
-	__s32 next_prio;
+	__s16 prev_prio; /* 0-139, -1 for deadline tasks */
+	__s16 next_prio;
+	__u16 own_ns; /* how long the switch program itself ran (see jw_item) */
+	__u16 pad;
 	__u32 prev_state;
 	/*
 	 * How long prev ran since it was switched in (rq clock; 0: unknown).
@@ -158,6 +164,48 @@ struct jw_event {
 	 */
 	__u32 dropped;
 	union jw_payload u;
+};
+
+/*
+ * One event of a batch: what a per-tracepoint record carried, in 24 bytes.
+ * a and b by kind: IRQ entry irq; IRQ exit irq, ret; softirq entry (sub:
+ * vector) the task's system call or -1; work, hrtimer and csd func, obj;
+ * idle state in b.
+ */
+struct jw_item {
+	__u32 dt; /* ns after the batch's ts */
+	/*
+	 * How long the program that wrote it ran from dt on, by its own clock
+	 * reads (at its start, and before it returned or submitted): its own
+	 * time, never the kernel's. Saturated at 65535.
+	 */
+	__u16 own_ns;
+	__u8 kind; /* enum jw_kind, a per-tracepoint one */
+	__u8 sub;
+	__u64 a;
+	__u64 b;
+};
+
+/*
+ * A watched CPU's events from the first entry of an interruption to its
+ * last exit (IRQ, its softirqs, the tick and its timers, an IPI and its
+ * calls), kept per CPU as they happen and written as one record (kind
+ * JW_BATCH, n items). Also flushed before any other record of that CPU
+ * (a context switch), when full, and when one runs alone (a work item).
+ * Its size is that of the class n fits (2, 4, 8 or 16 items).
+ */
+struct jw_batch {
+	__u64 ts; /* the first item's time (bpf_ktime_get_ns) */
+	__u16 cpu;
+	__u8 kind; /* JW_BATCH */
+	__u8 n;
+	__u32 dropped; /* as jw_event's */
+	/*
+	 * The runqueue's steal clock when the batch was written (0: none), read
+	 * once per batch rather than with every record.
+	 */
+	__u64 steal;
+	struct jw_item items[JW_BATCH_ITEMS];
 };
 
 #endif

@@ -31,8 +31,11 @@ static __always_inline void fill_switch(struct jw_event *e, struct task_struct *
 	e->u.sw.prev_ran_ns = prev_ran_ns;
 	e->u.sw.prev_delay = run_delay(prev);
 	e->u.sw.next_delay = next_delay;
+	e->u.sw.pad = 0;
 	__builtin_memcpy(e->u.sw.prev_comm, prev->comm, JW_COMM_LEN);
 	__builtin_memcpy(e->u.sw.next_comm, next->comm, JW_COMM_LEN);
+	/* The program's own time so far: from its start (the record's time). */
+	e->u.sw.own_ns = saturated16(bpf_ktime_get_ns() - e->ts);
 }
 
 /*
@@ -116,7 +119,7 @@ int on_switch_out(struct bpf_perf_event_data *ctx)
 	__u32 state;
 	struct jw_event *e;
 
-	if (!cfs)
+	if (floor_only || !cfs)
 		return 0;
 	rq = cfs->rq;
 	if (!rq)
@@ -125,6 +128,8 @@ int on_switch_out(struct bpf_perf_event_data *ctx)
 	if (!next)
 		return 0;
 	state = task_state(prev);
+	/* The CPU's batch first: its records stay in order. */
+	flush_before(bpf_get_smp_processor_id());
 	/* The tracepoint's preempt flag: switched out while still runnable. */
 	e = reserve(JW_SWITCH, state == 0);
 	if (!e)
@@ -140,9 +145,13 @@ SEC("?tp_btf/sched_switch")
 int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
-	struct jw_event *e = reserve(JW_SWITCH, preempt);
+	struct jw_event *e;
 	struct rq *rq;
 
+	if (!watched_here())
+		return 0;
+	flush_before(bpf_get_smp_processor_id());
+	e = reserve(JW_SWITCH, preempt);
 	if (!e)
 		return 0;
 	rq = rq_of(prev);
@@ -160,9 +169,13 @@ SEC("?tp_btf/sched_switch")
 int BPF_PROG(on_sched_switch_old, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
 {
-	struct jw_event *e = reserve(JW_SWITCH, preempt);
+	struct jw_event *e;
 	struct rq *rq;
 
+	if (!watched_here())
+		return 0;
+	flush_before(bpf_get_smp_processor_id());
+	e = reserve(JW_SWITCH, preempt);
 	if (!e)
 		return 0;
 	rq = rq_of(prev);

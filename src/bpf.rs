@@ -97,6 +97,9 @@ pub fn is_origin_tracepoint(tp: &str) -> bool {
 
 /// The environment setting that forces tp_btf/sched_switch (name, value).
 const FORCE_TRACEPOINT: (&str, &str) = ("JITTERWATCH_SWITCH_HOOK", "tracepoint");
+/// The environment setting that makes every program return at once (the
+/// benchmark's floor: what the kernel's hooks cost without our work).
+const FLOOR: (&str, &str) = ("JITTERWATCH_BPF_FLOOR", "1");
 
 /// The loaded object, before attaching: the tracepoints this kernel lacks,
 /// the per-CPU perf event as the switch hook (else why not), and whether
@@ -210,6 +213,10 @@ impl<'obj> Tracer<'obj> {
         let switch_prog = if old_switch { "on_sched_switch_old" } else { "on_sched_switch" };
 
         let mut open = JitterwatchSkelBuilder::default().open(storage).map_err(bpf("opening the BPF object"))?;
+        // The benchmark's floor: every program returns after its CPU test.
+        if std::env::var_os(FLOOR.0).is_some_and(|v| v == FLOOR.1) {
+            open.maps.rodata_data.as_deref_mut().expect("the object has a .rodata").floor_only = 1;
+        }
         let bss = open.maps.bss_data.as_deref_mut().expect("the object has a .bss");
         for &c in cpus {
             *bss.watched.get_mut(c).ok_or(TracerError::CpuTooLarge(c))? = 1;

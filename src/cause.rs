@@ -61,6 +61,10 @@ kinds! {
     Host => "host", White;
     /// The firmware (a system management interrupt, counted by the CPU).
     Smi => "smi", LightYellow;
+    /// jitterwatch's own BPF programs on the watched CPU, by their own
+    /// clock reads: the observer's time, never charged to the kernel.
+    #[serde(rename = "self")]
+    Own => "self", LightGreen;
 }
 
 impl Kind {
@@ -86,6 +90,8 @@ pub const HOST: &str = "vCPU preempted by the host";
 pub const SMI: &str = "system management interrupt (firmware)";
 /// What lost time is: the ring buffer was full, the CPU's events dropped.
 pub const LOST: &str = "(events dropped: ring buffer full)";
+/// Whose time `self` is: the name of that cause.
+pub const OWN: &str = "jitterwatch";
 
 /// The idle task's own time outside any idle state (its loop, before it
 /// enters one): the name of that idle cause.
@@ -128,6 +134,8 @@ pub enum Cause {
     Host,
     /// Unexplained time in a gap during which the CPU counted an SMI.
     Smi,
+    /// jitterwatch's own programs (Kind::Own).
+    Own,
     /// Causes of this kind folded together past the per-CPU cap.
     Others(Kind),
     /// Time no kernel event covers: the hypervisor, SMIs, hardware.
@@ -153,6 +161,7 @@ impl Cause {
             Cause::Slack => Kind::Slack,
             Cause::Host => Kind::Host,
             Cause::Smi => Kind::Smi,
+            Cause::Own => Kind::Own,
             Cause::Others(k) => *k,
             Cause::Unexplained => Kind::Unexplained,
             Cause::Lost => Kind::Lost,
@@ -176,7 +185,8 @@ impl Cause {
             | Cause::Idle(_)
             | Cause::Slack
             | Cause::Host
-            | Cause::Smi => None,
+            | Cause::Smi
+            | Cause::Own => None,
             other => Some(Cause::Others(other.kind())),
         }
     }
@@ -211,6 +221,7 @@ impl Cause {
             Cause::Others(_) => out.push_str(OTHERS),
             Cause::Host => out.push_str(HOST),
             Cause::Smi => out.push_str(SMI),
+            Cause::Own => out.push_str(OWN),
             Cause::Unexplained | Cause::Lost | Cause::Slack => {}
         }
     }

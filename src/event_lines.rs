@@ -200,7 +200,7 @@ mod tests {
 
     fn line(p: &mut Printer, ts: u64, payload: Payload) -> String {
         let mut out = Vec::new();
-        p.print(&Event { ts, cpu: 1, dropped: 0, payload }, &mut out).unwrap();
+        p.print(&Event { ts, cpu: 1, dropped: 0, own_ns: 0, payload }, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 

@@ -19,7 +19,7 @@ use crate::bpf::{Programs, Tracer};
 use crate::cli::EventsFormat;
 use crate::clock::now_ns;
 use crate::event_lines::Printer;
-use crate::record::Event;
+use crate::record::Decoder;
 use crate::trace::{Format, Whole};
 use crate::{collector, lifecycle, startup};
 
@@ -46,16 +46,22 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
     let printer = RefCell::new(Printer::new(prep.namer));
     let failed = RefCell::new(None);
     let count = std::cell::Cell::new(0u64);
+    let mut decoder = Decoder::default();
+    let mut batch = Vec::with_capacity(32);
     let rb = tracer.ring_buffer(|data| {
-        let Ok(ev) = Event::decode(data) else { return 0 };
-        count.set(count.get() + 1);
-        if let Some(w) = &whole {
-            w.borrow_mut().on_event(&ev);
-            return 0;
-        }
-        if let Err(e) = printer.borrow_mut().print(&ev, &mut *out.borrow_mut()) {
-            *failed.borrow_mut() = Some(e);
-            return -1;
+        batch.clear();
+        // A record that does not decode is skipped.
+        let _ = decoder.decode(data, &mut batch);
+        for ev in &batch {
+            count.set(count.get() + 1);
+            if let Some(w) = &whole {
+                w.borrow_mut().on_event(ev);
+                continue;
+            }
+            if let Err(e) = printer.borrow_mut().print(ev, &mut *out.borrow_mut()) {
+                *failed.borrow_mut() = Some(e);
+                return -1;
+            }
         }
         0
     })?;

@@ -54,11 +54,9 @@ fn switch(cpu: u16, ts: u64, prev: (u32, &str), next: (u32, &str)) -> jw_event {
         prev_prio: 120,
         next_prio: 120,
         prev_state: 1,
-        prev_ran_ns: 0,
-        prev_delay: 0,
-        next_delay: 0,
         prev_comm: comm(prev.1),
         next_comm: comm(next.1),
+        ..Default::default()
     };
     record(cpu, ts, jw_kind::JW_SWITCH, 1, jw_payload { sw })
 }

@@ -10,7 +10,7 @@ use libbpf_rs::RingBuffer;
 
 use super::EventSource;
 use crate::bpf::Tracer;
-use crate::record::Event;
+use crate::record::{Decoder, Event};
 
 pub struct Ring<'a> {
     rb: RingBuffer<'a>,
@@ -25,11 +25,11 @@ impl<'a> Ring<'a> {
         let decoded = Rc::new(RefCell::new(Vec::with_capacity(super::drain::MAX_PER_DRAIN)));
         let records = Rc::new(Cell::new(0));
         let (d, r) = (decoded.clone(), records.clone());
+        let mut decoder = Decoder::default();
         let rb = tracer.ring_buffer(move |data| {
             r.set(r.get() + 1);
-            if let Ok(ev) = Event::decode(data) {
-                d.borrow_mut().push(ev);
-            }
+            // A record that does not decode is skipped, not fatal.
+            let _ = decoder.decode(data, &mut d.borrow_mut());
             0
         })?;
         Ok(Ring { rb, tracer, decoded, records })
@@ -43,6 +43,10 @@ impl EventSource for Ring<'_> {
         std::mem::swap(out, &mut *self.decoded.borrow_mut());
         let n = self.rb.consume_raw_n(max);
         std::mem::swap(out, &mut *self.decoded.borrow_mut());
+        // In time order: a record written while a CPU's batch was open (a
+        // sending, a wake-up, an NMI) comes before the batch's earlier
+        // events. Nearly sorted already, so this costs a pass.
+        out.sort_by_key(|e| e.ts);
         if n < 0 {
             return Err(std::io::Error::from_raw_os_error(-n).into());
         }

@@ -33,6 +33,8 @@ pub enum Context {
     Others(Kind),
     /// The probe's own thread: never a cause, its time is "unexplained".
     Probe,
+    /// jitterwatch's own BPF programs (each event's `own_ns` from its time).
+    Own,
     /// Before the first event told us what runs here.
     Unknown,
     /// Events of this CPU were dropped (ring buffer full): not known.
@@ -58,7 +60,13 @@ impl Context {
             Context::Timer(_) => Context::Others(Kind::Timer),
             Context::Nmi(_) => Context::Others(Kind::Nmi),
             // Idle states are few: never folded.
-            c @ (Context::Idle(_) | Context::IdleTask(_) | Context::Others(_) | Context::Probe | Context::Unknown | Context::Lost) => c,
+            c @ (Context::Idle(_)
+            | Context::IdleTask(_)
+            | Context::Others(_)
+            | Context::Probe
+            | Context::Unknown
+            | Context::Lost
+            | Context::Own) => c,
         }
     }
 }

@@ -94,6 +94,7 @@ impl Namer {
             Context::IdleTask(state) => Cause::Idle(Symbol::from(self.idle.exit_name(state))),
             Context::Others(k) => Cause::Others(k),
             Context::Lost => Cause::Lost,
+            Context::Own => Cause::Own,
             Context::Probe | Context::Unknown => unreachable!("unexplained, handled above"),
         };
         if self.cache.len() >= CACHE_MAX {

@@ -283,6 +283,19 @@ impl Timeline {
             // Handled by the engine (engine/freq.rs): no context changes.
             Payload::Wakeup { .. } | Payload::Freq { .. } | Payload::Steal { .. } | Payload::Origin { .. } => {}
         }
+        if ev.own_ns > 0 {
+            self.own(ts, ev.own_ns);
+        }
+    }
+
+    /// Our program that wrote the event at `ts` ran `ns` from then on: that
+    /// stretch is jitterwatch's, whatever it interrupted or began (the next
+    /// event's program starts after it ended).
+    fn own(&mut self, ts: u64, ns: u32) {
+        self.close(ts);
+        let end = ts + u64::from(ns);
+        self.push_segment(ts, end, Context::Own);
+        self.last = end;
     }
 
     /// Events were dropped between the last one seen and `ts`: that stretch

@@ -56,7 +56,7 @@ mod tests {
     }
 
     fn ev(cpu: u32, ts: u64, payload: Payload) -> Event {
-        Event { ts, cpu, dropped: 0, payload }
+        Event { ts, cpu, dropped: 0, own_ns: 0, payload }
     }
 
     fn switch(ts: u64, prev: Task, next: Task, state: u32) -> Event {

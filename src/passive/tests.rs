@@ -21,7 +21,7 @@ fn app() -> Task {
 }
 
 fn at(cpu: u32, ts: u64, payload: Payload) -> Event {
-    Event { ts, cpu, dropped: 0, payload }
+    Event { ts, cpu, dropped: 0, own_ns: 0, payload }
 }
 
 fn ev(ts: u64, payload: Payload) -> Event {

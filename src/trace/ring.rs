@@ -72,7 +72,7 @@ mod tests {
     use crate::record::Payload;
 
     fn ev(ts: u64) -> Event {
-        Event { ts, cpu: 1, dropped: 0, payload: Payload::SoftirqEntry { vec: 1, syscall: None } }
+        Event { ts, cpu: 1, dropped: 0, own_ns: 0, payload: Payload::SoftirqEntry { vec: 1, syscall: None } }
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub(super) fn task(pid: u32, name: &str) -> Task {
 }
 
 pub(super) fn ev(ts: u64, payload: Payload) -> Event {
-    Event { ts, cpu: CPU, dropped: 0, payload }
+    Event { ts, cpu: CPU, dropped: 0, own_ns: 0, payload }
 }
 
 pub(super) fn switch(ts: u64, prev: Task, next: Task) -> Event {

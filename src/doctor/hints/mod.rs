@@ -167,6 +167,9 @@ pub fn hints(report: &Report, cause: &Cause) -> Vec<String> {
         Cause::Smi => h.push(
             "smi: the firmware took the CPU (System Management Mode): in the BIOS, turn off what uses SMIs (legacy USB emulation, OS-visible power management left to the firmware, error reporting by SMI, iLO/iDRAC polling); `turbostat --show SMI` counts them",
         ),
+        Cause::Own => h.push(
+            "self: jitterwatch's own BPF programs on the watched CPU, by their own clock reads (BENCHMARKS.md section 3): the observer's share, shown apart so no kernel cause carries it",
+        ),
         Cause::Others(_) => {}
     }
     h.out

@@ -31,7 +31,7 @@ fn task(pid: u32, name: &str) -> Task {
 }
 
 fn ev(ts: u64, payload: Payload) -> Event {
-    Event { ts, cpu: CPU, dropped: 0, payload }
+    Event { ts, cpu: CPU, dropped: 0, own_ns: 0, payload }
 }
 
 fn switch(ts: u64, prev: Task, next: Task) -> Event {
@@ -247,3 +247,24 @@ mod smi;
 mod steal;
 mod wakeup;
 mod window;
+
+/// Each event's `own_ns` is our program's time from the event on: a stall
+/// over a tick names it `self: jitterwatch`, and the kernel's causes keep
+/// only the kernel's time.
+#[test]
+fn our_own_programs_time_is_self_not_the_kernels() {
+    let own = |ts, ns, p| Event { own_ns: ns, ..ev(ts, p) };
+    let events = [
+        switch(0, task(0, "swapper/1"), probe()),
+        own(10_000, 300, Payload::VectorEntry(Vector::LocalTimer)),
+        own(12_000, 100, Payload::HrtimerEntry { func: TICK_FN, timer: 7 }),
+        own(15_000, 100, Payload::HrtimerExit { timer: 7 }),
+        own(19_000, 500, Payload::VectorExit(Vector::LocalTimer)),
+        ev(30_000, Payload::SoftirqEntry { vec: 1, syscall: None }),
+    ];
+    let got = run_gaps(&events, &[(10_000, 19_500)], 100_000);
+    assert_eq!(
+        got,
+        [(vec!["irq:local_timer=5600".to_string(), "timer:tick_nohz_handler=2900".to_string(), "self:jitterwatch=1000".to_string()], 0)]
+    );
+}

@@ -19,7 +19,7 @@ fn origins_engine(cpus: &[usize]) -> Engine {
 }
 
 fn sent(ts: u64, cpu: u32, kind: OriginKind, from_cpu: u32, sender: Task, func: u64, woken: u32) -> Event {
-    Event { ts, cpu, dropped: 0, payload: Payload::Origin { kind, sender, from_cpu, callsite: CALLSITE, func, woken } }
+    Event { ts, cpu, dropped: 0, own_ns: 0, payload: Payload::Origin { kind, sender, from_cpu, callsite: CALLSITE, func, woken } }
 }
 
 /// A csd callback flush_tlb_func on `cpu` from `at` for 20 ns.
@@ -32,7 +32,7 @@ fn flush_ipi(cpu: u32, at: u64) -> Vec<Event> {
     ]
     .into_iter()
     .enumerate()
-    .map(|(i, p)| Event { ts: at + [0, 5, 25, 30][i], cpu, dropped: 0, payload: p })
+    .map(|(i, p)| Event { ts: at + [0, 5, 25, 30][i], cpu, dropped: 0, own_ns: 0, payload: p })
     .collect()
 }
 
@@ -98,6 +98,7 @@ fn a_mask_send_reaches_each_watched_cpu() {
             ts: 10,
             cpu: 1,
             dropped: 0,
+            own_ns: 0,
             payload: Payload::Switch {
                 prev: task(1, "x"),
                 next: probe(),
@@ -111,6 +112,7 @@ fn a_mask_send_reaches_each_watched_cpu() {
             ts: 10,
             cpu: 2,
             dropped: 0,
+            own_ns: 0,
             payload: Payload::Switch {
                 prev: task(1, "x"),
                 next: probe(),

@@ -14,7 +14,7 @@ fn waits_for_the_watermark_and_tolerates_late_events() {
     assert!(got.is_empty());
     assert_eq!(e.cpus[0].pending.len(), 1);
     // Events from another CPU arrive in between, out of order: ignored here.
-    e.on_event(&Event { ts: 5, cpu: 0, dropped: 0, payload: Payload::SoftirqEntry { vec: 1, syscall: None } });
+    e.on_event(&Event { ts: 5, cpu: 0, dropped: 0, own_ns: 0, payload: Payload::SoftirqEntry { vec: 1, syscall: None } });
     e.on_event(&switch(300, task(50, "hog"), probe()));
     e.attribute_ready(1000, |h| got.push(h.clone()));
     assert_eq!(got.len(), 1);

@@ -15,7 +15,7 @@ fn sw(ts: u64, prev: Task, next: Task, state: u32, ran: u64, delays: (Option<u32
 
 fn wakeup(ts: u64, task: Task) -> Event {
     // Written on another CPU, about this one.
-    Event { ts, cpu: 2, dropped: 0, payload: Payload::Wakeup { task, target_cpu: CPU, waker_cpu: 2 } }
+    Event { ts, cpu: 2, dropped: 0, own_ns: 0, payload: Payload::Wakeup { task, target_cpu: CPU, waker_cpu: 2 } }
 }
 
 fn books(t: &Tracker, now: u64) -> crate::passive::Books {

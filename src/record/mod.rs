@@ -1,6 +1,10 @@
 //! Decoding ring-buffer records into a plain, copyable `Event`. The layout
 //! and the limits come from the C header through libbpf-cargo's generated
-//! types; nothing here allocates.
+//! types; nothing here allocates. A batch (one interruption's events in one
+//! record) is decoded by [`Decoder`], into the same events.
+
+mod batch;
+pub use batch::Decoder;
 
 use crate::bpf::types::{jw_event, jw_kind, jw_limits, jw_origin_kind, jw_sentinel, jw_vector};
 
@@ -188,6 +192,9 @@ pub struct Event {
     /// The CPU's failed reservations so far (wrapping): a step from its
     /// previous record means events were lost in between.
     pub dropped: u32,
+    /// How long our own program ran from `ts` on, by its clock (0: not
+    /// measured): jitterwatch's time, not the kernel's.
+    pub own_ns: u32,
     pub payload: Payload,
 }
 
@@ -203,7 +210,7 @@ pub enum DecodeError {
     Origin(u8),
 }
 
-fn bytes<const N: usize>(raw: &[i8; N]) -> [u8; N] {
+pub(crate) fn bytes<const N: usize>(raw: &[i8; N]) -> [u8; N] {
     raw.map(|c| c as u8)
 }
 
@@ -221,8 +228,8 @@ impl Event {
                 jw_kind::JW_SWITCH => {
                     let s = e.u.sw;
                     Payload::Switch {
-                        prev: Task { pid: s.prev_pid, tgid: s.prev_tgid, prio: s.prev_prio, comm: bytes(&s.prev_comm) },
-                        next: Task { pid: s.next_pid, tgid: s.next_tgid, prio: s.next_prio, comm: bytes(&s.next_comm) },
+                        prev: Task { pid: s.prev_pid, tgid: s.prev_tgid, prio: s.prev_prio.into(), comm: bytes(&s.prev_comm) },
+                        next: Task { pid: s.next_pid, tgid: s.next_tgid, prio: s.next_prio.into(), comm: bytes(&s.next_comm) },
                         prev_state: s.prev_state,
                         prev_ran_ns: s.prev_ran_ns,
                         delays: ((s.prev_delay != UNKNOWN).then_some(s.prev_delay), (s.next_delay != UNKNOWN).then_some(s.next_delay)),
@@ -277,7 +284,9 @@ impl Event {
                 _ => return Err(DecodeError::Kind(e.kind)),
             }
         };
-        Ok(Event { ts: e.ts, cpu: e.cpu.into(), dropped: e.dropped, payload })
+        // SAFETY: as above: the switch member, when the kind says so.
+        let own_ns = if e.kind == jw_kind::JW_SWITCH.0 as u8 { u32::from(unsafe { e.u.sw.own_ns }) } else { 0 };
+        Ok(Event { ts: e.ts, cpu: e.cpu.into(), dropped: e.dropped, own_ns, payload })
     }
 }
 
@@ -313,13 +322,15 @@ pub(crate) mod tests {
                     prev_ran_ns: 7,
                     prev_delay: 11,
                     next_delay: u32::MAX,
+                    own_ns: 310,
+                    pad: 0,
                     prev_comm: comm("bash"),
                     next_comm: comm("swapper/3"),
                 },
             },
         };
         let ev = Event::decode(&raw(&e)).unwrap();
-        assert_eq!((ev.ts, ev.cpu, ev.dropped), (42, 3, 5));
+        assert_eq!((ev.ts, ev.cpu, ev.dropped, ev.own_ns), (42, 3, 5, 310));
         match ev.payload {
             Payload::Switch { prev, next, prev_state, prev_ran_ns, delays, preempt } => {
                 assert_eq!((prev.pid, prev.tgid, next.pid, prev_state, prev_ran_ns, preempt), (10, 9, 0, 1, 7, true));

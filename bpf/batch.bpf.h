@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * Part of jitterwatch.bpf.c (one object, one skeleton): the events of one
+ * interruption of a watched CPU, kept per CPU as they happen and written
+ * as one record (struct jw_batch) when the interruption ends. One ring
+ * buffer reservation, one steal-clock read, one submit per interruption
+ * instead of one per tracepoint: the reservation (its lock, the producer
+ * and consumer positions the collector keeps pulling to its own CPU) is
+ * most of what a record costs on the watched CPU. Uses watched[], dropped[],
+ * the drops map, events and read_steal() from the including file.
+ */
+#ifndef JITTERWATCH_BATCH_BPF_H
+#define JITTERWATCH_BATCH_BPF_H
+
+/* A batch held longer than this is written at the next event (an exit that
+ * never came must not hold the events back from the collector). */
+#define JW_BATCH_AGE_NS 200000ULL
+
+/*
+ * A watched CPU's open batch. Only the outermost of our programs running
+ * on the CPU touches it: a program that interrupted another of ours (an
+ * IRQ while a softirq's program ran) writes a record of its own, so no
+ * two programs write it at once (NMIs never do). Aligned so that two CPUs
+ * never share a cache line.
+ */
+struct jw_nest {
+	__u32 active; /* our programs running on this CPU now */
+	__u32 depth; /* interrupt levels open: entries less exits */
+	__u32 n; /* items held */
+	__u32 pad;
+	__u64 ts; /* the first item's time */
+	struct jw_item items[JW_BATCH_ITEMS];
+} __attribute__((aligned(64)));
+
+struct jw_nest nests[JW_MAX_CPUS];
+
+/* The action each IRQ number was last named with (its name is sent once). */
+__u64 irq_named[JW_MAX_IRQS];
+
+static __always_inline __u16 saturated16(__u64 ns)
+{
+	return ns > 0xffff ? 0xffff : ns;
+}
+
+static __always_inline void count_drop(__u64 cpu)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&drops, &zero);
+
+	if (n)
+		*n += 1;
+	barrier_var(cpu);
+	if (cpu < JW_MAX_CPUS)
+		dropped[cpu] += 1;
+}
+
+/*
+ * Writes the batch's `n` items as one record sized for `cap` of them;
+ * `mine`: the item of the program writing it, whose own time is read just
+ * before the submit (from `t0`, its start).
+ */
+static __always_inline void write_batch(struct jw_nest *st, __u64 cpu, __u32 n, const __u32 cap, __u32 mine,
+					__u64 t0)
+{
+	struct jw_batch *e;
+	__u64 m;
+	__u32 i;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e) - (JW_BATCH_ITEMS - cap) * sizeof(struct jw_item), 0);
+	if (!e) {
+		count_drop(cpu);
+		return;
+	}
+	e->ts = st->ts;
+	e->cpu = cpu;
+	e->kind = JW_BATCH;
+	e->n = n;
+	barrier_var(cpu);
+	e->dropped = cpu < JW_MAX_CPUS ? dropped[cpu] : 0;
+	e->steal = read_steal();
+	for (i = 0; i < cap && i < JW_BATCH_ITEMS; i++) {
+		if (i >= n)
+			break;
+		e->items[i] = st->items[i];
+	}
+	/* 64-bit and pinned before its bound check, as in reserve_on(). */
+	m = mine;
+	barrier_var(m);
+	if (m < cap)
+		e->items[m].own_ns = saturated16(bpf_ktime_get_ns() - t0);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+/* The held items as one record of the smallest class they fit. */
+static __always_inline void flush(struct jw_nest *st, __u64 cpu, __u32 mine, __u64 t0)
+{
+	__u32 n = st->n;
+
+	if (n == 0)
+		return;
+	if (n <= 2)
+		write_batch(st, cpu, n, 2, mine, t0);
+	else if (n <= 4)
+		write_batch(st, cpu, n, 4, mine, t0);
+	else if (n <= 8)
+		write_batch(st, cpu, n, 8, mine, t0);
+	else
+		write_batch(st, cpu, n, JW_BATCH_ITEMS, mine, t0);
+	st->n = 0;
+}
+
+/* A record of one item, for a program inside another of ours. */
+static __always_inline void write_one(__u64 cpu, __u8 kind, __u8 sub, __u64 a, __u64 b, __u64 t0)
+{
+	struct jw_batch *e;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e) - (JW_BATCH_ITEMS - 2) * sizeof(struct jw_item), 0);
+	if (!e) {
+		count_drop(cpu);
+		return;
+	}
+	e->ts = t0;
+	e->cpu = cpu;
+	e->kind = JW_BATCH;
+	e->n = 1;
+	barrier_var(cpu);
+	e->dropped = cpu < JW_MAX_CPUS ? dropped[cpu] : 0;
+	e->steal = 0;
+	e->items[0].dt = 0;
+	e->items[0].kind = kind;
+	e->items[0].sub = sub;
+	e->items[0].a = a;
+	e->items[0].b = b;
+	e->items[0].own_ns = saturated16(bpf_ktime_get_ns() - t0);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+/* Interrupt levels: an entry opens one, an exit closes one. */
+enum jw_step {
+	JW_POINT = 0,
+	JW_ENTER = 1,
+	JW_LEAVE = 2,
+};
+
+/*
+ * One event of a watched CPU, into its batch: written out once no
+ * interrupt level is open (the interruption is over), when nearly full, or
+ * when held too long.
+ */
+static __always_inline int batched(__u8 kind, __u8 sub, __u64 a, __u64 b, enum jw_step step)
+{
+	__u64 cpu = bpf_get_smp_processor_id();
+	struct jw_nest *st;
+	struct jw_item *it;
+	__u64 t0;
+	__u32 i;
+
+	barrier_var(cpu);
+	if (cpu >= JW_MAX_CPUS || !watched[cpu] || floor_only)
+		return 0;
+	t0 = bpf_ktime_get_ns();
+	st = &nests[cpu];
+	/*
+	 * Plain increments: a program that interrupts this one (on this CPU,
+	 * nothing else touches it) has put the count back before this one
+	 * goes on, so no atomic is needed.
+	 */
+	st->active += 1;
+	if (st->active != 1) {
+		write_one(cpu, kind, sub, a, b, t0);
+		goto out;
+	}
+	i = st->n;
+	if (i >= JW_BATCH_ITEMS) {
+		/* Cannot happen (flushed before it fills); kept for the verifier. */
+		flush(st, cpu, JW_BATCH_ITEMS, t0);
+		i = 0;
+	}
+	if (i == 0)
+		st->ts = t0;
+	it = &st->items[i & (JW_BATCH_ITEMS - 1)];
+	it->dt = t0 - st->ts;
+	it->own_ns = 0;
+	it->kind = kind;
+	it->sub = sub;
+	it->a = a;
+	it->b = b;
+	st->n = i + 1;
+	if (step == JW_ENTER)
+		st->depth += 1;
+	else if (step == JW_LEAVE && st->depth > 0)
+		st->depth -= 1;
+	if (st->depth == 0 || st->n > JW_BATCH_ITEMS - 4 || t0 - st->ts > JW_BATCH_AGE_NS)
+		flush(st, cpu, i, t0);
+	else
+		it->own_ns = saturated16(bpf_ktime_get_ns() - t0);
+out:
+	st->active -= 1;
+	return 0;
+}
+
+/*
+ * Before any other record of this CPU (a context switch): what it holds
+ * goes first, so the CPU's records stay in order. Called with interrupts
+ * off, so never inside another of our programs.
+ */
+static __always_inline void flush_before(__u64 cpu)
+{
+	struct jw_nest *st;
+
+	barrier_var(cpu);
+	if (cpu >= JW_MAX_CPUS)
+		return;
+	st = &nests[cpu];
+	if (st->active == 0 && st->n > 0)
+		flush(st, cpu, JW_BATCH_ITEMS, 0);
+}
+
+/* The CPU enters an idle state: no interrupt level can be open. */
+static __always_inline void levels_closed(__u64 cpu)
+{
+	barrier_var(cpu);
+	if (cpu < JW_MAX_CPUS)
+		nests[cpu].depth = 0;
+}
+
+/*
+ * An IRQ's action name, sent once for each action an IRQ number takes (a
+ * record of its own, before the batch holding the entry), not with every
+ * entry: reading it is a probe-read of cold memory.
+ */
+static __always_inline void name_irq(int irq, struct irqaction *action)
+{
+	struct jw_event *e;
+	__u64 cpu, key = irq;
+
+	barrier_var(key);
+	if (key < JW_MAX_IRQS && irq_named[key] == (__u64)action)
+		return;
+	cpu = bpf_get_smp_processor_id();
+	barrier_var(cpu);
+	if (cpu >= JW_MAX_CPUS || !watched[cpu])
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(cpu);
+		return;
+	}
+	e->ts = bpf_ktime_get_ns();
+	e->cpu = cpu;
+	e->kind = JW_IRQ_NAME;
+	e->sub = 0;
+	e->dropped = dropped[cpu];
+	e->u.irq.irq = irq;
+	e->u.irq.ret = 0;
+	if (bpf_probe_read_kernel_str(e->u.irq.name, sizeof(e->u.irq.name), action->name) < 0)
+		e->u.irq.name[0] = 0;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	/* After the record: a CPU that sees the new action finds its name sent. */
+	if (key < JW_MAX_IRQS)
+		irq_named[key] = (__u64)action;
+}
+
+#endif
