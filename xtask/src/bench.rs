@@ -25,6 +25,7 @@ mod details;
 mod figures;
 mod history;
 mod ids;
+mod interruption;
 mod machine;
 mod measure;
 mod passive;
@@ -105,6 +106,7 @@ pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
         tcppp: assets::compile(&tmp, "tcppp", assets::TCPPP)?,
         hog: assets::compile(&tmp, "hog", assets::HOG)?,
         hookcost: assets::compile(&tmp, "hookcost", assets::HOOKCOST)?,
+        interrupts: assets::compile(&tmp, "interrupts", interruption::SRC)?,
         bt_script,
     };
 
@@ -130,6 +132,9 @@ pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
     println!("bench: 3/8 BPF ns per run under a context-switch load");
     let bpf = measure::bpf_cost(&cx)?;
     check("figure 3");
+    println!("bench: 3b/8 a tick and an IPI on CPU {watched}, seen by a spin loop: alone / the hooks alone / jitterwatch");
+    let per_interruption = Some(interruption::measure(&cx, &cx.interrupts)?);
+    check("figure 3b");
     println!("bench: 4/8 ring-buffer capacity under context-switch storms on CPU {watched}");
     let cap = capacity::capacity(&cx)?;
     check("figure 4");
@@ -149,7 +154,20 @@ pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
     let observer = Some(wakeup::observer(&cx)?);
     check("figure 8");
 
-    let results = results::Results { floor, machine, bpf, cap, mem, replay, wakeup, observer, recorder: rec, mix: Some(mix), bt_probes };
+    let results = results::Results {
+        floor,
+        machine,
+        bpf,
+        cap,
+        mem,
+        replay,
+        wakeup,
+        observer,
+        recorder: rec,
+        mix: Some(mix),
+        per_interruption,
+        bt_probes,
+    };
     let mut mc = machine_info(watched, house, started.elapsed().as_secs_f64(), quick);
     mc.quiet = if seen.is_empty() { quiet } else { format!("{quiet}; **seen during the bench**: {}", seen.join(", ")) };
     let figures = figures::from_results(&results, quick);

@@ -8,6 +8,7 @@
 mod bpf_run_time;
 mod machine_cost;
 mod memory;
+mod per_interruption;
 mod probe_floor;
 mod ring_capacity;
 mod startup;
@@ -25,6 +26,7 @@ pub fn markdown(mc: &Machine, r: &Results, fig: &Figures) -> String {
     probe_floor::section(&mut o, &r.floor, w);
     machine_cost::section(&mut o, r, fig, w, h);
     bpf_run_time::section(&mut o, &r.bpf, w, h);
+    per_interruption::section(&mut o, r.per_interruption.as_ref(), w, h);
     ring_capacity::section(&mut o, &r.cap, w, h);
     super::recorder::section(&mut o, &r.recorder, w);
     match &r.mix {

@@ -90,6 +90,10 @@ pub mod method {
              negated); bpftrace's BPF run time; end to end {reps} × 5 conditions"
         )
     }
+    pub fn per_interruption(reps: usize, secs: f64) -> String {
+        format!("v1: a C clock loop's gaps on the watched CPU (the tick by its period, a membarrier IPI every 2 ms by its send), nothing attached / the hooks alone (JITTERWATCH_BPF_FLOOR=1) / jitterwatch --comm, alternated, {reps} runs of {secs} s each")
+    }
+
     pub fn bpf(reps: usize, secs: f64) -> String {
         format!("v1: --bpf-stats --wake-origins under perf bench sched pipe -T, on the watched then the other CPU, {reps} × {secs} s")
     }
@@ -238,13 +242,28 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
     let b = r.observer.as_ref();
     let mut fig =
         Figure::new(q(method::observer(b.map_or(0, |b| b.alone[0].n)))).with("wakeups_seen", b.and_then(|b| med(&b.wakeups_seen)));
-    for (stat, i) in [("avg", 1), ("p99", 3), ("max", 4)] {
+    for (stat, i) in [("avg", 1), ("p50", 2), ("p99", 3), ("max", 4)] {
         fig = fig
             .with(&format!("alone_{stat}_us"), b.and_then(|b| med(&b.alone[i])))
             .with(&format!("watched_{stat}_us"), b.and_then(|b| med(&b.watched[i])));
     }
     o.insert(Id::WatchedCyclictest, fig);
+    o.insert(Id::PerInterruption, per_interruption(r.per_interruption.as_ref(), &q));
     o
+}
+
+/// 3b: each kind's p25 and p50 (the median of the runs') per condition,
+/// and our own time per interruption.
+fn per_interruption(p: Option<&super::interruption::PerInterruption>, q: &dyn Fn(String) -> String) -> Figure {
+    let m = |v: &[f64]| med(&Spread::of(v));
+    let mut fig = Figure::new(q(method::per_interruption(p.map_or(0, |p| p.reps), p.map_or(0.0, |p| p.secs))));
+    for (cond, c) in ["none", "floor", "watched"].into_iter().zip(p.map(|p| [&p.none, &p.floor, &p.watched]).into_iter().flatten()) {
+        for (k, q) in ["p25", "p50"].into_iter().enumerate() {
+            fig = fig.with(&format!("tick_{cond}_{q}_ns"), m(&c.tick[k])).with(&format!("ipi_{cond}_{q}_ns"), m(&c.ipi[k]));
+        }
+        fig = fig.with(&format!("ticks_{cond}"), m(&c.ticks_seen)).with(&format!("ipis_{cond}"), m(&c.ipis_seen));
+    }
+    fig.with("self_tick_ns", p.and_then(|p| med(&p.self_tick))).with("self_ipi_ns", p.and_then(|p| med(&p.self_ipi)))
 }
 
 /// 4b: the consumer's ns/event with the recorder off and on, per load

@@ -21,6 +21,8 @@ pub struct Ctx {
     pub tcppp: PathBuf,
     pub hog: PathBuf,
     pub hookcost: PathBuf,
+    /// Figure 3b's spin loop and IPI sender.
+    pub interrupts: PathBuf,
     pub bt_script: PathBuf,
 }
 

@@ -38,6 +38,8 @@ pub struct Results {
     pub mix: Option<super::passive::PassiveMix>,
     /// 8b: None when it did not run.
     pub observer: Option<super::wakeup::Observer>,
+    /// 3b: None when it did not run.
+    pub per_interruption: Option<super::interruption::PerInterruption>,
     pub recorder: Vec<super::recorder::Run>,
     /// How many tracepoints the bpftrace script attached.
     pub bt_probes: usize,

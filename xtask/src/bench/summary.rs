@@ -130,13 +130,29 @@ pub fn measured(id: Id, f: &Figures) -> String {
             })
             .join("; "),
         Id::WatchedCyclictest => format!(
-            "cyclictest alone vs watched: avg {} vs {} µs, p99 {} vs {} µs ({} wake-ups seen per run)",
+            "cyclictest alone vs watched: avg {} vs {} µs, p50 {} vs {} µs, p99 {} vs {} µs ({} wake-ups seen per run)",
             n(v("alone_avg_us"), 1),
             n(v("watched_avg_us"), 1),
+            n(v("alone_p50_us"), 0),
+            n(v("watched_p50_us"), 0),
             n(v("alone_p99_us"), 0),
             n(v("watched_p99_us"), 0),
             n(v("wakeups_seen"), 0)
         ),
+        Id::PerInterruption => ["tick", "ipi"]
+            .map(|k| {
+                let x = |c: &str| v(&format!("{k}_{c}_p50_ns"));
+                let d = |a: Option<f64>, b: Option<f64>| n(a.zip(b).map(|(a, b)| a - b), 0);
+                format!(
+                    "{}: +{} ns (the hooks alone +{}, ours +{}; self {} ns)",
+                    if k == "tick" { "a tick with one hrtimer" } else { "a function-call IPI" },
+                    d(x("watched"), x("none")),
+                    d(x("floor"), x("none")),
+                    d(x("watched"), x("floor")),
+                    n(v(&format!("self_{k}_ns")), 0)
+                )
+            })
+            .join("; "),
     }
 }
 

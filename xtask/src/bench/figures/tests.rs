@@ -10,7 +10,7 @@ use crate::bench::measure::{BpfCost, Floor, ProgCost, Startup, TscFloor};
 use crate::bench::summary::rows;
 use crate::bench::util::Mem;
 use crate::bench::verdicts::{judge, Verdict};
-use crate::bench::{recorder, replay, wakeup};
+use crate::bench::{interruption, recorder, replay, wakeup};
 
 const STORM: Load = Load::PingPong { pairs: 4, policy: Policy::Fifo };
 
@@ -115,13 +115,13 @@ fn results(sampled: bool) -> Results {
         mix: Some(crate::bench::passive::PassiveMix {
             secs: 3.0,
             events_per_sec: s(5e5),
-            ns_per_event: s(140.0),
+            ns_per_event: s(90.0),
             consumer_cpu_pct: s(7.0),
             in_syscall_share: s(0.6),
         }),
         observer: Some(wakeup::Observer {
             alone: std::array::from_fn(|_| s(50.0)),
-            watched: std::array::from_fn(|_| s(51.0)),
+            watched: std::array::from_fn(|_| s(50.5)),
             wakeups_seen: s(5000.0),
         }),
         recorder: [(Load::PerfPipe, false), (Load::PerfPipe, true), (STORM, false), (STORM, true)][..rows(4)]
@@ -137,6 +137,23 @@ fn results(sampled: bool) -> Results {
                 largest_bytes: if on { 8e5 } else { f64::NAN },
             })
             .collect(),
+        per_interruption: sampled.then(|| {
+            let cond = |ns: f64| interruption::Condition {
+                tick: [vec![ns - 1000.0], vec![ns]],
+                ipi: [vec![ns - 9000.0], vec![ns - 8000.0]],
+                ticks_seen: vec![750.0],
+                ipis_seen: vec![1400.0],
+            };
+            interruption::PerInterruption {
+                reps: 8,
+                secs: 3.0,
+                none: cond(14_000.0),
+                floor: cond(14_050.0),
+                watched: cond(14_120.0),
+                self_tick: s(300.0),
+                self_ipi: s(200.0),
+            }
+        }),
         bt_probes: 21,
     }
 }
@@ -162,6 +179,7 @@ fn a_good_run_is_met_where_judged() {
         (Id::ProbeFloorTsc, Verdict::Reported),
         (Id::UnwatchedCost, Verdict::Met),
         (Id::BpfRunTime, Verdict::Reported),
+        (Id::PerInterruption, Verdict::Met),
         (Id::RingCapacity, Verdict::Met),
         (Id::RecorderCost, Verdict::Reported),
         (Id::CollectorMix, Verdict::Met),

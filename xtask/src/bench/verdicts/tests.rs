@@ -172,23 +172,32 @@ fn the_wakeup_probe_and_the_observer_are_judged_both_ways() {
     for c in crate::bench::wakeup::CONDITIONS {
         let k = slug(c.0);
         for st in ["avg", "p99"] {
-            eight = eight.with(&format!("{k}_jw_{st}_us"), Some(108.0)).with(&format!("{k}_ct_{st}_us"), Some(100.0));
+            eight = eight.with(&format!("{k}_jw_{st}_us"), Some(104.0)).with(&format!("{k}_ct_{st}_us"), Some(100.0));
         }
     }
     f.insert(Id::WakeupProbe, eight.clone());
     assert_eq!(judge(Id::WakeupProbe, &f), Verdict::Met);
     let k = slug(crate::bench::wakeup::CONDITIONS[3].0);
-    f.insert(Id::WakeupProbe, eight.clone().with(&format!("{k}_jw_p99_us"), Some(89.0)));
-    assert_eq!(judge(Id::WakeupProbe, &f), Verdict::Missed, "11% below is as far off as above");
+    f.insert(Id::WakeupProbe, eight.clone().with(&format!("{k}_jw_p99_us"), Some(94.0)));
+    assert_eq!(judge(Id::WakeupProbe, &f), Verdict::Missed, "6% below is as far off as above");
     f.insert(Id::WakeupProbe, eight.with(&format!("{k}_ct_avg_us"), None));
     assert_eq!(judge(Id::WakeupProbe, &f), Verdict::NotMeasured);
-    let obs = |seen: f64, watched: f64| {
-        Figure::new("v1").with("wakeups_seen", Some(seen)).with("alone_avg_us", Some(40.0)).with("watched_avg_us", Some(watched))
+    let obs = |seen: f64, watched: f64, p99: f64| {
+        Figure::new("v1")
+            .with("wakeups_seen", Some(seen))
+            .with("alone_avg_us", Some(40.0))
+            .with("watched_avg_us", Some(watched))
+            .with("alone_p50_us", Some(40.0))
+            .with("watched_p50_us", Some(40.5))
+            .with("alone_p99_us", Some(50.0))
+            .with("watched_p99_us", Some(p99))
     };
-    f.insert(Id::WatchedCyclictest, obs(5000.0, 41.9));
+    f.insert(Id::WatchedCyclictest, obs(5000.0, 40.7, 52.0));
     assert_eq!(judge(Id::WatchedCyclictest, &f), Verdict::Met);
-    f.insert(Id::WatchedCyclictest, obs(5000.0, 42.1));
-    assert_eq!(judge(Id::WatchedCyclictest, &f), Verdict::Missed);
-    f.insert(Id::WatchedCyclictest, obs(0.0, 40.0));
+    f.insert(Id::WatchedCyclictest, obs(5000.0, 40.9, 52.0));
+    assert_eq!(judge(Id::WatchedCyclictest, &f), Verdict::Missed, "the avg moved 2.25%");
+    f.insert(Id::WatchedCyclictest, obs(5000.0, 40.7, 53.0));
+    assert_eq!(judge(Id::WatchedCyclictest, &f), Verdict::Missed, "the p99 moved 6%");
+    f.insert(Id::WatchedCyclictest, obs(0.0, 40.0, 50.0));
     assert_eq!(judge(Id::WatchedCyclictest, &f), Verdict::NotMeasured, "no wake-up seen: cyclictest was not watched");
 }

@@ -1,0 +1,354 @@
+//! Figure 3b: what jitterwatch adds to one interruption of the watched CPU,
+//! end to end, without relying on the kernel's BPF statistics. A plain C
+//! loop spins on the watched CPU reading CLOCK_MONOTONIC and keeps every gap;
+//! a second thread of the same process, on the housekeeping CPU, sends it a
+//! function-call IPI every 2 ms (membarrier: one cross-CPU call) and keeps
+//! when. The tick's gaps are found by their period (the comb of 1/HZ with
+//! a gap in nearly every slot), the IPI's as the gaps that begin just after
+//! a send. Three conditions, alternated: nothing attached, jitterwatch in
+//! passive mode watching the loop (every program), and the same with every
+//! program returning at once (JITTERWATCH_BPF_FLOOR=1: the kernel's hooks
+//! alone). The host adds noise of its own, so each kind is read at its
+//! 25th percentile and median, per run, and the runs' medians compared.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+
+use super::measure::Ctx;
+use super::spread::Spread;
+use super::util::{self, Bg};
+
+/// The loop and the IPI sender: `interrupts W H SECS PERIOD_US`.
+pub const SRC: &str = r#"
+/*
+ * Spins on CPU W for SECS reading CLOCK_MONOTONIC and prints every gap of
+ * 300 ns or more ("G start len"), while a thread on CPU H sends it one
+ * function-call IPI every PERIOD_US (membarrier's private expedited
+ * command: a cross-CPU call to the CPUs running this process's threads)
+ * and prints when ("S time"). The spinning thread is named jwgaps.
+ */
+#define _GNU_SOURCE
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CAP (1 << 20)
+static uint64_t gap_at[CAP], gap_len[CAP], sent[CAP];
+static size_t ngaps, nsent;
+static volatile int done;
+static int w, h, period_us;
+static double secs;
+
+static uint64_t now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t s;
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	sched_setaffinity(0, sizeof(s), &s);
+}
+
+static void *sender(void *arg)
+{
+	(void)arg;
+	pin(h);
+	while (!done) {
+		struct timespec d = { 0, period_us * 1000L };
+		nanosleep(&d, 0);
+		uint64_t t = now();
+		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0 && nsent < CAP)
+			sent[nsent++] = t;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 5)
+		return 2;
+	w = atoi(argv[1]), h = atoi(argv[2]), secs = atof(argv[3]), period_us = atoi(argv[4]);
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0)) {
+		perror("membarrier");
+		return 1;
+	}
+	pin(w);
+	prctl(PR_SET_NAME, "jwgaps", 0, 0, 0);
+	/* Touch what the loop writes, so no page fault lands in it. */
+	for (size_t i = 0; i < CAP; i += 512)
+		gap_at[i] = gap_len[i] = sent[i] = 0;
+	pthread_t t;
+	pthread_create(&t, 0, sender, 0);
+	uint64_t t0 = now(), end = t0 + (uint64_t)(secs * 1e9), prev = t0, x;
+	while ((x = now()) < end) {
+		if (x - prev >= 300 && ngaps < CAP) {
+			gap_at[ngaps] = prev;
+			gap_len[ngaps++] = x - prev;
+		}
+		prev = x;
+	}
+	done = 1;
+	pthread_join(t, 0);
+	for (size_t i = 0; i < ngaps; i++)
+		printf("G %llu %llu\n", (unsigned long long)gap_at[i], (unsigned long long)gap_len[i]);
+	for (size_t i = 0; i < nsent; i++)
+		printf("S %llu\n", (unsigned long long)sent[i]);
+	return 0;
+}
+"#;
+
+/// The IPI period, µs: far from the tick's, so the two rarely meet.
+const PERIOD_US: u64 = 2_000;
+/// An IPI's gap begins this soon after its send, ns.
+const IPI_WITHIN_NS: u64 = 60_000;
+/// A tick's gap begins this close to its slot of the comb, ns.
+const TICK_WITHIN_NS: u64 = 10_000;
+
+/// One run's gaps: (start, length) in CLOCK_MONOTONIC ns, and the IPI sends.
+#[derive(Default)]
+pub struct Gaps {
+    pub gaps: Vec<(u64, u64)>,
+    pub sent: Vec<u64>,
+}
+
+pub fn parse(text: &str) -> Gaps {
+    let mut g = Gaps::default();
+    for line in text.lines() {
+        let mut w = line.split(' ');
+        match (w.next(), w.next().and_then(|x| x.parse().ok()), w.next().and_then(|x| x.parse().ok())) {
+            (Some("G"), Some(at), Some(len)) => g.gaps.push((at, len)),
+            (Some("S"), Some(at), None) => g.sent.push(at),
+            _ => {}
+        }
+    }
+    g
+}
+
+/// The tick's period and phase: of the periods 1/HZ can be (HZ 1000, 300,
+/// 250, 100), the comb whose slots (±TICK_WITHIN_NS) hold a gap most often.
+pub fn tick_comb(gaps: &[(u64, u64)]) -> Option<(u64, u64)> {
+    let (first, last) = (gaps.first()?.0, gaps.last()?.0);
+    let mut best: Option<(f64, u64, u64)> = None;
+    for period in [1_000_000u64, 3_333_333, 4_000_000, 10_000_000] {
+        let slots = ((last - first) / period).max(1) as f64;
+        // Phases in steps of half the slot's width.
+        let step = TICK_WITHIN_NS;
+        let mut counts = vec![0u32; (period / step) as usize + 1];
+        for &(at, _) in gaps {
+            counts[((at % period) / step) as usize] += 1;
+        }
+        let n = counts.len();
+        for i in 0..n {
+            let hits = counts[i] + counts[(i + 1) % n];
+            let share = f64::from(hits) / slots;
+            if best.is_none_or(|b| share > b.0) {
+                best = Some((share, period, (i as u64) * step + step));
+            }
+        }
+    }
+    // Nearly every slot holds a gap, or it is not the tick.
+    best.filter(|b| b.0 >= 0.8).map(|b| (b.1, b.2))
+}
+
+/// The tick's gaps and the IPIs' gaps (lengths, ns), apart: a gap near
+/// both is neither's.
+pub fn classify(g: &Gaps) -> (Vec<u64>, Vec<u64>) {
+    let after_send = |at: u64| {
+        let i = g.sent.partition_point(|&s| s <= at);
+        i > 0 && at - g.sent[i - 1] <= IPI_WITHIN_NS
+    };
+    // The sends are periodic too: the comb is looked for without them.
+    let rest: Vec<(u64, u64)> = g.gaps.iter().copied().filter(|&(at, _)| !after_send(at)).collect();
+    let comb = tick_comb(&rest);
+    let on_tick = |at: u64| {
+        comb.is_some_and(|(p, ph)| {
+            let d = (at % p + p - ph % p) % p;
+            d <= TICK_WITHIN_NS || p - d <= TICK_WITHIN_NS
+        })
+    };
+    let (mut ticks, mut ipis) = (Vec::new(), Vec::new());
+    for &(at, len) in &g.gaps {
+        match (on_tick(at), after_send(at)) {
+            (true, false) => ticks.push(len),
+            (false, true) => ipis.push(len),
+            _ => {}
+        }
+    }
+    (ticks, ipis)
+}
+
+/// The `q` quantile of `v` (sorted in place); None if empty.
+pub fn quantile(v: &mut [u64], q: f64) -> Option<f64> {
+    v.sort_unstable();
+    (!v.is_empty()).then(|| v[((v.len() - 1) as f64 * q).round() as usize] as f64)
+}
+
+/// What one condition read: per run, each kind's 25th percentile and median.
+#[derive(Default)]
+pub struct Condition {
+    pub tick: [Vec<f64>; 2],
+    pub ipi: [Vec<f64>; 2],
+    /// Gaps of each kind seen per run.
+    pub ticks_seen: Vec<f64>,
+    pub ipis_seen: Vec<f64>,
+}
+
+impl Condition {
+    fn add(&mut self, g: &Gaps) {
+        let (mut t, mut i) = classify(g);
+        self.ticks_seen.push(t.len() as f64);
+        self.ipis_seen.push(i.len() as f64);
+        for (k, q) in [0.25, 0.5].into_iter().enumerate() {
+            self.tick[k].extend(quantile(&mut t, q));
+            self.ipi[k].extend(quantile(&mut i, q));
+        }
+    }
+}
+
+pub struct PerInterruption {
+    pub reps: usize,
+    pub secs: f64,
+    /// Nothing attached, the hooks alone, jitterwatch.
+    pub none: Condition,
+    pub floor: Condition,
+    pub watched: Condition,
+    /// jitterwatch's own time per tick and per IPI, by its `self` cause
+    /// (ns; from the watched runs' CSVs).
+    pub self_tick: Spread,
+    pub self_ipi: Spread,
+}
+
+/// 3b: the three conditions, alternated, `reps` times each.
+pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
+    let reps = cx.reps(8);
+    let secs = if cx.quick { 1.5 } else { 3.0 };
+    let (mut none, mut floor, mut watched) = (Condition::default(), Condition::default(), Condition::default());
+    let (mut self_tick, mut self_ipi) = (Vec::new(), Vec::new());
+    let dir = tempfile_dir()?;
+    for _ in 0..reps {
+        none.add(&run(cx, exe, secs, None)?);
+        floor.add(&run(cx, exe, secs, Some((true, &dir.join("floor.csv"))))?);
+        let csv = dir.join("watched.csv");
+        watched.add(&run(cx, exe, secs, Some((false, &csv)))?);
+        let (t, i) = own_per_interruption(&std::fs::read_to_string(&csv).unwrap_or_default());
+        self_tick.extend(t);
+        self_ipi.extend(i);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(PerInterruption { reps, secs, none, floor, watched, self_tick: Spread::of(&self_tick), self_ipi: Spread::of(&self_ipi) })
+}
+
+fn tempfile_dir() -> Result<std::path::PathBuf> {
+    let d = std::env::temp_dir().join(format!("jw-bench-3b-{}", std::process::id()));
+    std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+    Ok(d)
+}
+
+/// One run of the loop; with `jw` = Some((floor, csv)), jitterwatch watches
+/// it in passive mode (its programs returning at once if `floor`).
+fn run(cx: &Ctx, exe: &Path, secs: f64, jw: Option<(bool, &Path)>) -> Result<Gaps> {
+    let _jw = match jw {
+        Some((floor, csv)) => {
+            let mut c = Command::new(&cx.bin);
+            c.args(["--comm", "jwgaps", "--cpus", &cx.watched.to_string(), "--no-tui", "--csv"]).arg(csv);
+            c.args(["--duration", &format!("{}s", secs + 3.0)]).stdout(Stdio::null()).stderr(Stdio::null());
+            if floor {
+                c.env("JITTERWATCH_BPF_FLOOR", "1");
+            }
+            let bg = Bg::spawn(&mut c)?;
+            std::thread::sleep(Duration::from_millis(1500));
+            Some(bg)
+        }
+        None => None,
+    };
+    let out =
+        util::output(Command::new(exe).args([cx.watched.to_string(), cx.house.to_string(), format!("{secs}"), PERIOD_US.to_string()]))?;
+    Ok(parse(&out))
+}
+
+/// From a passive run's CSV: the `self:jitterwatch` ns of each row that is
+/// one tick (its causes name the local timer) and of each that is one IPI
+/// (a function call).
+pub fn own_per_interruption(csv: &str) -> (Vec<f64>, Vec<f64>) {
+    let (mut tick, mut ipi) = (Vec::new(), Vec::new());
+    for row in csv.lines().skip(1) {
+        let Some(own) = row.split(';').find_map(|c| c.split(',').find_map(|f| f.strip_prefix("self:jitterwatch="))) else {
+            continue;
+        };
+        let Ok(ns) = own.trim_end_matches(|c: char| !c.is_ascii_digit()).parse::<f64>() else { continue };
+        if row.contains("irq:local_timer=") && !row.contains("ipi:") {
+            tick.push(ns);
+        } else if row.contains("ipi:call_function") && !row.contains("local_timer") {
+            ipi.push(ns);
+        }
+    }
+    (tick, ipi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run: a tick every 4 ms at phase 1.23 ms (13 µs each, 5 µs more
+    /// with `extra`), an IPI sent every 2 ms whose gap follows by 20 µs, and
+    /// stray gaps.
+    fn run(extra: u64) -> Gaps {
+        let mut g = Gaps::default();
+        for k in 0..500u64 {
+            g.gaps.push((1_230_000 + k * 4_000_000, 13_000 + extra));
+        }
+        for k in 0..1000u64 {
+            let s = 500_000 + k * 2_000_000 + (k % 7) * 1000;
+            g.sent.push(s);
+            g.gaps.push((s + 20_000, 4_000 + extra));
+        }
+        for k in 0..300u64 {
+            g.gaps.push((777_777 + k * 6_543_210, 30_000));
+        }
+        g.gaps.sort_unstable();
+        g
+    }
+
+    #[test]
+    fn the_tick_is_found_by_its_period_and_the_ipis_by_their_sends() {
+        let g = run(0);
+        let rest: Vec<(u64, u64)> = g.gaps.iter().copied().filter(|g| g.1 != 4_000).collect();
+        assert_eq!(tick_comb(&rest).map(|c| c.0), Some(4_000_000));
+        let (mut t, mut i) = classify(&g);
+        assert!(t.len() >= 495 && i.len() >= 990, "{} ticks, {} ipis", t.len(), i.len());
+        assert_eq!((quantile(&mut t, 0.5), quantile(&mut i, 0.5)), (Some(13_000.0), Some(4_000.0)));
+        let (mut t5, _) = classify(&run(5_000));
+        assert_eq!(quantile(&mut t5, 0.5), Some(18_000.0), "what was added shows in the median");
+    }
+
+    #[test]
+    fn without_a_period_there_is_no_tick() {
+        let g = Gaps { gaps: (0..300u64).map(|k| (k * 6_543_210 + k * k, 30_000)).collect(), sent: vec![] };
+        assert_eq!(tick_comb(&g.gaps), None);
+        assert_eq!(classify(&g).0.len(), 0);
+    }
+
+    #[test]
+    fn our_own_time_is_read_from_the_rows_of_each_kind() {
+        let csv = "time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes,source\n\
+                   1,1,9000,9000,0,irq,local_timer,5000,irq:local_timer=5000;timer:tick_nohz_handler=3600;self:jitterwatch=400,interrupted\n\
+                   2,1,4000,4000,0,ipi,call_function_single,3000,ipi:call_function_single=3000;self:jitterwatch=250;ipi:ipi_mb=750,interrupted\n\
+                   3,1,5000,5000,0,softirq,TIMER,5000,softirq:TIMER=5000,interrupted\n";
+        assert_eq!(own_per_interruption(csv), (vec![400.0], vec![250.0]));
+    }
+}
