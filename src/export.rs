@@ -100,6 +100,11 @@ pub struct CsvSink<W: Write> {
 pub struct Rows {
     file: File,
     buf: Vec<u8>,
+    /// Bytes written whole so far: a write that fails midway (a full disk)
+    /// is cut back to here, so the file still ends on a whole row.
+    written: u64,
+    /// Named in its errors.
+    path: std::path::PathBuf,
 }
 
 impl Write for Rows {
@@ -110,15 +115,25 @@ impl Write for Rows {
 
     fn flush(&mut self) -> io::Result<()> {
         let r = self.file.write_all(&self.buf);
+        match &r {
+            Ok(()) => self.written += self.buf.len() as u64,
+            Err(_) => {
+                let _ = self.file.set_len(self.written);
+            }
+        }
         self.buf.clear();
-        r
+        r.map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))
     }
 }
 
 impl CsvSink<Rows> {
     pub fn create(path: &Path) -> io::Result<Self> {
         let file = crate::output::create(path, "the CSV")?;
-        Self::new(Rows { file, buf: Vec::with_capacity(1 << 16) })
+        let mut sink = Self::new(Rows { file, buf: Vec::with_capacity(1 << 16), written: 0, path: path.to_path_buf() })?;
+        // The header reaches the file now: a path that cannot take it fails
+        // before anything runs.
+        sink.flush()?;
+        Ok(sink)
     }
 }
 

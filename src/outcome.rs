@@ -13,6 +13,9 @@ pub struct Outcome {
     pub traces: Option<Totals>,
     /// The whole-run recording, at the end.
     pub recorded: Option<Recorded>,
+    /// Outputs that failed (a full disk, EIO), each said once as it failed
+    /// and dropped: the run ended there, and its exit status says so.
+    pub failed: Vec<String>,
 }
 
 /// A stall at or over `--stop-above`, which ends the run.

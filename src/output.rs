@@ -29,6 +29,28 @@ fn link_refused(path: &Path, what: &str) -> io::Error {
     )
 }
 
+/// Whether `path` can be written at the end of the run, as `create`
+/// checks it, without touching it: not a link, a regular file with no other
+/// hard link if it exists, in a directory that exists. Written later by
+/// [`write_whole`], so no empty or half file is ever left behind.
+pub fn check_writable(path: &Path, what: &str) -> io::Result<()> {
+    let fail = |why: &str| io::Error::new(io::ErrorKind::InvalidInput, format!("cannot write {what} {}: {why}", path.display()));
+    refuse_link(path, what)?;
+    match path.symlink_metadata() {
+        Ok(m) if !m.file_type().is_file() => return Err(fail("not a regular file")),
+        Ok(m) if m.nlink() > 1 => return Err(fail("it has other hard links (refused: it may be another file)")),
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(fail(&e.to_string())),
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    match dir.metadata() {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(fail("its directory is not a directory")),
+        Err(e) => Err(fail(&format!("its directory: {e}"))),
+    }
+}
+
 /// Opens `path` for writing from the start, as described above; `what`
 /// names it in errors ("the CSV").
 pub fn create(path: &Path, what: &str) -> io::Result<File> {
@@ -39,11 +61,15 @@ pub fn create(path: &Path, what: &str) -> io::Result<File> {
         .write(true)
         .create(true)
         .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY)
+        // O_NONBLOCK: a FIFO planted there fails the regular-file check
+        // below instead of blocking the open until a reader comes.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
             // A link planted after the check above.
             Some(libc::ELOOP) => link_refused(path, what),
+            // A FIFO with no reader (O_NONBLOCK says so instead of waiting).
+            Some(libc::ENXIO) => fail(e, "not a regular file"),
             _ => {
                 let why = e.to_string();
                 fail(e, &why)

@@ -97,7 +97,7 @@ impl Drain {
                 // the sinks at once, while it is in cache.
                 if self.engine.has_done() {
                     let engine = &mut self.engine;
-                    to_sinks(&mut self.sinks, |show| engine.hand_out_done(show))?;
+                    to_sinks(&mut self.sinks, |show| engine.hand_out_done(show));
                 }
             }
             self.events += self.batch.len() as u64;
@@ -125,8 +125,8 @@ impl Drain {
             self.engine.finish();
         }
         let (engine, watermark) = (&mut self.engine, self.watermark);
-        to_sinks(&mut self.sinks, |show| engine.attribute_ready(watermark, show))?;
-        self.sinks.after_drain(self.watermark, last, &mut self.engine.namer)?;
+        to_sinks(&mut self.sinks, |show| engine.attribute_ready(watermark, show));
+        self.sinks.after_drain(self.watermark, last, &mut self.engine.namer);
         let watermark = self.watermark;
         for &(cpu, t) in &self.horizons {
             self.engine.prune(cpu, t.min(watermark));
@@ -136,17 +136,12 @@ impl Drain {
     }
 }
 
-/// Every stall `hand` shows, to every sink, whatever an error; the first
-/// error is the one returned.
-fn to_sinks(sinks: &mut Sinks, hand: impl FnOnce(&mut dyn FnMut(&Hiccup))) -> Result<()> {
-    let mut written = Ok(());
+/// Every stall `hand` shows, to every sink (one that fails is dropped by
+/// `Sinks` and kept in the outcome).
+fn to_sinks(sinks: &mut Sinks, hand: impl FnOnce(&mut dyn FnMut(&Hiccup))) {
     hand(&mut |h| {
-        let r = sinks.on_hiccup(h);
-        if written.is_ok() {
-            written = r;
-        }
+        sinks.on_hiccup(h);
     });
-    written
 }
 
 #[cfg(test)]

@@ -218,9 +218,10 @@ fn collect(
         }
         let now = now_ns();
         let seen = drain.step(&mut ring, source, now, last)?;
-        if drain.sinks.outcome.stopped_on.is_some() && !stop_asked {
-            // --stop-above: the run ends as on SIGINT (the stall's trace is
-            // written by the drains that follow).
+        if (drain.sinks.outcome.stopped_on.is_some() || !drain.sinks.outcome.failed.is_empty()) && !stop_asked {
+            // --stop-above, or an output failed (a full disk): the run ends
+            // as on SIGINT (the stall's trace is written by the drains that
+            // follow; the summary covers the run until now).
             stop_asked = true;
             crate::lifecycle::request_stop();
         }
@@ -251,7 +252,7 @@ fn collect(
             own.lag_ns = 0;
         }
         if last {
-            let (stats, outcome) = drain.sinks.finish(now_ns(), &mut drain.engine.namer)?;
+            let (stats, outcome) = drain.sinks.finish(now_ns(), &mut drain.engine.namer);
             return Ok(Finished { stats, outcome, ended: ended.unwrap_or_default() });
         }
         thread::sleep(if seen.records < QUIET_RECORDS { POLL_QUIET } else { POLL });

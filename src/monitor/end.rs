@@ -2,7 +2,6 @@
 //! source ended: threads gone, probes stuck, CPUs offline), written where it was asked for, and
 //! the exit status.
 
-use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 use std::thread;
@@ -21,17 +20,19 @@ pub const STOPPED_ON_STALL: i32 = 3;
 
 /// Writes the summary (to its file, then stdout), lingers for a last
 /// scrape, and says how the run ended.
-pub(super) fn finish(args: &WatchArgs, plan: &Plan, run: Finished, file: Option<(File, PathBuf)>) -> Result<i32> {
+pub(super) fn finish(args: &WatchArgs, plan: &Plan, run: Finished, file: Option<PathBuf>) -> Result<i32> {
     let stopped = run.outcome.stopped_on.is_some();
-    let (mut summary, offline) = summarize(plan, run);
-    if let Some((file, path)) = file {
+    let (mut summary, failure) = summarize(plan, run);
+    // Printed whatever happens to its file: drawn from memory.
+    let mut written = Ok(());
+    if let Some(path) = file {
         summary.csv =
             args.csv.as_deref().map(|c| std::path::absolute(c).unwrap_or_else(|_| c.to_path_buf()).to_string_lossy().into_owned());
-        let mut w = std::io::BufWriter::new(file);
-        summary
-            .write_json(&mut w)
-            .and_then(|()| w.flush())
-            .map_err(|e| anyhow::anyhow!("cannot write the run summary {}: {e}", path.display()))?;
+        let mut json = Vec::new();
+        summary.write_json(&mut json)?;
+        // Whole or not at all: a temporary file renamed over it.
+        written =
+            crate::output::write_whole(&path, &json).map_err(|e| anyhow::anyhow!("cannot write the run summary {}: {e}", path.display()));
     }
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -47,7 +48,12 @@ pub(super) fn finish(args: &WatchArgs, plan: &Plan, run: Finished, file: Option<
             thread::sleep(Duration::from_millis(20));
         }
     }
-    match offline {
+    let failure = match (failure, written) {
+        (f, Ok(())) => f,
+        (None, Err(e)) => Some(e.to_string()),
+        (Some(f), Err(e)) => Some(format!("{f}; {e}")),
+    };
+    match failure {
         // The summary above covers the run up to then; the exit says it was cut short.
         Some(note) => Err(anyhow::anyhow!(note)),
         // Like a test that failed its bound: scripts tell it from a clean end.
@@ -56,14 +62,14 @@ pub(super) fn finish(args: &WatchArgs, plan: &Plan, run: Finished, file: Option<
     }
 }
 
-/// The summary with its notes, and the note of CPUs gone offline (which
-/// makes the run fail).
+/// The summary with its notes, and why the run fails though it measured
+/// (a CPU gone offline, an output that could not be written), if it does.
 fn summarize(plan: &Plan, run: Finished) -> (Summary, Option<String>) {
     let Finished { stats, outcome, ended } = run;
     let mut summary = Summary::from_stats(&stats, &outcome, plan.mode.label()).with_hints(&plan.audit);
     summary.notes.extend(ended.notes);
-    if let Some(note) = &ended.failure {
-        summary.notes.push(note.clone());
-    }
-    (summary, ended.failure)
+    let failed = outcome.failed.iter().map(|why| format!("the run ended early: {why}"));
+    let failure: Vec<String> = ended.failure.into_iter().chain(failed).collect();
+    summary.notes.extend(failure.iter().cloned());
+    (summary, (!failure.is_empty()).then(|| failure.join("; ")))
 }

@@ -2,7 +2,6 @@
 //! path that cannot be written fails the run there), and the lines that
 //! say where the traces go.
 
-use std::fs::File;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -17,14 +16,18 @@ use crate::source::Started;
 /// collector knows its CPUs), and the summary's file and path.
 pub struct Opened {
     pub outputs: Outputs,
-    pub summary_file: Option<(File, PathBuf)>,
+    /// Where the summary goes: checked now, written whole at the end.
+    pub summary_file: Option<PathBuf>,
 }
 
 /// `tui`: the screen will show (the flight recorder then says nothing).
 pub fn open(args: &WatchArgs, cpus: &[usize], passive: bool, tui: bool) -> Result<Opened> {
     let csv = args.csv.as_deref().map(CsvSink::create).transpose()?;
     let summary_file = match args.summary_json.clone().or_else(|| args.csv.as_deref().map(crate::summary::sidecar)) {
-        Some(p) => Some((crate::output::create(&p, "the run summary")?, p)),
+        Some(p) => {
+            crate::output::check_writable(&p, "the run summary")?;
+            Some(p)
+        }
         None => None,
     };
     let (recorder, whole) = traces(args, cpus, passive, tui)?;

@@ -9,7 +9,7 @@ pub mod outputs;
 
 use std::io;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 
 use crate::engine::Namer;
 use crate::interval::Hiccup;
@@ -83,27 +83,40 @@ impl Sinks {
         self.list.iter_mut().for_each(|s| s.on_event(ev));
     }
 
-    /// Every sink sees `h`, whatever another's error; the first error is
-    /// the one returned.
-    pub fn on_hiccup(&mut self, h: &Hiccup) -> Result<()> {
+    /// Every sink sees `h`. A sink that fails (a full disk, EIO) is said
+    /// once, dropped and recorded in the outcome; the others go on. Returns
+    /// whether one failed just now (the run ends: the collector stops it).
+    pub fn on_hiccup(&mut self, h: &Hiccup) -> bool {
         let stop = self.stop_above.filter(|&limit| h.gap >= limit && self.outcome.stopped_on.is_none());
         if let Some(limit_ns) = stop {
             self.outcome.stopped_on = Some(StopStall { cpu: h.cpu, time_ns: h.t0, gap_ns: h.gap, limit_ns });
         }
-        let mut failed = None;
-        for s in self.each() {
-            if let Err(e) = s.on_hiccup(h, stop) {
-                failed.get_or_insert((s.what(), e));
-            }
-        }
-        failed.map_or(Ok(()), |(what, e)| Err(e).with_context(|| format!("writing {what}")))
+        // The aggregates write nothing and never fail.
+        let _ = self.stats.on_hiccup(h, stop);
+        self.each_failing(|s| s.on_hiccup(h, stop))
     }
 
-    pub fn after_drain(&mut self, watermark: u64, last: bool, namer: &mut Namer) -> Result<()> {
-        for s in self.each() {
-            s.after_drain(watermark, last, namer).with_context(|| format!("writing {}", s.what()))?;
-        }
-        Ok(())
+    /// After every drain (see `Sink::after_drain`); a failing sink as in
+    /// `on_hiccup`.
+    pub fn after_drain(&mut self, watermark: u64, last: bool, namer: &mut Namer) -> bool {
+        self.each_failing(|s| s.after_drain(watermark, last, namer))
+    }
+
+    /// `f` on every sink of the list; those that fail are dropped, each
+    /// said in one line naming it and why, and kept in the outcome.
+    fn each_failing(&mut self, mut f: impl FnMut(&mut dyn Sink) -> io::Result<()>) -> bool {
+        let before = self.outcome.failed.len();
+        let failed = &mut self.outcome.failed;
+        self.list.retain_mut(|s| match f(s.as_mut()) {
+            Ok(()) => true,
+            Err(e) => {
+                let why = format!("writing {}: {e}", s.what());
+                crate::say::say!("{why}: the run ends here; the summary covers it until now");
+                failed.push(why);
+                false
+            }
+        });
+        self.outcome.failed.len() > before
     }
 
     pub fn prune(&mut self, cpu: u32, horizon: u64) {
@@ -126,13 +139,20 @@ impl Sinks {
     }
 
     /// Finishes every sink in order: the aggregates, and the outcome
-    /// they completed.
-    pub fn finish(self, end: u64, namer: &mut Namer) -> Result<(Stats, Outcome)> {
+    /// they completed. A sink that fails to finish (its file cannot be
+    /// written) is said and kept in the outcome, as in `on_hiccup`: the
+    /// others finish, and the summary is still drawn.
+    pub fn finish(self, end: u64, namer: &mut Namer) -> (Stats, Outcome) {
         let mut outcome = self.outcome;
         for s in self.list {
-            s.finish(end, namer, &mut outcome)?;
+            let what = s.what();
+            if let Err(e) = s.finish(end, namer, &mut outcome) {
+                let why = format!("writing {what}: {e:#}");
+                crate::say::say!("{why}");
+                outcome.failed.push(why);
+            }
         }
-        Ok((self.stats, outcome))
+        (self.stats, outcome)
     }
 }
 

@@ -1,0 +1,121 @@
+//! Root, end to end: outputs that cannot be written. A full disk under the
+//! CSV ends the run at once, in one line naming the file and why, with the
+//! probe and programs stopped and the summary printed and written whole
+//! from memory; a FIFO where an output goes is refused without blocking.
+
+mod common;
+use common::*;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A 64 KiB tmpfs, unmounted however the test ends.
+struct Tiny(tempfile::TempDir);
+
+impl Tiny {
+    fn mount() -> Tiny {
+        let d = tempfile::tempdir().unwrap();
+        let st = Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(d.path()).status().unwrap();
+        assert!(st.success(), "mount a tmpfs");
+        Tiny(d)
+    }
+}
+
+impl Drop for Tiny {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn a_full_disk_under_the_csv_ends_the_run_with_its_summary() {
+    if !require_root_btf("a_full_disk_under_the_csv_ends_the_run_with_its_summary") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu().to_string();
+    let full = Tiny::mount();
+    let csv = full.0.path().join("x.csv");
+    let roomy = tempfile::tempdir().unwrap();
+    let summary = roomy.path().join("run.summary.json");
+    let t0 = Instant::now();
+    let (st, out, err) = run_bin(
+        &[
+            "--cpus",
+            &cpu,
+            "--no-tui",
+            "--json",
+            "--duration",
+            "20s",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--summary-json",
+            summary.to_str().unwrap(),
+        ],
+        Duration::from_secs(40),
+    );
+    let took = t0.elapsed();
+    // A 64 KiB CSV fills within a second or two at the default threshold.
+    assert!(took < Duration::from_secs(10), "the run went on for {took:?} after its CSV failed: {err}");
+    assert_eq!(st.code(), Some(1), "{err}");
+    let line = format!("writing the CSV: {}: No space left on device", csv.display());
+    assert_eq!(err.lines().filter(|l| l.contains(&line) && l.contains("the run ends here")).count(), 1, "{err}");
+    // The summary, printed and written whole, says it ended early.
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("no summary on stdout ({e}): {err}"));
+    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    assert_eq!(v["notes"], written["notes"]);
+    assert!(
+        v["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("the run ended early: writing the CSV")),
+        "{}",
+        v["notes"]
+    );
+    assert!(v["cpus"][0]["hiccups"].as_u64().unwrap() > 0, "{}", v["cpus"]);
+    // The CSV ends on a whole row; nothing half-written is left beside it.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.ends_with('\n') && text.lines().count() > 10, "{} bytes", text.len());
+    assert_eq!(read_csv(&csv).len(), text.lines().count() - 1);
+    let left: Vec<_> = std::fs::read_dir(full.0.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, [std::ffi::OsString::from("x.csv")]);
+    // No probe left spinning: the CPU's lock was released.
+    let (st, _, err) = run_bin(&["--cpus", &cpu, "--no-tui", "--duration", "1s"], Duration::from_secs(20));
+    assert!(st.success(), "{err}");
+}
+
+#[test]
+fn a_summary_that_cannot_be_written_leaves_no_empty_file() {
+    if !require_root_btf("a_summary_that_cannot_be_written_leaves_no_empty_file") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu().to_string();
+    let full = Tiny::mount();
+    // Fill the disk, then ask for the summary there.
+    std::fs::write(full.0.path().join("filler"), vec![0u8; 60 * 1024]).unwrap();
+    let summary = full.0.path().join("run.summary.json");
+    let (st, out, err) =
+        run_bin(&["--cpus", &cpu, "--no-tui", "--duration", "1s", "--summary-json", summary.to_str().unwrap()], Duration::from_secs(20));
+    assert_eq!(st.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("cannot write the run summary {}", summary.display())), "{err}");
+    assert!(out.contains("CPU"), "the summary is still printed: {out}");
+    assert!(!summary.exists() && !full.0.path().join("run.summary.json.part").exists());
+}
+
+#[test]
+fn a_fifo_as_an_output_is_refused_without_blocking() {
+    if !require_root_btf("a_fifo_as_an_output_is_refused_without_blocking") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu().to_string();
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("out.csv");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let t0 = Instant::now();
+    for args in [["--csv", fifo.to_str().unwrap()], ["--summary-json", fifo.to_str().unwrap()]] {
+        let (st, _, err) = run_bin(&[&["--cpus", &cpu, "--no-tui", "--duration", "1s"][..], &args].concat(), Duration::from_secs(20));
+        assert_eq!(st.code(), Some(1), "{err}");
+        assert!(err.contains(&format!("{}: not a regular file", fifo.display())), "{err}");
+    }
+    assert!(t0.elapsed() < Duration::from_secs(10), "blocked on the FIFO");
+}
