@@ -65,6 +65,9 @@ kinds! {
     /// clock reads: the observer's time, never charged to the kernel.
     #[serde(rename = "self")]
     Own => "self", LightGreen;
+    /// The probe itself was stopped (SIGSTOP, a debugger, a cgroup freeze):
+    /// it did not want the CPU, so nothing took it.
+    Stopped => "stopped", LightCyan;
 }
 
 impl Kind {
@@ -92,6 +95,8 @@ pub const SMI: &str = "system management interrupt (firmware)";
 pub const LOST: &str = "(events dropped: ring buffer full)";
 /// Whose time `self` is: the name of that cause.
 pub const OWN: &str = "jitterwatch";
+/// What stopped time is (its name).
+pub const STOPPED: &str = "the probe was stopped (SIGSTOP, a debugger or a cgroup freeze)";
 
 /// The idle task's own time outside any idle state (its loop, before it
 /// enters one): the name of that idle cause.
@@ -136,6 +141,8 @@ pub enum Cause {
     Smi,
     /// jitterwatch's own programs (Kind::Own).
     Own,
+    /// The probe was stopped, not taken (Kind::Stopped).
+    Stopped,
     /// Causes of this kind folded together past the per-CPU cap.
     Others(Kind),
     /// Time no kernel event covers: the hypervisor, SMIs, hardware.
@@ -162,6 +169,7 @@ impl Cause {
             Cause::Host => Kind::Host,
             Cause::Smi => Kind::Smi,
             Cause::Own => Kind::Own,
+            Cause::Stopped => Kind::Stopped,
             Cause::Others(k) => *k,
             Cause::Unexplained => Kind::Unexplained,
             Cause::Lost => Kind::Lost,
@@ -186,7 +194,8 @@ impl Cause {
             | Cause::Slack
             | Cause::Host
             | Cause::Smi
-            | Cause::Own => None,
+            | Cause::Own
+            | Cause::Stopped => None,
             other => Some(Cause::Others(other.kind())),
         }
     }
@@ -222,6 +231,7 @@ impl Cause {
             Cause::Host => out.push_str(HOST),
             Cause::Smi => out.push_str(SMI),
             Cause::Own => out.push_str(OWN),
+            Cause::Stopped => out.push_str(STOPPED),
             Cause::Unexplained | Cause::Lost | Cause::Slack => {}
         }
     }

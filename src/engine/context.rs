@@ -35,6 +35,9 @@ pub enum Context {
     Probe,
     /// jitterwatch's own BPF programs (each event's `own_ns` from its time).
     Own,
+    /// The probe was switched out stopped (SIGSTOP, ptrace, frozen): until
+    /// it runs again, nothing took the CPU from it.
+    Stopped,
     /// Before the first event told us what runs here.
     Unknown,
     /// Events of this CPU were dropped (ring buffer full): not known.
@@ -66,7 +69,8 @@ impl Context {
             | Context::Probe
             | Context::Unknown
             | Context::Lost
-            | Context::Own) => c,
+            | Context::Own
+            | Context::Stopped) => c,
         }
     }
 }

@@ -95,6 +95,7 @@ impl Namer {
             Context::Others(k) => Cause::Others(k),
             Context::Lost => Cause::Lost,
             Context::Own => Cause::Own,
+            Context::Stopped => Cause::Stopped,
             Context::Probe | Context::Unknown => unreachable!("unexplained, handled above"),
         };
         if self.cache.len() >= CACHE_MAX {

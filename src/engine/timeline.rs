@@ -31,6 +31,11 @@ struct Frame {
 }
 
 const MAX_DEPTH: usize = 16;
+
+/// A task switched out in any of these states was stopped, not asleep:
+/// __TASK_STOPPED (SIGSTOP, Ctrl-Z), __TASK_TRACED (a debugger), and
+/// TASK_FROZEN (a cgroup freeze, since 6.1).
+const STOPPED_STATES: u32 = 0x4 | 0x8 | 0x8000;
 pub struct Timeline {
     segments: VecDeque<Segment>,
     cap: usize,
@@ -43,6 +48,9 @@ pub struct Timeline {
     /// When the last switch seen was.
     last_switch: u64,
     probe_tids: Vec<u32>,
+    /// The probe was switched out stopped (SIGSTOP, ptrace, frozen) and has
+    /// not run since.
+    probe_stopped: bool,
     /// Events older than `last` (nested BPF programs can reorder a few ns).
     pub reordered: u64,
     /// Segments evicted because the window was full (summed in `spill`).
@@ -66,6 +74,7 @@ impl Timeline {
             last: start,
             last_switch: 0,
             probe_tids: Vec::new(),
+            probe_stopped: false,
             reordered: 0,
             evicted: 0,
             spill: Spill::new(),
@@ -84,6 +93,11 @@ impl Timeline {
     }
 
     fn top(&self) -> Context {
+        if self.probe_stopped {
+            // Whatever ran, it took nothing from a probe that did not want
+            // the CPU.
+            return Context::Stopped;
+        }
         self.stack.last().map_or(self.base, |f| f.ctx)
     }
 
@@ -177,6 +191,7 @@ impl Timeline {
     /// parked the probe): from `t` on, the time is the probe's.
     pub fn probe_ran_at(&mut self, t: u64) {
         if self.base != Context::Probe && t >= self.last_switch && !self.probe_tids.is_empty() {
+            self.probe_stopped = false;
             self.unseen_switch(t, Context::Probe);
         }
     }
@@ -218,13 +233,21 @@ impl Timeline {
             ev.ts
         };
         match ev.payload {
-            Payload::Switch { prev, next, prev_ran_ns, .. } => {
+            Payload::Switch { prev, next, prev_ran_ns, prev_state, .. } => {
                 if prev_ran_ns > 0 && !self.runs(prev.pid) {
                     // Not before the last switch seen: prev came after it.
                     let at = ts.saturating_sub(u64::from(prev_ran_ns)).max(self.last_switch);
                     self.unseen_switch(at, self.task_cause(prev.pid, prev.comm));
                 }
                 self.close(ts);
+                // The probe leaving stopped: until it runs again, its gap is
+                // its own stop, not anything's doing. Coming back ends it.
+                if self.is_probe(prev.pid) {
+                    self.probe_stopped = prev_state & STOPPED_STATES != 0;
+                }
+                if self.is_probe(next.pid) {
+                    self.probe_stopped = false;
+                }
                 // Interrupt frames cannot be open across a switch: their exits were lost.
                 self.stack.retain(|f| f.level == Level::Task);
                 // A kworker may sleep inside a work item: keep it for its return.

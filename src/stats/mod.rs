@@ -52,6 +52,9 @@ pub struct CpuStats {
     /// hiccups that had some: figures from such rows are less certain.
     pub lost_ns: u64,
     pub lossy_explained_ns: u64,
+    /// Time the probe itself was stopped (SIGSTOP, ptrace, frozen): in its
+    /// gaps, but taken by nothing, so not in `stolen_ns`.
+    pub stopped_ns: u64,
     pub max_ns: u64,
     pub gaps: Histogram<u64>,
     /// (second since start, worst gap in it), oldest first.
@@ -73,6 +76,7 @@ impl CpuStats {
             explained_ns: 0,
             lost_ns: 0,
             lossy_explained_ns: 0,
+            stopped_ns: 0,
             max_ns: 0,
             // 2 significant digits: percentiles to 1%, in a histogram small
             // enough (~35 KB) to stay in cache.
@@ -214,8 +218,10 @@ impl Stats {
         run.1 += 1;
         let Some(c) = self.cpu_mut(h.cpu) else { return };
         c.hiccups += 1;
-        c.stolen_ns += h.gap;
-        c.explained_ns += h.explained();
+        let stopped: u64 = h.causes.iter().filter(|(c, _)| matches!(c, Cause::Stopped)).map(|(_, ns)| ns).sum();
+        c.stopped_ns += stopped;
+        c.stolen_ns += h.gap - stopped;
+        c.explained_ns += h.explained() - stopped;
         let lost = h.lost();
         if lost > 0 {
             c.lost_ns += lost;

@@ -123,3 +123,12 @@ fn a_second_seen_again_after_a_later_one_is_kept_once_and_in_order() {
     assert_eq!((full.len(), full.front(), full.back()), (super::SPARK_SECS, Some(&(11, 1)), Some(&(400, 9))));
     assert!(full.iter().zip(full.iter().skip(1)).all(|(a, b)| a.0 < b.0));
 }
+
+/// A stopped probe's gap is a hiccup, but nothing stole that time.
+#[test]
+fn stopped_time_is_not_stolen() {
+    let mut s = Stats::new(&[1], 0);
+    s.record(&hiccup(1, 10, vec![(Cause::Stopped, 2_000_000), (Cause::Softirq(1), 500)], 100));
+    let c = &s.cpus[0];
+    assert_eq!((c.hiccups, c.stolen_ns, c.stopped_ns, c.explained_ns), (1, 600, 2_000_000, 500));
+}

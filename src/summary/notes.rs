@@ -23,6 +23,13 @@ pub fn of(s: &Stats, outcome: &Outcome, cpus: &[CpuRow]) -> Vec<String> {
             n.drop_read_failures
         ));
     }
+    for c in s.cpus.iter().filter(|c| c.stopped_ns > 0) {
+        notes.push(format!(
+            "the probe on CPU {} was stopped for {} (SIGSTOP, a debugger or a cgroup freeze): its gaps show it as `stopped`, not counted as stolen",
+            c.cpu,
+            crate::units::ns(c.stopped_ns)
+        ));
+    }
     for &(tid, cpu) in &s.threads_elsewhere {
         notes.push(format!("watched thread {tid} also ran on CPU {cpu}, which is not watched: its time there is not counted"));
     }

@@ -170,6 +170,9 @@ pub fn hints(report: &Report, cause: &Cause) -> Vec<String> {
         Cause::Own => h.push(
             "self: jitterwatch's own BPF programs on the watched CPU, by their own clock reads (BENCHMARKS.md section 3): the observer's share, shown apart so no kernel cause carries it",
         ),
+        Cause::Stopped => h.push(
+            "stopped: jitterwatch's own probe was stopped (SIGSTOP, Ctrl-Z, a debugger attached, a cgroup freeze): that time was not taken by anything; resume it (fg, SIGCONT) or leave it running",
+        ),
         Cause::Others(_) => {}
     }
     h.out

@@ -268,3 +268,33 @@ fn our_own_programs_time_is_self_not_the_kernels() {
         [(vec!["irq:local_timer=5600".to_string(), "timer:tick_nohz_handler=2900".to_string(), "self:jitterwatch=1000".to_string()], 0)]
     );
 }
+
+/// The probe switched out stopped (SIGSTOP, a debugger, a freeze): its gap
+/// is its own stop, whatever ran meanwhile, until it runs again.
+#[test]
+fn a_stopped_probes_gap_is_stopped_not_idle() {
+    const STOPPED: u32 = 0x4;
+    let events = [
+        switch(0, task(0, "swapper/1"), probe()),
+        ev(
+            10_000,
+            Payload::Switch {
+                prev: probe(),
+                next: task(0, "swapper/1"),
+                prev_state: STOPPED,
+                prev_ran_ns: 0,
+                delays: (None, None),
+                preempt: false,
+            },
+        ),
+        ev(50_000, Payload::VectorEntry(Vector::LocalTimer)),
+        ev(52_000, Payload::VectorExit(Vector::LocalTimer)),
+        switch(80_000, task(0, "swapper/1"), probe()),
+        // Back: a later preemption is a task's again.
+        switch(90_000, probe(), task(7, "hog")),
+        switch(95_000, task(7, "hog"), probe()),
+    ];
+    let got = run_gaps(&events, &[(10_000, 80_000), (90_000, 95_000)], 200_000);
+    let expect = |l: &str| vec![l.to_string()];
+    assert_eq!(got, [(expect(&format!("stopped:{}=70000", crate::cause::STOPPED)), 0), (expect("task:hog[7]=5000"), 0)]);
+}
