@@ -137,3 +137,55 @@ fn a_thread_that_execs_into_the_name_is_found_at_the_rename() {
     assert_eq!(threads[0]["found"], "rename", "{}", threads[0]);
     assert!(threads[0]["runnable_ns"].as_u64().unwrap() > 500_000_000, "{}", threads[0]);
 }
+
+/// No startup ghost: a thread busy at attach, watched three times, never
+/// shows the attach (the programs attach one by one while the kernel
+/// patches itself, interrupting every CPU) as a stall: no row starts before
+/// tracing was on, and none carries more unexplained time than the kernel's
+/// own steps between two tracepoints (the ghost carried 2-17 ms).
+#[test]
+fn the_attach_is_no_stall_of_a_thread_running_then() {
+    if !require_root_btf("the_attach_is_no_stall_of_a_thread_running_then") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let name = random_name("jwghost");
+    let (stop, tid) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU32::new(0)));
+    let busy = {
+        let (stop, tid, name) = (stop.clone(), tid.clone(), name.clone());
+        thread::spawn(move || {
+            pin_self(cpu);
+            set_thread_name(&name);
+            // SAFETY: gettid cannot fail.
+            tid.store(unsafe { libc::gettid() } as u32, Relaxed);
+            while !stop.load(Relaxed) {
+                std::hint::spin_loop();
+            }
+        })
+    };
+    thread::sleep(Duration::from_millis(300));
+    let t = tid.load(Relaxed).to_string();
+    let mut bad = Vec::new();
+    for run in 0..3 {
+        let (child, _dir, csv) = watch_csv(&["--tid", &t, "--no-tui", "--json", "--duration", "1500ms"], &[]);
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+        let start = v["overhead"]["first_sample_ns"].as_u64().unwrap();
+        for r in read_csv(&csv) {
+            if r.time_ns < start || r.unexplained_ns > 100_000 {
+                bad.push(format!(
+                    "run {run}: row at {:+} ns from the start, {} of {} ns unexplained: {:?}",
+                    r.time_ns as i64 - start as i64,
+                    r.unexplained_ns,
+                    r.gap_ns,
+                    r.causes
+                ));
+            }
+        }
+    }
+    stop.store(true, Relaxed);
+    busy.join().unwrap();
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

@@ -76,6 +76,11 @@ pub struct Tracker {
     softirqs_in_threads: bool,
     /// Threads that matched the filter on a CPU not watched (said once).
     pub seen_elsewhere: Vec<(u32, u32)>,
+    /// When tracing was on (every program attached): nothing before it is
+    /// reported. The programs attach one by one, and the kernel patching
+    /// itself for them interrupts every CPU (text_poke's sync IPIs): that
+    /// is jitterwatch starting, not what the thread suffers.
+    start: u64,
 }
 
 impl Tracker {
@@ -93,7 +98,13 @@ impl Tracker {
             threads: Map::default(),
             softirqs_in_threads: false,
             seen_elsewhere: Vec::new(),
+            start: 0,
         }
+    }
+
+    /// Tracing is on from `at`: no interval is reported before it.
+    pub fn started_at(&mut self, at: u64) {
+        self.start = at;
     }
 
     /// On a PREEMPT_RT kernel softirqs run in threads: rtla osnoise counts
@@ -112,6 +123,7 @@ impl Tracker {
     }
 
     fn emit(&self, out: &mut dyn FnMut(Interval), cpu: u32, t0: u64, t1: u64, source: Source, tid: u32) {
+        let t0 = t0.max(self.start);
         if t1 < t0.saturating_add(self.threshold) || !self.watched(cpu) {
             return;
         }

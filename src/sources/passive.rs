@@ -59,6 +59,7 @@ impl Source for PassiveSource {
     /// A thread already running on an isolated CPU may never switch: /proc
     /// says where the found threads are now that tracing is on.
     fn attach(&mut self, at: u64, _engine: &mut Engine) {
+        self.tracker.started_at(at);
         let a = passive::at_attach(&self.root, &self.target);
         self.tracker.seed(&a.running, crate::clock::now_ns());
         self.at_attach = Some(a);

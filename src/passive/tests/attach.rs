@@ -144,3 +144,30 @@ fn found_threads_are_those_still_there_at_attach() {
     let at = AtAttach { running: vec![], gone: vec![(23770, "bio_close_file".into())] };
     assert_eq!(at.found(&t), [(23769, "redis-server[23769]".to_string()), (23771, "bio_aof[23771]".to_string())]);
 }
+
+/// Nothing before tracing was on is reported: the programs attach one by
+/// one while the kernel patches itself (IPIs to every CPU), and a thread
+/// running at attach must not show that start as its first stall.
+#[test]
+fn nothing_before_tracing_was_on_is_a_stall() {
+    let seed = Seed { tid: APP, tgid: APP, comm: crate::cause::comm(b"app"), cpu: CPU };
+    let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2, 3], US);
+    tracker.seed(std::slice::from_ref(&seed), 100 * US);
+    tracker.started_at(2_000 * US);
+    let evs = [
+        // The attach's IPIs: entirely before the start, then across it.
+        ev(150 * US, Payload::VectorEntry(Vector::CallFunctionSingle)),
+        ev(900 * US, Payload::VectorExit(Vector::CallFunctionSingle)),
+        ev(1_800 * US, Payload::VectorEntry(Vector::CallFunctionSingle)),
+        ev(2_300 * US, Payload::VectorExit(Vector::CallFunctionSingle)),
+        irq(5_000 * US, true),
+        irq(5_030 * US, false),
+    ];
+    let mut out = Vec::new();
+    for e in &evs {
+        tracker.on_event(e, &mut |iv| out.push(iv));
+    }
+    tracker.flush(10_000 * US, &mut |iv| out.push(iv));
+    let got: Vec<(u64, u64)> = out.iter().map(|i| (i.t0, i.t1)).collect();
+    assert_eq!(got, [(2_000 * US, 2_300 * US), (5_000 * US, 5_030 * US)]);
+}
