@@ -47,6 +47,12 @@ pub struct MachineCost {
     /// The same harness with a sched_switch program returning early on
     /// every CPU instead of the event (the fallback's cost, for the choice).
     pub hook_tp_pct: Spread,
+    /// The other hooks the harness knows, for the choice: a sched_switch
+    /// tracepoint perf event on the watched CPU writing samples to a ring,
+    /// the same with a BPF program on it, and a dummy event's switch records.
+    pub hook_tpevent_pct: Spread,
+    pub hook_tpevent_bpf_pct: Spread,
+    pub hook_switchrec_pct: Spread,
     /// bpftrace's BPF programs' run time on this CPU during a perf run, % of
     /// the CPU (kernel BPF stats; its perf tracepoint records not counted).
     pub bt_bpf_pct: Spread,
@@ -67,6 +73,23 @@ impl MachineCost {
     pub fn bt_cost_pct(&self) -> f64 {
         100.0 * (1.0 - self.ratio[BT].median)
     }
+
+    /// The switch hook that cost the unwatched CPU least by the paired
+    /// batches, among those measured; None if none was.
+    pub fn cheapest_hook(&self) -> Option<&'static str> {
+        cheapest(&[
+            ("the software switch event", &self.hook_pct),
+            ("the sched_switch program", &self.hook_tp_pct),
+            ("the sched_switch perf event", &self.hook_tpevent_pct),
+            ("the sched_switch perf event with a BPF program", &self.hook_tpevent_bpf_pct),
+            ("the switch records", &self.hook_switchrec_pct),
+        ])
+    }
+}
+
+/// The name of the lowest median among the spreads with samples.
+fn cheapest(hooks: &[(&'static str, &Spread)]) -> Option<&'static str> {
+    hooks.iter().filter(|(_, s)| s.n > 0 && s.median.is_finite()).min_by(|a, b| a.1.median.total_cmp(&b.1.median)).map(|(name, _)| *name)
 }
 
 /// bpftrace on the watched CPU, attached.
@@ -191,11 +214,19 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
         );
     }
     let (mut hook, mut hook_null, mut hook_tp, mut bt_bpf) = (vec![], vec![], vec![], vec![]);
+    let (mut tpevent, mut tpevent_bpf, mut switchrec) = (vec![], vec![], vec![]);
     // ~5 ms batches: short enough that the host's drifts cancel in pairs.
     let per = ((warm * 0.005) as u64).max(200).to_string();
     for _ in 0..cx.reps(3) {
         let w = cx.watched as i64;
-        for (cpu, mode, out) in [(-1i64, "perf", &mut hook_null), (w, "perf", &mut hook), (w, "tp", &mut hook_tp)] {
+        for (cpu, mode, out) in [
+            (-1i64, "perf", &mut hook_null),
+            (w, "perf", &mut hook),
+            (w, "tp", &mut hook_tp),
+            (w, "tpevent", &mut tpevent),
+            (w, "tpevent-bpf", &mut tpevent_bpf),
+            (w, "switchrec", &mut switchrec),
+        ] {
             let got = util::output(Command::new("taskset").args(["-c", &cx.house.to_string()]).arg(&cx.hookcost).args([
                 &cpu.to_string(),
                 "601",
@@ -209,10 +240,14 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
         bt_bpf.push(bpftrace_bpf_pct(cx, loops)?);
     }
     println!(
-        "bench:   per-CPU switch event: {:.2}% (null {:.2}%; a sched_switch program instead: {:.2}%); bpftrace's BPF run time on CPU {}: {:.2}%",
+        "bench:   per-CPU switch event: {:.2}% (null {:.2}%; instead: a sched_switch program {:.2}%, a sched_switch perf event {:.2}%, \
+         with a BPF program {:.2}%, switch records {:.2}%); bpftrace's BPF run time on CPU {}: {:.2}%",
         Spread::of(&hook).median,
         Spread::of(&hook_null).median,
         Spread::of(&hook_tp).median,
+        Spread::of(&tpevent).median,
+        Spread::of(&tpevent_bpf).median,
+        Spread::of(&switchrec).median,
         cx.house,
         Spread::of(&bt_bpf).median
     );
@@ -232,6 +267,9 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
         hook_pct: Spread::of(&hook),
         hook_null_pct: Spread::of(&hook_null),
         hook_tp_pct: Spread::of(&hook_tp),
+        hook_tpevent_pct: Spread::of(&tpevent),
+        hook_tpevent_bpf_pct: Spread::of(&tpevent_bpf),
+        hook_switchrec_pct: Spread::of(&switchrec),
         bt_bpf_pct: Spread::of(&bt_bpf),
     })
 }
@@ -272,6 +310,15 @@ pub fn hook_cost_pct(ratio: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_cheapest_hook_is_the_lowest_median_measured() {
+        use super::{cheapest, Spread};
+        let (a, b, none) = (Spread::of(&[2.3, 2.4]), Spread::of(&[0.9, 1.0]), Spread::of(&[]));
+        assert_eq!(cheapest(&[("a", &a), ("b", &b)]), Some("b"));
+        assert_eq!(cheapest(&[("a", &a), ("none", &none)]), Some("a"), "an unmeasured hook is not the cheapest");
+        assert_eq!(cheapest(&[("none", &none)]), None);
+    }
+
     #[test]
     fn a_batch_slower_with_the_hook_is_a_cost() {
         assert!((super::hook_cost_pct(1.0305) - 3.05).abs() < 1e-9);

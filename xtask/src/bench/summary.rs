@@ -63,9 +63,18 @@ pub fn measured(id: Id, f: &Figures) -> String {
                 },
                 _ => "not measured".into(),
             };
+            // The other hooks by the same harness, where the run measured them.
+            let others = v("hook_tpevent_pct").map_or(String::new(), |e| {
+                format!(
+                    ", a sched_switch perf event {}% (with a BPF program {}%), switch records {}%",
+                    n(Some(e), 2),
+                    n(v("hook_tpevent_bpf_pct"), 2),
+                    n(v("hook_switchrec_pct"), 2)
+                )
+            });
             format!(
                 "{} by parts (own threads {}% + switch event {hook} (± {}) + BPF early returns {}%; a sched_switch program instead \
-                 {}%); end to end {}% ± {} (95%) vs bpftrace's {}% (a bare spinning vCPU {}%), host noise ±{}%",
+                 {}%{others}); end to end {}% ± {} (95%) vs bpftrace's {}% (a bare spinning vCPU {}%), host noise ±{}%",
                 unwatched_total(p).map_or("unresolved".into(), |t| format!("{t:.2}%")),
                 n(p.own, 2),
                 n(p.hook_null_half_spread, 2),

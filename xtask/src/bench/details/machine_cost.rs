@@ -60,8 +60,12 @@ pub fn section(o: &mut String, r: &Results, fig: &Figures, w: usize, h: usize) {
          CPU {w} only: CPU {h} never enters BPF for a switch and pays a lookup in perf's per-CPU event hash. \
          Measured by a ping-pong on CPU {h} in ~5 ms batches with that event opened on CPU {w} for every other \
          batch, each such batch against its two neighbours, 300 pairs a run ({} runs); null: the same harness \
-         opening nothing. The alternative, a sched_switch program that returns at once unless it runs on CPU {w} (the \
-         fallback where the event cannot be opened), costs {} by the same harness: the event is the cheaper hook |\n\
+         opening nothing. The alternatives, by the same harness: a sched_switch program that returns at once unless it \
+         runs on CPU {w} (the fallback where the event cannot be opened) {}; a sched_switch tracepoint perf event opened \
+         on CPU {w} only, its samples written to a ring there, no BPF (its perf probe runs on every CPU, and on CPU {h} \
+         returns at the CPU's empty list of events) {}; the same event with a BPF program that returns 0 (a tracepoint's \
+         programs are the tracepoint's, not a CPU's: CPU {h} builds the record and runs it) {}; a dummy event on CPU {w} \
+         asking for switch records (the scheduler's perf hooks turned on for every CPU) {}. The cheapest here: {} |\n\
          | BPF programs' early returns | {:.2} | figure 3 with the load on CPU {h}: Σ runs × ns/run over the run time \
          (the tracepoints jitterwatch keeps: IRQs, softirqs, timers, IPIs, and the IPI and work senders); an upper \
          bound. Not counted: `--wake-origins` (off by default) adds on_waking's {:.2} |\n\
@@ -81,6 +85,10 @@ pub fn section(o: &mut String, r: &Results, fig: &Figures, w: usize, h: usize) {
         },
         m.hook_pct.n,
         m.hook_tp_pct.show(2),
+        m.hook_tpevent_pct.show(2),
+        m.hook_tpevent_bpf_pct.show(2),
+        m.hook_switchrec_pct.show(2),
+        m.cheapest_hook().unwrap_or("none measured"),
         r.bpf.busy_pct_unwatched(),
         r.bpf.opt_in_pct_unwatched(),
         shown(unwatched_total(unwatched_parts(fig))),
