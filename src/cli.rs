@@ -102,6 +102,10 @@ pub struct WatchArgs {
     #[arg(help_heading = heading::OUTPUT)]
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
+    /// Passive mode: also a CSV row for each softirq the watched thread's own system call ran (its own work, not a hiccup; by default only their totals, in the summary)
+    #[arg(help_heading = heading::OUTPUT)]
+    #[arg(long, requires = "csv")]
+    pub csv_in_syscall: bool,
     /// Write the run's summary as JSON to this file (default with --csv: beside it, as NAME.summary.json, for `compare`)
     #[arg(help_heading = heading::OUTPUT)]
     #[arg(long, value_name = "PATH")]

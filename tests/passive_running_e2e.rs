@@ -90,11 +90,22 @@ fn softirqs_in_its_own_writes_are_its_own_work() {
     };
     thread::sleep(Duration::from_millis(300));
     let t = tid.load(Relaxed).to_string();
-    let (child, _dir, csv) = watch_csv(&["--tid", &t, "--no-tui", "--json", "--duration", "2s"], &[]);
+    let (child, _dir, csv) = watch_csv(&["--tid", &t, "--no-tui", "--json", "--duration", "2s", "--csv-in-syscall"], &[]);
     let out = child.wait_with_output().unwrap();
+    // By default its own work is no row, only totals in the summary.
+    let (plain, _plain_dir, plain_csv) = watch_csv(&["--tid", &t, "--no-tui", "--json", "--duration", "1s"], &[]);
+    let plain = plain.wait_with_output().unwrap();
     stop.store(true, Relaxed);
     writer.join().unwrap();
     reader.join().unwrap();
+    let p: serde_json::Value = serde_json::from_slice(&plain.stdout).expect("JSON summary");
+    let rows = read_csv(&plain_csv);
+    assert_eq!(rows.iter().filter(|r| r.source == "in-syscall").count(), 0, "in-syscall rows without --csv-in-syscall");
+    assert_eq!(rows.len() as u64, p["cpus"][0]["hiccups"].as_u64().unwrap(), "the CSV is its hiccups");
+    let by = &p["threads"][0]["in_syscall_softirqs"];
+    let net = by.as_array().unwrap().iter().find(|s| s["softirq"] == "NET_RX").unwrap_or_else(|| panic!("{by}"));
+    assert!(net["count"].as_u64().unwrap() >= 10 && net["max_ns"].as_u64().unwrap() > 0, "{by}");
+    assert!(net["max_ns"].as_u64().unwrap() <= net["total_ns"].as_u64().unwrap(), "{by}");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
     let th = &v["threads"][0];

@@ -22,7 +22,10 @@ pub struct Opened {
 
 /// `tui`: the screen will show (the flight recorder then says nothing).
 pub fn open(args: &WatchArgs, cpus: &[usize], passive: bool, tui: bool) -> Result<Opened> {
-    let csv = args.csv.as_deref().map(CsvSink::create).transpose()?;
+    let csv = args.csv.as_deref().map(CsvSink::create).transpose()?.map(|mut c| {
+        c.in_syscall = args.csv_in_syscall;
+        c
+    });
     let summary_file = match args.summary_json.clone().or_else(|| args.csv.as_deref().map(crate::summary::sidecar)) {
         Some(p) => {
             crate::output::check_writable(&p, "the run summary")?;

@@ -23,14 +23,35 @@ pub struct ThreadStats {
     pub gaps: Histogram<u64>,
     pub max_ns: u64,
     pub causes: Map<Cause, u64>,
+    /// Its own system calls' softirqs (in-syscall), per softirq: count,
+    /// time and the largest, in the order first seen.
+    pub in_syscall: Vec<InSyscall>,
     /// From the tracker (None until it has said).
     pub info: Option<ThreadInfo>,
+}
+
+/// One softirq its own system calls ran (a loopback send's NET_RX).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InSyscall {
+    pub vec: u16,
+    pub count: u64,
+    pub ns: u64,
+    pub max_ns: u64,
 }
 
 impl ThreadStats {
     fn new(victim: Victim) -> Self {
         const N: usize = Source::ALL.len();
-        ThreadStats { victim, count: [0; N], ns: [0; N], gaps: super::histogram(2), max_ns: 0, causes: Map::default(), info: None }
+        ThreadStats {
+            victim,
+            count: [0; N],
+            ns: [0; N],
+            gaps: super::histogram(2),
+            max_ns: 0,
+            causes: Map::default(),
+            in_syscall: Vec::new(),
+            info: None,
+        }
     }
 
     pub fn of(&self, s: Source) -> (u64, u64) {
@@ -114,6 +135,20 @@ impl Threads {
         t.count[k] += 1;
         t.ns[k] += h.gap;
         if h.source == Source::InSyscall {
+            // Its own work, kept per softirq (a few at most): no histogram,
+            // no cause of a stall.
+            for (c, ns) in &h.causes {
+                if let Cause::Softirq(vec) = *c {
+                    match t.in_syscall.iter_mut().find(|s| s.vec == vec) {
+                        Some(s) => {
+                            s.count += 1;
+                            s.ns += ns;
+                            s.max_ns = s.max_ns.max(*ns);
+                        }
+                        None => t.in_syscall.push(InSyscall { vec, count: 1, ns: *ns, max_ns: *ns }),
+                    }
+                }
+            }
             return;
         }
         t.gaps.saturating_record(h.gap.max(1));

@@ -29,6 +29,8 @@ pub struct ThreadRow {
     /// Softirqs its own system calls ran (not counted as lost).
     pub in_syscall: u64,
     pub in_syscall_ns: u64,
+    /// The same per softirq, with the largest.
+    pub in_syscall_softirqs: Vec<InSyscallRow>,
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub p999_ns: u64,
@@ -80,6 +82,14 @@ pub struct Window {
 }
 
 #[derive(Serialize)]
+pub struct InSyscallRow {
+    pub softirq: String,
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+}
+
+#[derive(Serialize)]
 pub struct ThreadCause {
     pub kind: Kind,
     pub name: String,
@@ -116,6 +126,16 @@ pub fn rows(threads: &Threads) -> Vec<ThreadRow> {
                 wakeup_ns: t.of(Source::Wakeup).1,
                 in_syscall: t.of(Source::InSyscall).0,
                 in_syscall_ns: t.of(Source::InSyscall).1,
+                in_syscall_softirqs: t
+                    .in_syscall
+                    .iter()
+                    .map(|s| InSyscallRow {
+                        softirq: crate::names::softirq(s.vec).into_owned(),
+                        count: s.count,
+                        total_ns: s.ns,
+                        max_ns: s.max_ns,
+                    })
+                    .collect(),
                 p50_ns: t.pct(0.5),
                 p99_ns: t.pct(0.99),
                 p999_ns: t.pct(0.999),
@@ -190,10 +210,17 @@ pub fn write_text(rows: &[ThreadRow], start_ns: u64, out: &mut dyn Write) -> io:
             writeln!(out, "  {}", books_words(t, w, start_ns))?;
         }
         if t.in_syscall > 0 {
+            let each: Vec<String> = t
+                .in_syscall_softirqs
+                .iter()
+                .map(|s| format!("{} {} × {} (largest {})", s.softirq, s.count, crate::units::ns(s.total_ns), crate::units::ns(s.max_ns)))
+                .collect();
             writeln!(
                 out,
-                "  in its own system calls: {} softirqs, {} ns (its own work: not counted as lost)",
-                t.in_syscall, t.in_syscall_ns
+                "  in its own system calls: {} softirqs, {} ns: {} (its own work: not counted as lost)",
+                t.in_syscall,
+                t.in_syscall_ns,
+                each.join(", ")
             )?;
         }
         if let Some(c) = t.classes {
