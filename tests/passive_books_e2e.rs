@@ -368,9 +368,14 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         let w = &r["window"];
         let (from, to) = (w["from_ns"].as_u64().unwrap(), w["to_ns"].as_u64().unwrap());
         let k = kernel_over(&m.samples, from, to);
-        let (runnable, queued, woken, kernel_queued) = (n("runnable_ns"), n("queued_ns"), n("woken_queued_ns"), n("kernel_queued_ns"));
+        let (queued, woken, kernel_queued, stolen) = (n("queued_ns"), n("woken_queued_ns"), n("kernel_queued_ns"), n("stolen_ns"));
+        // As the kernel books it: its run time leaves the steal clock's
+        // advance out (the hypervisor ran something else), its run_delay
+        // does not.
+        let runnable = n("ran_ns") + queued;
+        assert_eq!(n("runnable_ns"), runnable + stolen, "run {i} {c:?}: runnable_ns is ran, stolen and queued");
         let line = format!(
-            "run {i} {c:?}: found {}, window {:.3} s ({} placed, {} from the kernel): runnable {runnable} vs kernel {:?}; queued {queued} (woken {woken}), kernel's run_delay {kernel_queued} vs schedstat {:?}",
+            "run {i} {c:?}: found {}, window {:.3} s ({} placed, {} from the kernel): runnable {runnable} (and {stolen} stolen) vs kernel {:?}; queued {queued} (woken {woken}), kernel's run_delay {kernel_queued} vs schedstat {:?}",
             r["found"],
             (to - from) as f64 / 1e9,
             w["placed"],

@@ -301,3 +301,34 @@ fn a_thread_that_execs_into_the_watched_name_is_watched_from_the_rename() {
 
 mod attach;
 mod books;
+
+/// The steal clock, read with records on the watched CPU: what it advances
+/// while the thread runs is left out of its run time, as the kernel leaves
+/// it out of schedstat's; a reading taken with a switch closes the stretch
+/// of the task switched out; while another task runs, none of it is the
+/// thread's.
+#[test]
+fn the_hypervisors_share_of_a_run_is_left_out_as_the_kernel_does() {
+    let hog = task(77, 77, "hog");
+    let steal = |ts, ns| ev(ts, Payload::Steal { ns });
+    let evs = [
+        switch(0, task(0, 0, "swapper/3"), app(), 1),
+        // The first reading is where counting starts.
+        steal(0, 1_000 * US),
+        steal(100 * US, 1_030 * US),
+        // Read with its switch out: the 20 µs are the app's.
+        switch(400 * US, app(), hog, 0),
+        steal(400 * US, 1_050 * US),
+        // The hog's.
+        steal(600 * US, 1_300 * US),
+        switch(700 * US, hog, app(), 1),
+        steal(700 * US, 1_310 * US),
+        steal(900 * US, 1_315 * US),
+    ];
+    let (_, t) = run(&evs, US);
+    let b = t.books_until(APP, 1_000 * US);
+    assert_eq!(b.stolen_ns, 55 * US, "30 + 20 while it ran, 5 after it came back; not the hog's 250 + 10");
+    assert_eq!(b.ran_ns, 700 * US, "by the clock");
+    assert_eq!(b.on_cpu_ns(), 645 * US, "as schedstat books it");
+    assert_eq!(b.runnable_ns(), 1_000 * US, "the wall time it wanted a CPU");
+}

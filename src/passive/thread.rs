@@ -68,8 +68,13 @@ impl Found {
 /// switches and wake-ups over the window in which passive mode saw it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Books {
-    /// On a CPU (schedstat's first field).
+    /// On a CPU, by the clock (from switch in to switch out).
     pub ran_ns: u64,
+    /// The part of `ran_ns` the hypervisor ran something else (the steal
+    /// clock's advance while it was on the CPU): the kernel leaves it out
+    /// of the thread's run time, so schedstat's first field is `ran_ns -
+    /// stolen_ns`. Counted from the CPU's first steal reading on.
+    pub stolen_ns: u64,
     /// On a runqueue, wanting a CPU, by the clock: from a preemption (its
     /// switch out), or from a wake-up (sched_wakeup fires once the thread
     /// is queued), to its switch in.
@@ -101,9 +106,16 @@ pub struct Books {
 }
 
 impl Books {
-    /// Ran or waited to: what "% of its runnable time lost" divides by.
+    /// Ran or waited to, by the clock: what "% of its runnable time lost"
+    /// divides by.
     pub fn runnable_ns(&self) -> u64 {
         self.ran_ns + self.queued_ns
+    }
+
+    /// On a CPU as the kernel books it (schedstat's first field): the
+    /// hypervisor's share left out.
+    pub fn on_cpu_ns(&self) -> u64 {
+        self.ran_ns.saturating_sub(self.stolen_ns)
     }
 
     fn open(&mut self, at: u64) {

@@ -63,6 +63,10 @@ struct Cpu {
     waiting: Option<u32>,
     /// The last switch seen here: a switch no program saw came after it.
     last_switch: u64,
+    /// The watched thread that switched out at `last_switch`.
+    left: Option<u32>,
+    /// The runqueue's steal clock as last read here (None: not yet).
+    steal: Option<u64>,
 }
 
 pub struct Tracker {
@@ -203,8 +207,11 @@ impl Tracker {
                 self.unseen_switch_out(cpu, prev.pid, arrived.unwrap_or(ts), out);
                 self.unseen_switch_in(cpu, &prev, arrived, out);
                 self.switch(cpu, ts, (&prev, prev_state, delays.0), (&next, delays.1), out);
-                self.cpus[cpu as usize].last_switch = ts;
+                let left = self.threads.contains_key(&prev.pid).then_some(prev.pid);
+                let c = &mut self.cpus[cpu as usize];
+                (c.last_switch, c.left) = (ts, left);
             }
+            Payload::Steal { ns } => self.steal(cpu, ts, ns),
             Payload::Wakeup { task, target_cpu, .. } => {
                 if let Some(t) = self.thread(&task, target_cpu, Found::Wakeup) {
                     // Waking a thread that is runnable already changes
@@ -235,12 +242,23 @@ impl Tracker {
                 }
             }
             Payload::Rename(task) => self.rename(cpu, ts, &task),
-            Payload::WorkStart { .. }
-            | Payload::WorkEnd { .. }
-            | Payload::Idle { .. }
-            | Payload::Freq { .. }
-            | Payload::Steal { .. }
-            | Payload::Origin { .. } => {}
+            Payload::WorkStart { .. } | Payload::WorkEnd { .. } | Payload::Idle { .. } | Payload::Freq { .. } | Payload::Origin { .. } => {}
+        }
+    }
+
+    /// The runqueue's steal clock read `ns` at `ts`: its advance since the
+    /// last reading is time the hypervisor took while the task that ran
+    /// here meanwhile had the CPU, which the kernel leaves out of that
+    /// task's run time. The clock moves when the runqueue's clock is
+    /// updated, as __schedule() does before a switch, so a reading taken
+    /// with a switch (the same time) closes the stretch of the task that
+    /// switched out.
+    fn steal(&mut self, cpu: u32, ts: u64, ns: u64) {
+        let c = &mut self.cpus[cpu as usize];
+        let Some(last) = c.steal.replace(ns) else { return };
+        let who = if ts == c.last_switch { c.left } else { c.running };
+        if let Some(t) = who.and_then(|tid| self.threads.get_mut(&tid)) {
+            t.info.books.stolen_ns += ns.saturating_sub(last);
         }
     }
 

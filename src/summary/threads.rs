@@ -36,10 +36,15 @@ pub struct ThreadRow {
     pub p999_ns: u64,
     pub max_ns: u64,
     pub lost_ns: u64,
-    /// Ran or waited to, over `window`: `ran_ns + queued_ns`.
+    /// Ran or waited to by the clock, over `window`: `ran_ns + stolen_ns +
+    /// queued_ns`.
     pub runnable_ns: u64,
-    /// On a CPU over `window` (schedstat's first field).
+    /// On a CPU over `window`, as the kernel books it (schedstat's first
+    /// field: the hypervisor's share left out).
     pub ran_ns: u64,
+    /// While it was on a CPU, the time the hypervisor ran something else
+    /// (the steal clock): left out of `ran_ns`, as the kernel does.
+    pub stolen_ns: u64,
     /// On a runqueue over `window`, by the clock: from each preemption and
     /// each wake-up (the enqueue) to the switch in.
     pub queued_ns: u64,
@@ -142,7 +147,8 @@ pub fn rows(threads: &Threads) -> Vec<ThreadRow> {
                 max_ns: t.max_ns,
                 lost_ns: t.lost_ns(),
                 runnable_ns: info.map_or(0, |i| i.runnable_ns()),
-                ran_ns: info.map_or(0, |i| i.books.ran_ns),
+                ran_ns: info.map_or(0, |i| i.books.on_cpu_ns()),
+                stolen_ns: info.map_or(0, |i| i.books.stolen_ns),
                 queued_ns: info.map_or(0, |i| i.books.queued_ns),
                 woken_queued_ns: info.map_or(0, |i| i.books.woken_queued_ns),
                 kernel_queued_ns: info.map_or(0, |i| i.books.kernel_queued_ns),
@@ -168,10 +174,11 @@ fn books_words(t: &ThreadRow, w: &Window, start_ns: u64) -> String {
     let ms = |ns: u64| format!("{:.3} ms", ns as f64 / 1e6);
     let at = |ns: u64| format!("{:+.3} s", (ns as i128 - start_ns as i128) as f64 / 1e9);
     let mut s = format!(
-        "from {} to {}: ran {}, waited on a runqueue {} ({} after wake-ups); the kernel's run_delay books {}",
+        "from {} to {}: ran {}{}, waited on a runqueue {} ({} after wake-ups); the kernel's run_delay books {}",
         at(w.from_ns),
         at(w.to_ns),
         ms(t.ran_ns),
+        if t.stolen_ns > 0 { format!(" (and the hypervisor took {} of its time on the CPU)", ms(t.stolen_ns)) } else { String::new() },
         ms(t.queued_ns),
         ms(t.woken_queued_ns),
         ms(t.kernel_queued_ns),
