@@ -158,7 +158,7 @@ pub fn resolve(root: &Path, filter: Filter, cpus_arg: Option<&[usize]>, online: 
 /// A watched thread running (or runnable) on a watched CPU when tracing
 /// began: on an isolated CPU it may never switch, so no event would ever
 /// say it is there.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seed {
     pub tid: u32,
     pub tgid: u32,

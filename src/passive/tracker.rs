@@ -67,6 +67,9 @@ struct Cpu {
     left: Option<u32>,
     /// The runqueue's steal clock as last read here (None: not yet).
     steal: Option<u64>,
+    /// A thread /proc showed running here, and when it was read: applied
+    /// once the events up to then are read.
+    seed: Option<(super::Seed, u64)>,
 }
 
 pub struct Tracker {
@@ -135,20 +138,33 @@ impl Tracker {
         out(Interval { cpu, t0, t1, source, victim: Some(Victim { tid, comm }), smis: 0 });
     }
 
-    /// Threads /proc showed on a watched CPU once tracing began (`at`):
-    /// each runs there from `at`, unless an event has already said what
-    /// runs on that CPU or who the thread is.
-    pub fn seed(&mut self, seeds: &[super::Seed], at: u64) {
+    /// Threads /proc showed running on a watched CPU, read at `read_at`
+    /// (after tracing began): each runs there from `read_at`, unless the
+    /// events up to then say otherwise. The events before the read are
+    /// still in the ring when it is taken, so each seed waits on its CPU
+    /// until the stream gets there ([`Self::settle`]).
+    pub fn seed(&mut self, seeds: &[super::Seed], read_at: u64) {
         for s in seeds {
-            let cpu = s.cpu;
-            if !self.watched(cpu) || self.cpus[cpu as usize].switched || self.threads.contains_key(&s.tid) {
-                continue;
+            if self.watched(s.cpu) {
+                self.cpus[s.cpu as usize].seed = Some((*s, read_at));
             }
-            let mut info = ThreadInfo::new(s.tid, s.tgid, s.comm, Found::RunningAtAttach);
-            info.last_cpu = Some(cpu);
-            self.threads.insert(s.tid, Thread { info, state: State::Running { cpu, since: at } });
-            self.cpus[cpu as usize].running = Some(s.tid);
         }
+    }
+
+    /// The seed waiting on `cpu`, once the events up to its reading have
+    /// been read (`upto`): a switch seen there, or the thread already
+    /// known, says more than /proc did.
+    fn settle(&mut self, cpu: u32, upto: u64) {
+        let c = self.cpus[cpu as usize];
+        let Some((s, read_at)) = c.seed.filter(|&(_, at)| at <= upto) else { return };
+        self.cpus[cpu as usize].seed = None;
+        if c.switched || self.threads.contains_key(&s.tid) {
+            return;
+        }
+        let mut info = ThreadInfo::new(s.tid, s.tgid, s.comm, Found::RunningAtAttach);
+        info.last_cpu = Some(cpu);
+        self.threads.insert(s.tid, Thread { info, state: State::Running { cpu, since: read_at } });
+        self.cpus[cpu as usize].running = Some(s.tid);
     }
 
     /// The task running on `cpu` took a new name (exec, prctl): a thread
@@ -193,6 +209,7 @@ impl Tracker {
             return;
         }
         let ts = ev.ts;
+        self.settle(cpu, ts);
         if let Some(count) = class_of(&ev.payload, self.softirqs_in_threads) {
             let c = self.cpus[cpu as usize];
             if let Some(t) = c.running.or(c.waiting).and_then(|tid| self.threads.get_mut(&tid)) {
@@ -482,6 +499,7 @@ impl Tracker {
     /// activity can continue them once the events have been read that far.
     pub fn flush(&mut self, upto: u64, out: &mut dyn FnMut(Interval)) {
         for cpu in 0..self.cpus.len() as u32 {
+            self.settle(cpu, upto);
             // Held until a preemption could no longer join it.
             if self.cpus[cpu as usize].pending.is_some_and(|p| p.t1.saturating_add(MERGE_NS.max(JOIN_NS)) <= upto) {
                 self.close_pending(cpu, out);

@@ -88,6 +88,39 @@ fn a_thread_already_running_is_watched_from_the_seed() {
     assert_eq!(tracker.threads().count(), 0);
 }
 
+/// /proc is read after tracing began, while the events before the read are
+/// still in the ring: a sleeping thread caught running by the read is not
+/// taken to have run from then when the events say it slept and woke, and
+/// its books begin where the events do. A seed on a CPU with no event
+/// after the read still takes once the stream has passed it.
+#[test]
+fn a_seed_waits_for_the_events_before_it() {
+    let seed = Seed { tid: APP, tgid: APP, comm: crate::cause::comm(b"app"), cpu: CPU };
+    let idle = task(0, 0, "swapper/3");
+    let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2, 3], US);
+    tracker.seed(std::slice::from_ref(&seed), 500 * US);
+    for e in [
+        switch(300 * US, app(), idle, 1),
+        ev(350 * US, Payload::Wakeup { task: app(), target_cpu: CPU, waker_cpu: 2 }),
+        switch(400 * US, idle, app(), 1),
+        switch(700 * US, app(), idle, 1),
+    ] {
+        tracker.on_event(&e, &mut |_| {});
+    }
+    let info = tracker.threads().next().expect("the thread, from its events");
+    assert_eq!(info.found, Found::Switch);
+    let b = tracker.books_until(APP, 800 * US);
+    assert_eq!((b.from_ns, b.ran_ns, b.queued_ns), (Some(300 * US), 300 * US, 50 * US), "its books from the events, not from the read");
+    // Nothing after the read on its CPU: the flush that passes it seeds it.
+    let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2, 3], US);
+    tracker.seed(std::slice::from_ref(&seed), 500 * US);
+    tracker.flush(400 * US, &mut |_| {});
+    assert_eq!(tracker.threads().count(), 0, "not before the stream reaches the read");
+    tracker.flush(600 * US, &mut |_| {});
+    assert_eq!(tracker.threads().next().map(|i| i.found), Some(Found::RunningAtAttach));
+    assert_eq!(tracker.books_until(APP, 900 * US).ran_ns, 400 * US);
+}
+
 /// A fixture stat line with a state and the CPU it last ran on.
 fn stat_line(tid: u32, comm: &str, state: char, cpu: u32) -> String {
     let mut f = vec![format!("{tid}"), format!("({comm})"), state.to_string()];
