@@ -35,6 +35,16 @@ pub(crate) fn histogram(sigfig: u8) -> Histogram<u64> {
     Histogram::new_with_bounds(1, HIST_MAX, sigfig).expect("valid histogram bounds")
 }
 
+/// The one way a percentile is read from a histogram, everywhere (screen,
+/// summary, JSON, metrics): the nearest rank's bucket, reported as its top
+/// (HdrHistogram's highest equivalent value, so within the histogram's
+/// precision above the exact nearest rank) and never above `max`, the
+/// largest value, kept exactly: a bucket's top may lie above every value
+/// in it, and a p99 above the max is a figure that contradicts another.
+pub(crate) fn quantile(h: &Histogram<u64>, q: f64, max: u64) -> u64 {
+    h.value_at_quantile(q).min(max)
+}
+
 /// A cause on one CPU: the key of the per-cause aggregates.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CauseKey {
@@ -92,7 +102,7 @@ impl CpuStats {
         if self.hiccups == 0 {
             0
         } else {
-            self.gaps.value_at_quantile(q)
+            quantile(&self.gaps, q, self.max_ns)
         }
     }
 

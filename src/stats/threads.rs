@@ -77,7 +77,7 @@ impl ThreadStats {
         if self.hiccups() == 0 {
             0
         } else {
-            self.gaps.value_at_quantile(q)
+            super::quantile(&self.gaps, q, self.max_ns)
         }
     }
 
