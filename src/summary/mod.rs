@@ -44,16 +44,21 @@ pub struct CpuRow {
     pub explained_pct: f64,
     /// Of it, the part from hiccups with dropped events (less certain).
     pub explained_in_lossy_rows_pct: f64,
-    /// Stolen time while events were dropped: not known.
-    pub lost_pct: f64,
-    pub loop_floor_ns: u64,
-    pub loop_mean_ns: f64,
+    /// Stolen time while events were dropped: its causes are not known.
+    /// (A thread's `lost_pct` is another figure: the share of its
+    /// runnable time hiccups took.)
+    pub unknown_pct: f64,
+    /// The spin probe's loop (null without one: the wake-up probe, passive
+    /// mode).
+    pub loop_floor_ns: Option<u64>,
+    pub loop_mean_ns: Option<f64>,
     /// The mean loop period with the hiccups left out: the probe's own
     /// speed, whatever steals the CPU.
-    pub loop_quiet_mean_ns: f64,
-    /// The probe loop's clock: `vdso` or `tsc`, and the TSC's distance from
-    /// CLOCK_MONOTONIC when the probe stopped (ns).
-    pub clock: &'static str,
+    pub loop_quiet_mean_ns: Option<f64>,
+    /// The probe loop's clock: `vdso` or `tsc` (null without a spin probe),
+    /// and the TSC's distance from CLOCK_MONOTONIC when the probe stopped
+    /// (ns).
+    pub clock: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tsc_drift_ns: Option<i64>,
     pub hiccups_per_sec: f64,
@@ -186,8 +191,16 @@ pub fn sidecar(csv: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// The summary JSON's layout: raised when a field changes meaning or goes
+/// (a new field does not raise it). 2: `cpus[].lost_pct` became
+/// `unknown_pct` (one name, one meaning: a thread's `lost_pct` is another
+/// figure), and the spin loop's figures are null without a spin probe.
+pub const SCHEMA_VERSION: u32 = 2;
+
 #[derive(Serialize)]
 pub struct Summary {
+    /// The layout of this JSON ([`SCHEMA_VERSION`], docs/summary-json.md).
+    pub schema_version: u32,
     /// The version that wrote it.
     pub jitterwatch: &'static str,
     /// The run's CSV, as an absolute path, when it wrote one.
@@ -227,6 +240,7 @@ pub struct Summary {
 impl Summary {
     /// The summary of a run: its aggregates, and what it came to besides.
     pub fn from_stats(s: &Stats, outcome: &Outcome, mode: &'static str) -> Self {
+        let spin = mode == crate::mode::Mode::Spin.label();
         let cpus: Vec<CpuRow> = s
             .cpus
             .iter()
@@ -240,11 +254,11 @@ impl Summary {
                 stolen_pct: s.stolen_pct(c),
                 explained_pct: c.explained_pct(),
                 explained_in_lossy_rows_pct: c.lossy_explained_pct(),
-                lost_pct: c.lost_pct(),
-                loop_floor_ns: c.probe.floor_ns,
-                loop_mean_ns: c.probe.loop_mean_ns,
-                loop_quiet_mean_ns: c.probe.loop_quiet_mean_ns,
-                clock: if c.probe.tsc { "tsc" } else { "vdso" },
+                unknown_pct: c.lost_pct(),
+                loop_floor_ns: spin.then_some(c.probe.floor_ns),
+                loop_mean_ns: spin.then_some(c.probe.loop_mean_ns),
+                loop_quiet_mean_ns: spin.then_some(c.probe.loop_quiet_mean_ns),
+                clock: spin.then_some(if c.probe.tsc { "tsc" } else { "vdso" }),
                 tsc_drift_ns: c.probe.tsc_drift_ns,
                 hiccups_per_sec: s.per_sec(c.hiccups),
                 wakeup: c.probe.wakeup.clone(),
@@ -286,6 +300,7 @@ impl Summary {
         let n = &s.counters;
         let notes = notes::of(s, outcome, &cpus);
         Summary {
+            schema_version: SCHEMA_VERSION,
             jitterwatch: env!("CARGO_PKG_VERSION"),
             csv: None,
             mode,

@@ -82,3 +82,27 @@ fn unreadable_drop_counters_are_a_note() {
     assert_eq!(sum.cpus[0].ringbuf_drops, 12);
     assert!(sum.notes.iter().any(|n| n.contains("could not be read 2 time(s)") && n.contains("lower bounds")), "{:?}", sum.notes);
 }
+
+/// One meaning per field across modes: a CPU's share of stolen time whose
+/// causes are unknown is `unknown_pct`, never `lost_pct` (a thread's share
+/// of its runnable time); the spin loop's figures are null without a spin
+/// probe; the layout says its version.
+#[test]
+fn the_json_says_one_thing_per_field_in_every_mode() {
+    let s = Stats::new(&[1], 0);
+    let json = |mode| {
+        let mut out = Vec::new();
+        Summary::from_stats(&s, &Default::default(), mode).write_json(&mut out).unwrap();
+        serde_json::from_slice::<serde_json::Value>(&out).unwrap()
+    };
+    for mode in ["probe", "wakeup", "passive"] {
+        let v = json(mode);
+        assert_eq!(v["schema_version"], SCHEMA_VERSION, "{mode}");
+        let c = &v["cpus"][0];
+        assert!(c.get("lost_pct").is_none() && c["unknown_pct"] == 0.0, "{mode}: {c}");
+        let spin = mode == "probe";
+        for k in ["loop_floor_ns", "loop_mean_ns", "loop_quiet_mean_ns", "clock"] {
+            assert_eq!(c[k].is_null(), !spin, "{mode}: {k} = {}", c[k]);
+        }
+    }
+}

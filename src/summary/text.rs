@@ -30,10 +30,10 @@ impl Summary {
                 "\ncpu {}: {:.1}% of stolen time explained{}, {}, {:.1} hiccups/s, {} queue overflows, {} ring-buffer drops",
                 c.cpu,
                 c.explained_pct,
-                if c.lost_pct > 0.0 {
+                if c.unknown_pct > 0.0 {
                     format!(
                         " ({:.1} points of it from hiccups with dropped events; {:.1}% lost while events were dropped)",
-                        c.explained_in_lossy_rows_pct, c.lost_pct
+                        c.explained_in_lossy_rows_pct, c.unknown_pct
                     )
                 } else {
                     String::new()
@@ -45,10 +45,10 @@ impl Summary {
                 } else {
                     format!(
                         "loop floor {} ns (mean period {:.1} ns, {:.1} ns between hiccups{})",
-                        c.loop_floor_ns,
-                        c.loop_mean_ns,
-                        c.loop_quiet_mean_ns,
-                        match (c.clock, c.tsc_drift_ns) {
+                        c.loop_floor_ns.unwrap_or(0),
+                        c.loop_mean_ns.unwrap_or(0.0),
+                        c.loop_quiet_mean_ns.unwrap_or(0.0),
+                        match (c.clock.unwrap_or("vdso"), c.tsc_drift_ns) {
                             ("tsc", Some(d)) => format!("; TSC clock, {d:+} ns from CLOCK_MONOTONIC at the end"),
                             ("tsc", None) => "; TSC clock".to_string(),
                             _ => String::new(),
