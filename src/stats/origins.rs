@@ -17,6 +17,19 @@ const KEPT: usize = 64;
 pub enum SenderKey {
     Program(Comm),
     Local(Cause),
+    /// An IPI, work item or wake-up whose sender was not traced (origins
+    /// off, a kernel without the send tracepoint, a sender that came
+    /// before tracing, wake-ups without --wake-origins).
+    Unknown,
+    /// Time no one sends: interrupts, timers, idle, the host, jitterwatch
+    /// itself, and what no kernel event explains. With the senders and the
+    /// unknown ones, a CPU's rows add up to its stolen time.
+    NotSent,
+}
+
+/// The kinds of cause something else sends to a CPU.
+fn sendable(k: Kind) -> bool {
+    matches!(k, Kind::Ipi | Kind::Work | Kind::Task)
 }
 
 impl SenderKey {
@@ -33,6 +46,8 @@ impl SenderKey {
         match self {
             SenderKey::Program(comm) => crate::sanitize::visible_bytes(comm),
             SenderKey::Local(c) => format!("({})", c.label()),
+            SenderKey::Unknown => "(sender unknown)".into(),
+            SenderKey::NotSent => "(not sent)".into(),
         }
     }
 }
@@ -56,6 +71,19 @@ pub struct BySender {
 
 impl BySender {
     pub fn record(&mut self, h: &Hiccup) {
+        // What no origin covers: unknown senders, and what no one sends
+        // (not bounded: a handful of kinds at most).
+        for (cause, ns) in &h.causes {
+            // A stopped probe's time is not stolen: not in the view.
+            if cause.kind() == Kind::Stopped || h.origins.iter().any(|(c, _)| c == cause) {
+                continue;
+            }
+            let who = if sendable(cause.kind()) { SenderKey::Unknown } else { SenderKey::NotSent };
+            self.add_unsent(h.cpu, cause.kind(), who, *ns);
+        }
+        if h.unexplained > 0 {
+            self.add_unsent(h.cpu, Kind::Unexplained, SenderKey::NotSent, h.unexplained);
+        }
         for (cause, origin) in &h.origins {
             let ns = h.causes.iter().find(|(c, _)| c == cause).map_or(0, |c| c.1);
             let key = (h.cpu, cause.kind(), SenderKey::of(&origin.sender));
@@ -77,9 +105,20 @@ impl BySender {
         }
     }
 
+    fn add_unsent(&mut self, cpu: u32, kind: Kind, who: SenderKey, ns: u64) {
+        let s = self.map.entry((cpu, kind, who)).or_default();
+        s.count += 1;
+        s.ns += ns;
+    }
+
     /// `cpu`'s senders, most time first: (kind of cause, sender, totals).
+    /// With no sender seen on it, nothing: the rest alone would hide why
+    /// (origins off, a kernel without their tracepoints).
     pub fn top(&self, cpu: u32) -> Vec<(Kind, &SenderKey, &Sent)> {
         let mut v: Vec<_> = self.map.iter().filter(|((c, _, _), _)| *c == cpu).map(|((_, k, s), t)| (*k, s, t)).collect();
+        if v.iter().all(|(_, s, _)| matches!(s, SenderKey::Unknown | SenderKey::NotSent)) {
+            return Vec::new();
+        }
         v.sort_by(|a, b| b.2.ns.cmp(&a.2.ns).then(b.2.count.cmp(&a.2.count)).then_with(|| (a.0, a.1).cmp(&(b.0, b.1))));
         v
     }
@@ -136,5 +175,32 @@ mod tests {
         }
         assert_eq!(b.top(6).len(), KEPT);
         assert_eq!(b.left_out, 5);
+    }
+
+    /// The rows add up to the CPU's stolen time: senders, IPIs and work
+    /// whose sender is unknown (kfree_rcu_work had 18.8% of one view and no
+    /// row), and what no one sends (an IRQ, unexplained time); a stopped
+    /// probe's time is not stolen and is not there.
+    #[test]
+    fn every_stolen_ns_has_a_row() {
+        let mut b = BySender::default();
+        let ipi = Cause::Csd("flush_tlb_func".into());
+        let rcu = Cause::Work("kfree_rcu_work".into());
+        let irq = Cause::Irq { irq: 24, name: std::sync::Arc::from(&b"eth0"[..]) };
+        let mut h = hiccup(ipi, 100, Sender::Task { comm: comm(b"java"), pid: 1, tgid: 1, cpu: 0 });
+        h.causes.extend([(rcu, 200), (irq, 300), (Cause::Stopped, 5_000)]);
+        (h.unexplained, h.gap) = (400, 6_000);
+        b.record(&h);
+        let top: Vec<(Kind, String, u64)> = b.top(6).into_iter().map(|(k, s, t)| (k, s.name(), t.ns)).collect();
+        assert_eq!(
+            top,
+            vec![
+                (Kind::Unexplained, "(not sent)".into(), 400),
+                (Kind::Irq, "(not sent)".into(), 300),
+                (Kind::Work, "(sender unknown)".into(), 200),
+                (Kind::Ipi, "java".into(), 100),
+            ]
+        );
+        assert_eq!(top.iter().map(|r| r.2).sum::<u64>(), 1_000, "the stall less its stopped time");
     }
 }

@@ -46,6 +46,11 @@ fn with_senders() -> Stats {
     s
 }
 
+/// A row of the focused pane (its rows start with ┃) holds `what`.
+fn in_pane_any(screen: &str, what: &str) -> bool {
+    screen.lines().any(|l| l.starts_with('┃') && l.contains(what))
+}
+
 fn senders_app() -> App {
     let mut a = App::new(info(), Snapshot::of(&with_senders()), true);
     a.apply(Action::BySender);
@@ -67,6 +72,14 @@ fn by_sender_lists_each_sender_with_its_count_and_time() {
     let hostile = line_with(&screen, HOSTILE_SHOWN);
     assert!(hostile.contains("wake-up") && hostile.contains("5.0µs"), "{hostile}");
     assert!(screen.find("mprotect-storm").unwrap() < screen.find("(softirq:TIMER)").unwrap());
+    // With the senders, those unknown and what no one sends: each CPU's
+    // rows add up to its stolen time (100% of the view).
+    for cpu in [6, 7] {
+        let rows: u64 = a.senders().iter().filter(|s| s.cpu == cpu).map(|s| s.total_ns).sum();
+        let stolen = a.view().cpus.iter().find(|c| c.cpu == cpu).unwrap().stolen_ns;
+        assert_eq!(rows, stolen, "CPU {cpu}: {:?}", a.senders());
+    }
+    assert!(in_pane_any(&screen, "(not sent)") && in_pane_any(&screen, "(sender unknown)"), "{screen}");
     // No cause rows in this view (the focused pane's rows start with ┃).
     let in_pane = |screen: &str, what: &str| screen.lines().any(|l| l.starts_with('┃') && l.contains(what));
     assert!(!in_pane(&screen, "24:virtio0-input.0"), "{screen}");
@@ -83,7 +96,9 @@ fn by_sender_lists_each_sender_with_its_count_and_time() {
 #[test]
 fn by_sender_sorts_by_count_or_name_but_not_by_max_or_last_seen() {
     let mut a = senders_app();
-    let names = |a: &App| a.senders().iter().map(|s| s.sender.clone()).collect::<Vec<_>>();
+    // The senders' order (the rows for the rest are another test's).
+    let names =
+        |a: &App| a.senders().iter().map(|s| s.sender.clone()).filter(|n| n != "(sender unknown)" && n != "(not sent)").collect::<Vec<_>>();
     assert_eq!(names(&a), ["mprotect-storm", "(softirq:TIMER)", HOSTILE_SHOWN]);
     a.apply(Action::CycleSort);
     assert_eq!(a.sort, Sort::Count);
