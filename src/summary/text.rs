@@ -71,13 +71,14 @@ impl Summary {
                     .senders
                     .iter()
                     .map(|s| {
-                        format!(
-                            "{} from {}: {} stalls, {}",
-                            if s.kind == Kind::Task { "wake-ups".into() } else { s.kind.to_string() },
-                            s.sender,
-                            s.count,
-                            ns(s.total_ns)
-                        )
+                        let kind = if s.kind == Kind::Task { "wake-ups".into() } else { s.kind.to_string() };
+                        // "(not sent)", "(sender unknown)": not a sender's name.
+                        let from = if s.sender.starts_with("(not") || s.sender.starts_with("(sender") {
+                            format!("{kind} {}", s.sender)
+                        } else {
+                            format!("{kind} from {}", s.sender)
+                        };
+                        format!("{from}: {} stalls, {}", s.count, ns(s.total_ns))
                     })
                     .collect();
                 writeln!(out, "  by sender: {}", by.join("; "))?;
