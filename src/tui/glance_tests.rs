@@ -213,7 +213,7 @@ fn passive_mode_shows_every_value_whole_and_counts_every_thread() {
         }
         // The CPU row names the thread that last ran there, whole.
         assert!(line_with(&s, "│   1 ").contains(" redis-server[23769] "), "{w}×{h}:\n{s}");
-        assert!(s.contains("stolen: % of wall time"), "{w}×{h}:\n{s}");
+        assert!(s.contains("delayed: % of wall time"), "{w}×{h}:\n{s}");
         assert!(s.contains("lost: % of"), "{w}×{h}:\n{s}");
         let row = thread_row(&s, "redis-server[23769]");
         assert!(row.contains(&"73.3%".to_string()) && row.contains(&"1.2M".to_string()), "{w}×{h}: {row:?}\n{s}");

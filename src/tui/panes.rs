@@ -24,12 +24,14 @@ const CPU_COLS: [u16; 8] = [4, 7, 6, 7, 7, 7, 7, 6];
 /// and in passive mode how many threads are watched (every one, also those
 /// not seen running yet) with as many of their names as fit.
 fn cpus_title(app: &App, width: usize) -> String {
-    let head = " CPUs · stolen: % of wall time ";
     let watched = app.watched();
     let n = watched.len();
     if n == 0 {
-        return head.into();
+        return " CPUs · stolen: % of wall time ".into();
     }
+    // Passive mode: the threads' hiccups are mostly their own wake-ups and
+    // waits (the CPU often asleep): delayed, not stolen.
+    let head = " CPUs · delayed: % of wall time ";
     let watching = format!("{head}· passive, watching {n} thread{}", if n == 1 { "" } else { "s" });
     let title = |shown: usize| {
         let names = watched.iter().take(shown).map(|w| w.1).collect::<Vec<_>>().join(", ");
@@ -62,7 +64,7 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         "p99",
         "p99.9",
         "max",
-        "stolen",
+        if passive { "delayed" } else { "stolen" },
         if passive {
             "thread"
         } else if wake {

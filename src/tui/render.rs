@@ -229,8 +229,9 @@ fn help(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     lines.push(Line::styled("Reading", th.head()));
     for l in [
         "  stolen: hiccup time, % of wall time; floor: the probe's fastest loop",
-        "  share: % of the CPU's stolen time; passive mode's lost: % of the",
-        "    thread's runnable time (running, or waiting to after a preemption or a wake-up)",
+        "  passive mode's delayed: the watched threads' hiccup time, % of wall time",
+        "  share: % of the CPU's stolen (delayed) time; passive mode's lost: % of",
+        "    the thread's runnable time (running, or waiting to after a preemption or a wake-up)",
         "  sparkline: worst gap of each second (log scale), newest right",
         "  histogram: every probe loop gap, log2 buckets; ▓ at/over threshold",
         "  unexplained: time no kernel event covers (hypervisor, SMI, hardware)",

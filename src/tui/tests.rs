@@ -314,6 +314,11 @@ fn passive_mode_shows_its_threads_and_victims() {
     let culprit = line_with(&screen, "jwhog[77] → matcher[500]");
     assert!(culprit.contains("2.0ms"), "{culprit}");
     assert!(line_with(&screen, " CPU hiccups").contains("thread"), "{screen}");
+    // The threads' hiccups are their delays (the CPU often asleep): never
+    // called stolen in the CPUs pane.
+    let pane: String = screen.lines().take_while(|l| !l.contains("Culprits")).collect::<Vec<_>>().join("\n");
+    assert!(pane.contains("delayed: % of wall time") && line_with(&screen, " CPU hiccups").contains("delayed"), "{screen}");
+    assert!(!pane.contains("stolen"), "{pane}");
     assert!(line_with(&screen, "│   7 ").contains("matcher[500]"), "the CPU it last ran on names it:\n{screen}");
     let stall = line_with(&screen, "preempted matcher[500]:");
     assert!(stall.contains("jwhog[77]"), "{stall}");
