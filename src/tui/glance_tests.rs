@@ -244,3 +244,23 @@ fn the_threads_pane_drops_columns_never_digits() {
     assert_eq!(super::threads::thread_columns_for_test(&a, 46), ["hiccups", "max", "lost"]);
     assert_eq!(super::threads::thread_columns_for_test(&a, 20), ["hiccups", "lost"]);
 }
+
+/// Where the watched threads go, as docs/screen.md says: from 120×36,
+/// beside the culprits where the culprits' names leave them room (the
+/// redis culprits take 80 columns), else in front with Tab.
+#[test]
+fn the_threads_pane_goes_beside_the_culprits_where_their_names_leave_room() {
+    let mut a = redis();
+    a.focus = Pane::Culprits;
+    let beside = |a: &App, w, h| {
+        let s = text(&draw(a, w, h));
+        s.contains("hreads · lost: % of") && s.contains("Culprits")
+    };
+    assert_eq!(super::panes::culprits_width(&a), 80);
+    // 120 - 80 leaves 40 columns, over the threads' 37: beside, its title
+    // shortened; one column or one line less and it goes.
+    assert!(beside(&a, 120, 40) && beside(&a, 200, 50));
+    assert!(!beside(&a, 119, 40) && !beside(&a, 120, 35));
+    a.focus = Pane::Histogram;
+    assert!(text(&draw(&a, 100, 40)).contains("hreads · lost: % of"), "Tab brings it in front");
+}
