@@ -56,3 +56,81 @@ fn compare_says_the_hog_vanished_and_draws_the_chart() {
     assert!(status.success(), "{err}");
     assert!(text.contains("99.99%") && text.contains(&format!("vanished: task:{name}")), "{text}");
 }
+
+/// A run's files written by hand: a CSV of `rows` (each the line after the
+/// header) and its summary beside it listing `cpus`.
+fn write_run(dir: &std::path::Path, name: &str, cpus: &[u32], rows: &[String]) -> std::path::PathBuf {
+    let csv = dir.join(format!("{name}.csv"));
+    let mut text =
+        "time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes,source,victim,parts,freq_khz,origins\n".to_string();
+    for r in rows {
+        text += r;
+        text += "\n";
+    }
+    std::fs::write(&csv, text).unwrap();
+    let cpus: Vec<serde_json::Value> = cpus.iter().map(|c| serde_json::json!({"cpu": c, "threshold_ns": 1000, "hiccups": 0})).collect();
+    let meta = serde_json::json!({"mode": "probe", "duration_ns": 10_000_000_000u64, "cpus": cpus, "csv": csv});
+    std::fs::write(dir.join(format!("{name}.summary.json")), meta.to_string()).unwrap();
+    csv
+}
+
+/// One row on `cpu`: a 5 µs gap, all of it unexplained.
+fn row(cpu: u32) -> String {
+    format!("1000,{cpu},5000,0,5000,unexplained,,5000,unexplained:=5000,probe,,,,")
+}
+
+/// `jitterwatch ARGS`, piped, with the signals a normal program dies of at
+/// their default (a test runner may have ignored some: the child would
+/// inherit that).
+fn spawn(args: &[&std::ffi::OsStr]) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    // SAFETY: signal() is async-signal-safe, as pre_exec requires.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        })
+    };
+    cmd.spawn().expect("spawn jitterwatch")
+}
+
+/// The child's exit within `limit`, or None (it is then killed).
+fn exit_within(child: &mut std::process::Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// `report` is no live run: Ctrl-C, SIGTERM and SIGHUP end it as they end
+/// any program, here while it is blocked writing a table nobody reads.
+#[test]
+fn report_dies_of_ctrl_c_sigterm_and_sighup() {
+    use std::io::BufRead;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    // A table per CPU: far more than a pipe holds.
+    let cpus: Vec<u32> = (0..1000).collect();
+    let csv = write_run(dir.path(), "many", &cpus, &[row(0)]);
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let mut child = spawn(&["report".as_ref(), csv.as_os_str()]);
+        // Its first line: main() has run; the rest fills the pipe.
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
+        assert!(first.starts_with("many:"), "{first}");
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = exit_within(&mut child, Duration::from_secs(10));
+        assert_eq!(status.and_then(|s| s.signal()), Some(sig), "signal {sig} did not end report: {status:?}");
+    }
+}
