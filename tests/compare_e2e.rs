@@ -134,3 +134,63 @@ fn report_dies_of_ctrl_c_sigterm_and_sighup() {
         assert_eq!(status.and_then(|s| s.signal()), Some(sig), "signal {sig} did not end report: {status:?}");
     }
 }
+
+/// `jitterwatch ARGS` with its address space capped at 2 GiB (a read that
+/// never ends fails there rather than taking the machine): (exit status or
+/// None if it was still running after `limit`, stderr).
+fn run_capped(args: &[&std::ffi::OsStr], limit: Duration) -> (Option<std::process::ExitStatus>, String) {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe, as pre_exec requires.
+    unsafe {
+        cmd.pre_exec(|| {
+            let cap = libc::rlimit { rlim_cur: 2 << 30, rlim_max: 2 << 30 };
+            libc::setrlimit(libc::RLIMIT_AS, &cap);
+            Ok(())
+        })
+    };
+    let mut child = cmd.spawn().expect("spawn jitterwatch");
+    let status = exit_within(&mut child, limit);
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    (status, err)
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+}
+
+/// A FIFO or a device as an input, named or named by a summary: one line
+/// and exit status 1 at once, never a wait in open() nor a read that never
+/// ends.
+#[test]
+fn fifos_and_devices_as_inputs_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.csv");
+    mkfifo(&fifo);
+    let summary = |name: &str, csv: &std::path::Path| {
+        let p = dir.path().join(format!("{name}.summary.json"));
+        let cpus = [serde_json::json!({"cpu": 1, "threshold_ns": 1000, "hiccups": 0})];
+        std::fs::write(&p, serde_json::json!({"mode": "probe", "duration_ns": 1_000_000_000u64, "cpus": cpus, "csv": csv}).to_string())
+            .unwrap();
+        p
+    };
+    let to_fifo = summary("to-fifo", &fifo);
+    let to_zero = summary("to-zero", std::path::Path::new("/dev/zero"));
+    let cases: [(&std::path::Path, &str); 4] = [
+        (&fifo, "fifo.csv: it is a FIFO, not a regular file"),
+        (&to_fifo, "fifo.csv, the CSV"),
+        (std::path::Path::new("/dev/zero"), "/dev/zero: it is a character device, not a regular file"),
+        (&to_zero, "/dev/zero, the CSV"),
+    ];
+    for (input, want) in cases {
+        let (status, err) = run_capped(&["report".as_ref(), input.as_os_str()], Duration::from_secs(10));
+        assert_eq!(status.and_then(|s| s.code()), Some(1), "report {}: {status:?} {err}", input.display());
+        assert!(err.contains(want) && err.contains("not a regular file"), "report {}: {err}", input.display());
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    }
+}

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
+use super::file::{self, Kind};
 use crate::export::{split_causes, HEADER};
 use crate::sanitize::{guard, visible};
 
@@ -78,23 +79,24 @@ impl Run {
 pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
     let shown = path.display().to_string();
     let shown = visible(&shown);
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {shown}"))?;
-    let (csv_path, csv_bytes, meta) = if bytes.trim_ascii_start().starts_with(b"{") {
+    let (kind, bytes) = file::read(path, &shown, None)?;
+    let (csv_path, csv_bytes, meta) = if kind == Kind::Summary {
         let meta = parse_meta(&bytes, &shown)?;
         let csv = csv_of(path, &meta).with_context(|| format!("{shown} is a run summary without its CSV"))?;
-        let b =
-            std::fs::read(&csv).with_context(|| format!("cannot read {}, the CSV {shown} names", visible(&csv.display().to_string())))?;
+        let named = format!("{}, the CSV {shown} names", visible(&csv.display().to_string()));
+        let (_, b) = file::read(&csv, &named, Some(Kind::Csv))?;
         (csv, b, meta)
     } else {
         let side = crate::summary::sidecar(path);
         let side_shown = side.display().to_string();
-        let m = std::fs::read(&side).with_context(|| {
-            format!(
-                "no run summary beside {shown} ({} is missing): jitterwatch writes it with --csv; or name the --summary-json file",
-                visible(&side_shown)
-            )
-        })?;
-        (path.to_path_buf(), bytes, parse_meta(&m, &visible(&side_shown))?)
+        let side_shown = visible(&side_shown);
+        if side.symlink_metadata().is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+            bail!(
+                "no run summary beside {shown} ({side_shown} is missing): jitterwatch writes it with --csv; or name the --summary-json file"
+            );
+        }
+        let (_, m) = file::read(&side, &side_shown, Some(Kind::Summary))?;
+        (path.to_path_buf(), bytes, parse_meta(&m, &side_shown)?)
     };
     if meta.duration_ns == 0 {
         bail!("{shown}: the run lasted 0 s, nothing to compare");

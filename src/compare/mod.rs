@@ -6,6 +6,7 @@
 mod causes;
 pub(crate) mod chart;
 mod figures;
+mod file;
 mod input;
 mod table;
 
