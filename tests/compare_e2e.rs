@@ -194,3 +194,36 @@ fn fifos_and_devices_as_inputs_are_refused_at_once() {
         assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
     }
 }
+
+/// A chart written over an input, or into a FIFO: one line, exit status 1,
+/// at once, and the input left whole.
+#[test]
+fn a_chart_over_an_input_or_into_a_fifo_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = write_run(dir.path(), "same", &[0], &[row(0)]);
+    let summary = dir.path().join("same.summary.json");
+    let (csv_bytes, summary_bytes) = (std::fs::read(&csv).unwrap(), std::fs::read(&summary).unwrap());
+    let fifo = dir.path().join("chart.svg");
+    mkfifo(&fifo);
+    let other = dir.path().join("c.png");
+    let cases: [(&std::path::Path, &str, &std::path::Path, &str); 5] = [
+        (&csv, "--svg", &csv, "same.csv: it is an input, the CSV of same"),
+        (&csv, "--png", &summary, "same.summary.json: it is an input, the summary of same"),
+        (&summary, "--svg", &csv, "it is an input, the CSV of same"),
+        (&csv, "--svg", &fifo, "chart.svg: it is a FIFO, not a regular file"),
+        (&csv, "--png", &dir.path().join(".").join("c.png"), "--svg and --png name one file"),
+    ];
+    for (input, opt, out, want) in cases {
+        let mut args = vec!["report".as_ref(), input.as_os_str(), opt.as_ref(), out.as_os_str()];
+        if out.ends_with("c.png") {
+            args.extend(["--svg".as_ref(), other.as_os_str()]);
+        }
+        let (status, err) = run_capped(&args, Duration::from_secs(10));
+        assert_eq!(status.and_then(|s| s.code()), Some(1), "{args:?}: {status:?} {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    }
+    assert_eq!(std::fs::read(&csv).unwrap(), csv_bytes, "the CSV was overwritten");
+    assert_eq!(std::fs::read(&summary).unwrap(), summary_bytes, "the summary was overwritten");
+    assert!(!other.exists());
+}

@@ -5,7 +5,6 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -59,7 +58,7 @@ pub fn read(path: &Path, shown: &str, kind: Option<Kind>) -> Result<(Kind, Vec<u
     if !m.file_type().is_file() {
         return Err(cannot(format!("it is {}, not a regular file", what(&m.file_type()))));
     }
-    blocking(&f).map_err(|e| cannot(e.to_string()))?;
+    crate::output::blocking(&f).map_err(|e| cannot(e.to_string()))?;
     let mut head = Vec::with_capacity(4096);
     (&f).take(4096).read_to_end(&mut head).map_err(|e| cannot(e.to_string()))?;
     let kind = kind.unwrap_or(if head.trim_ascii_start().starts_with(b"{") { Kind::Summary } else { Kind::Csv });
@@ -83,21 +82,8 @@ fn within(r: &mut impl Read, buf: &mut Vec<u8>, cap: u64) -> io::Result<bool> {
     Ok(buf.len() as u64 <= cap)
 }
 
-/// Reads of a regular file ignore O_NONBLOCK on the usual filesystems, not
-/// on every one (FUSE passes it on): cleared, so that a read never answers
-/// EAGAIN.
-fn blocking(f: &File) -> io::Result<()> {
-    let fd = f.as_raw_fd();
-    // SAFETY: fcntl on a descriptor we own, with flags it returned.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    // SAFETY: as above.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-fn what(t: &std::fs::FileType) -> &'static str {
+/// A file type, as a refusal names it.
+pub fn what(t: &std::fs::FileType) -> &'static str {
     if t.is_dir() {
         "a directory"
     } else if t.is_fifo() {

@@ -53,6 +53,8 @@ pub struct Run {
     /// Escaped (`sanitize::visible`), as every name here.
     pub label: String,
     pub csv: PathBuf,
+    /// The summary read with it (named, or found beside the CSV).
+    pub summary: PathBuf,
     pub meta: Meta,
     pub rows: Vec<Row>,
     /// Causes as `kind:name`, a task without its pid (the same program in
@@ -80,12 +82,12 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
     let shown = path.display().to_string();
     let shown = visible(&shown);
     let (kind, bytes) = file::read(path, &shown, None)?;
-    let (csv_path, csv_bytes, meta) = if kind == Kind::Summary {
+    let (csv_path, summary, csv_bytes, meta) = if kind == Kind::Summary {
         let meta = parse_meta(&bytes, &shown)?;
         let csv = csv_of(path, &meta).with_context(|| format!("{shown} is a run summary without its CSV"))?;
         let named = format!("{}, the CSV {shown} names", visible(&csv.display().to_string()));
         let (_, b) = file::read(&csv, &named, Some(Kind::Csv))?;
-        (csv, b, meta)
+        (csv, path.to_path_buf(), b, meta)
     } else {
         let side = crate::summary::sidecar(path);
         let side_shown = side.display().to_string();
@@ -96,7 +98,8 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
             );
         }
         let (_, m) = file::read(&side, &side_shown, Some(Kind::Summary))?;
-        (path.to_path_buf(), bytes, parse_meta(&m, &side_shown)?)
+        let meta = parse_meta(&m, &side_shown)?;
+        (path.to_path_buf(), side, bytes, meta)
     };
     if meta.duration_ns == 0 {
         bail!("{shown}: the run lasted 0 s, nothing to compare");
@@ -106,7 +109,7 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
         csv_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| csv_path.display().to_string())
     });
     let label = visible(&label).into_owned();
-    let mut run = Run { label, csv: csv_path, meta, rows: Vec::new(), keys: Vec::new(), victims: Vec::new(), notes: Vec::new() };
+    let mut run = Run { label, csv: csv_path, summary, meta, rows: Vec::new(), keys: Vec::new(), victims: Vec::new(), notes: Vec::new() };
     read_rows(&csv_bytes, &mut run)?;
     let counted: u64 = run.meta.cpus.iter().map(|c| c.hiccups).sum();
     if run.rows.len() as u64 != counted {

@@ -8,6 +8,7 @@ pub(crate) mod chart;
 mod figures;
 mod file;
 mod input;
+mod outputs;
 mod table;
 
 use std::collections::HashMap;
@@ -91,6 +92,9 @@ pub fn run(o: Options, out: &mut dyn Write) -> Result<i32> {
     }
     let mut labels = o.labels.into_iter();
     let runs = o.inputs.iter().map(|p| input::load(p, labels.next())).collect::<Result<Vec<_>>>()?;
+    let charts: Vec<(&str, &std::path::Path)> =
+        [("--svg", &o.svg), ("--png", &o.png)].into_iter().filter_map(|(opt, p)| Some((opt, p.as_deref()?))).collect();
+    outputs::check(&charts, &runs)?;
     let cmp = compare(&runs, o.cpu)?;
     if o.json {
         serde_json::to_writer_pretty(&mut *out, &cmp)?;
