@@ -104,11 +104,11 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
     if meta.duration_ns == 0 {
         bail!("{shown}: the run lasted 0 s, nothing to compare");
     }
-    // Shown on a terminal and in the chart: escaped.
+    // Shown on a terminal and in the chart: escaped and clamped.
     let label = label.unwrap_or_else(|| {
         csv_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| csv_path.display().to_string())
     });
-    let label = visible(&label).into_owned();
+    let label = super::label::clamp(&label);
     let mut run = Run { label, csv: csv_path, summary, meta, rows: Vec::new(), keys: Vec::new(), victims: Vec::new(), notes: Vec::new() };
     read_rows(&csv_bytes, &mut run)?;
     let counted: u64 = run.meta.cpus.iter().map(|c| c.hiccups).sum();

@@ -8,6 +8,7 @@ pub(crate) mod chart;
 mod figures;
 mod file;
 mod input;
+mod label;
 mod outputs;
 mod table;
 

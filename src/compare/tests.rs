@@ -299,3 +299,15 @@ fn the_png_chart_decodes_with_content() {
         assert!(img.pixels().filter(|p| p.0 == colour).count() > 200, "no line in {colour:?}");
     }
 }
+
+/// A label of any length: the table's columns are as wide as their
+/// labels, and a width past 65535 panicked in the formatter.
+#[test]
+fn a_long_label_is_clamped_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = Fixture::probe("base", 1, &[(1, 800)], vec![(1, 5_000, unexplained(5_000), "")]).write(dir.path());
+    let run = input::load(&csv, Some("W".repeat(70_000))).unwrap();
+    assert_eq!(run.label.chars().count(), label::MAX);
+    let t = text(&compare(&[run], None).unwrap());
+    assert!(t.lines().all(|l| l.chars().count() < 200), "{t}");
+}
