@@ -63,7 +63,19 @@ pub struct Run {
     /// Passive mode's watched threads by name, as the CSV shows it, without
     /// the tid (a program's threads have new tids in each run).
     pub victims: Vec<String>,
+    /// Each CPU the summary lists, with its rows: a CPU's table is a
+    /// lookup, not a pass over every row (a pass per CPU made 10⁵ CPUs
+    /// quadratic).
+    pub by_cpu: HashMap<u32, OnCpu>,
     pub notes: Vec<String>,
+}
+
+/// One watched CPU of a run: its threshold and its rows (indices into
+/// `Run::rows`).
+#[derive(Debug, Default)]
+pub struct OnCpu {
+    pub threshold_ns: u64,
+    pub rows: Vec<usize>,
 }
 
 impl Run {
@@ -109,10 +121,26 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
         csv_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| csv_path.display().to_string())
     });
     let label = super::label::clamp(&label);
-    let mut run = Run { label, csv: csv_path, summary, meta, rows: Vec::new(), keys: Vec::new(), victims: Vec::new(), notes: Vec::new() };
+    let mut run = Run {
+        label,
+        csv: csv_path,
+        summary,
+        meta,
+        rows: Vec::new(),
+        keys: Vec::new(),
+        victims: Vec::new(),
+        by_cpu: HashMap::new(),
+        notes: Vec::new(),
+    };
     read_rows(&csv_bytes, &mut run)?;
-    let counted: u64 = run.meta.cpus.iter().map(|c| c.hiccups).sum();
-    if run.rows.len() as u64 != counted {
+    run.by_cpu = run.meta.cpus.iter().map(|c| (c.cpu, OnCpu { threshold_ns: c.threshold_ns, rows: Vec::new() })).collect();
+    for (i, row) in run.rows.iter().enumerate() {
+        if let Some(on) = run.by_cpu.get_mut(&row.cpu) {
+            on.rows.push(i);
+        }
+    }
+    let counted: u128 = run.meta.cpus.iter().map(|c| c.hiccups as u128).sum();
+    if run.rows.len() as u128 != counted {
         run.notes.push(format!(
             "{}: the CSV holds {} rows and the summary counted {counted} hiccups (a reset during the run, or a file cut short)",
             visible(&run.label),
@@ -123,7 +151,31 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
 }
 
 fn parse_meta(bytes: &[u8], shown: &str) -> Result<Meta> {
-    serde_json::from_slice(bytes).with_context(|| format!("{shown} is not a jitterwatch run summary"))
+    let meta: Meta = serde_json::from_slice(bytes).with_context(|| format!("{shown} is not a jitterwatch run summary"))?;
+    check_cpus(&meta, shown)?;
+    Ok(meta)
+}
+
+/// A summary jitterwatch wrote lists each CPU it watched once, one at
+/// least, each below what its BPF side can watch (`MAX_CPUS`). Anything
+/// else was made by hand or is no summary of ours: 900,000 repeats of one
+/// CPU were taken as they came, and 10⁵ CPUs made 10⁵ tables (68 MB).
+fn check_cpus(meta: &Meta, shown: &str) -> Result<()> {
+    const GIVE: &str = "not a summary jitterwatch wrote; give the one its run wrote beside its CSV";
+    let max = crate::record::MAX_CPUS;
+    if meta.cpus.is_empty() {
+        bail!("{shown} lists no CPU: {GIVE}");
+    }
+    let mut seen = vec![false; max];
+    for c in &meta.cpus {
+        let Some(s) = seen.get_mut(c.cpu as usize) else {
+            bail!("{shown} lists CPU {}, beyond the {max} jitterwatch watches: {GIVE}", c.cpu);
+        };
+        if std::mem::replace(s, true) {
+            bail!("{shown} lists CPU {} twice: {GIVE}", c.cpu);
+        }
+    }
+    Ok(())
 }
 
 /// The summary's CSV: where it was written, else the file of that name

@@ -7,20 +7,20 @@ use super::*;
 
 /// A run to write: its duration, CPUs (cpu, threshold) and rows as
 /// (cpu, gap, causes field, victim).
-struct Fixture<'a> {
-    name: &'a str,
-    mode: &'a str,
-    secs: u64,
-    cpus: &'a [(u32, u64)],
-    rows: Vec<(u32, u64, String, &'a str)>,
+pub(super) struct Fixture<'a> {
+    pub name: &'a str,
+    pub mode: &'a str,
+    pub secs: u64,
+    pub cpus: &'a [(u32, u64)],
+    pub rows: Vec<(u32, u64, String, &'a str)>,
 }
 
 impl Fixture<'_> {
-    fn probe<'a>(name: &'a str, secs: u64, cpus: &'a [(u32, u64)], rows: Vec<(u32, u64, String, &'a str)>) -> Fixture<'a> {
+    pub fn probe<'a>(name: &'a str, secs: u64, cpus: &'a [(u32, u64)], rows: Vec<(u32, u64, String, &'a str)>) -> Fixture<'a> {
         Fixture { name, mode: "probe", secs, cpus, rows }
     }
 
-    fn write(&self, dir: &Path) -> PathBuf {
+    pub fn write(&self, dir: &Path) -> PathBuf {
         let csv = dir.join(format!("{}.csv", self.name));
         let mut text = crate::export::HEADER.join(",") + "\n";
         for (cpu, gap, causes, victim) in &self.rows {
@@ -43,15 +43,15 @@ impl Fixture<'_> {
     }
 }
 
-fn unexplained(gap: u64) -> String {
+pub(super) fn unexplained(gap: u64) -> String {
     format!("unexplained:={gap}")
 }
 
-fn load(paths: &[PathBuf]) -> Vec<Run> {
+pub(super) fn load(paths: &[PathBuf]) -> Vec<Run> {
     paths.iter().map(|p| input::load(p, None).unwrap()).collect()
 }
 
-fn text(c: &Comparison) -> String {
+pub(super) fn text(c: &Comparison) -> String {
     let mut out = Vec::new();
     table::write(c, &mut out).unwrap();
     String::from_utf8(out).unwrap()
