@@ -1,6 +1,7 @@
 //! compare on inputs made to hurt it (issue 40): each test reproduced a
 //! fault before its fix.
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::tests::{load, unexplained, Fixture};
@@ -54,4 +55,108 @@ fn duplicate_and_absurd_cpu_lists_are_refused() {
     let c = compare(&load(&[csv]), None).unwrap();
     assert_eq!(c.blocks.len(), 1 + crate::record::MAX_CPUS);
     assert_eq!(c.blocks[2].figures[0].as_ref().unwrap().count, 1);
+}
+
+/// A run written as given, however impossible: `lines` after the header,
+/// and a summary listing `cpus` as (cpu, hiccups) over `secs` seconds.
+fn raw_run(dir: &Path, name: &str, secs: u64, cpus: &[(u32, u64)], lines: &[String]) -> PathBuf {
+    let csv = dir.join(format!("{name}.csv"));
+    std::fs::write(&csv, crate::export::HEADER.join(",") + "\n" + &lines.concat()).unwrap();
+    let cpus: Vec<serde_json::Value> =
+        cpus.iter().map(|&(cpu, n)| serde_json::json!({"cpu": cpu, "threshold_ns": 1000, "hiccups": n})).collect();
+    let meta = serde_json::json!({"mode": "probe", "duration_ns": secs * 1_000_000_000, "cpus": cpus, "csv": csv});
+    std::fs::write(crate::summary::sidecar(&csv), meta.to_string()).unwrap();
+    csv
+}
+
+/// A row on `cpu`: a gap and its causes field as given.
+fn line(cpu: u32, gap: u64, causes: &str) -> String {
+    format!("1000,{cpu},{gap},0,{gap},unexplained,,{gap},{causes},probe,,,,\n")
+}
+
+/// Causes adding up past u64 wrapped to a small sum that passed the
+/// "causes add up" check (`task:a[1]=2⁶⁴-1;task:b[2]=2` on a 5 ns gap
+/// reported 9115481228 s/s, 20% named); causes past their gap refused the
+/// whole file. Either row is left out now, and a note says so.
+#[test]
+fn causes_past_u64_or_past_their_gap_are_a_note_not_a_wrap() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        line(1, 5, &format!("task:a[1]={};task:b[2]=2", u64::MAX)),
+        line(1, 9_000, "task:c[3]=5000;unexplained:=4000"),
+        line(1, 4_000, "task:d[4]=4001"),
+    ];
+    let csv = raw_run(dir.path(), "wrap", 10, &[(1, 3)], &lines);
+    let run = input::load(&csv, None).unwrap();
+    assert_eq!(run.rows.len(), 1, "the sound row alone");
+    assert_eq!(
+        run.notes,
+        [format!(
+            "{}: 2 rows left out, their causes adding up to more than their gap (the first on line 2): the CSV was edited or is damaged",
+            csv.display()
+        )]
+    );
+    let c = compare(&[run], None).unwrap();
+    let f = c.blocks[0].figures[0].as_ref().unwrap();
+    assert_eq!((f.count, f.explained_pct), (1, Some(5_000.0 / 9_000.0 * 100.0)));
+    assert_eq!(c.causes.iter().map(|k| k.cause.as_str()).collect::<Vec<_>>(), ["task:c", "unexplained"]);
+}
+
+/// Figures that add up past u64 over the rows or the summary's CPUs: the
+/// sums wrapped (or panicked in a debug build); each is added in u128 now,
+/// and more than the run stolen is said.
+#[test]
+fn sums_over_rows_and_cpus_do_not_wrap_and_more_than_the_run_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = 1u64 << 63;
+    let lines = [line(1, big, &format!("task:a[1]={big}")), line(1, big, &format!("task:a[1]={big}"))];
+    let csv = raw_run(dir.path(), "huge", 10, &[(1, u64::MAX), (2, 1)], &lines);
+    let run = input::load(&csv, None).unwrap();
+    assert_eq!(run.rows.len(), 2);
+    let c = compare(&[run], None).unwrap();
+    let rate = c.causes.iter().find(|k| k.cause == "task:a").unwrap().ns_per_s[0].unwrap();
+    assert_eq!(rate, 2.0 * big as f64 / 10.0);
+    let cpu1 = c.blocks.iter().find(|b| b.scope == "CPU 1").unwrap().figures[0].as_ref().unwrap();
+    assert_eq!(cpu1.mean_ns, Some(big as f64));
+    assert!(c.notes.contains(&"huge: the CSV holds 2 rows and the summary counted 18446744073709551616 hiccups (a reset during the run, or a file cut short)".to_string()), "{:?}", c.notes);
+    let over: Vec<&String> = c.notes.iter().filter(|n| n.contains("more than the run lasted")).collect();
+    assert_eq!(over.len(), 1, "{:?}", c.notes);
+    assert!(over[0].starts_with("huge: its gaps add up to more than the run lasted on all CPUs, CPU 1 (up to "), "{}", over[0]);
+    assert!(over[0].ends_with("% of the time stolen): its CSV and summary are not of one run, or were edited"), "{}", over[0]);
+    // 166648% of the time stolen, said where it was silent before.
+    let lines: Vec<String> = (0..20).map(|_| line(1, 900_000_000, "unexplained:=900000000")).collect();
+    let csv = raw_run(dir.path(), "long", 1, &[(1, 20)], &lines);
+    let c = compare(&load(&[csv]), None).unwrap();
+    // The longest gap a file can hold, on the chart's log axis.
+    let csv = raw_run(dir.path(), "max", 1, &[(1, 1)], &[line(1, u64::MAX, &format!("unexplained:={}", u64::MAX))]);
+    chart::svg(&compare(&load(&[csv]), None).unwrap(), &dir.path().join("max.svg")).unwrap();
+    assert_eq!(c.notes, ["long: its gaps add up to more than the run lasted on CPU 1 (up to 1800% of the time stolen): its CSV and summary are not of one run, or were edited"]);
+}
+
+/// Rows on a CPU the summary does not list were dropped from every table
+/// of one CPU and counted in "all CPUs", without a word.
+#[test]
+fn rows_on_a_cpu_the_summary_does_not_list_are_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = vec![line(1, 5_000, "unexplained:=5000")];
+    lines.extend((0..3).map(|_| line(7, 6_000, "unexplained:=6000")));
+    lines.extend((100..120).map(|cpu| line(cpu, 6_000, "unexplained:=6000")));
+    let csv = raw_run(dir.path(), "other", 1, &[(1, 1)], &lines);
+    let run = input::load(&csv, None).unwrap();
+    assert_eq!(run.rows.len(), 1);
+    assert_eq!(
+        run.notes,
+        [format!(
+            "{}: 23 rows on CPUs 7,100-106 and 13 more left out (the first on line 3): its summary does not list those CPUs; is it this run's summary?",
+            csv.display()
+        )]
+    );
+    let csv = raw_run(dir.path(), "one", 1, &[(1, 1)], &[line(1, 5_000, "unexplained:=5000"), line(4, 5_000, "unexplained:=5000")]);
+    let run = input::load(&csv, None).unwrap();
+    assert!(
+        run.notes[0]
+            .ends_with("1 row on CPU 4 left out (the first on line 3): its summary does not list that CPU; is it this run's summary?"),
+        "{:?}",
+        run.notes
+    );
 }

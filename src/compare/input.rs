@@ -36,11 +36,11 @@ pub struct MetaCpu {
     pub hiccups: u64,
 }
 
-/// One hiccup: its CPU, length, the part named by kernel events (lost
-/// time excluded), whose it was (passive mode) and its causes.
+/// One hiccup: its length, the part named by kernel events (lost time
+/// excluded), whose it was (passive mode) and its causes. Its CPU is where
+/// `Run::by_cpu` lists it.
 #[derive(Debug, Clone)]
 pub struct Row {
-    pub cpu: u32,
     pub gap_ns: u64,
     pub named_ns: u64,
     pub victim: Option<u32>,
@@ -132,19 +132,14 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
         by_cpu: HashMap::new(),
         notes: Vec::new(),
     };
-    read_rows(&csv_bytes, &mut run)?;
     run.by_cpu = run.meta.cpus.iter().map(|c| (c.cpu, OnCpu { threshold_ns: c.threshold_ns, rows: Vec::new() })).collect();
-    for (i, row) in run.rows.iter().enumerate() {
-        if let Some(on) = run.by_cpu.get_mut(&row.cpu) {
-            on.rows.push(i);
-        }
-    }
+    let on_listed = read_rows(&csv_bytes, &mut run)?;
+    // u128: each count is a u64 read from the file.
     let counted: u128 = run.meta.cpus.iter().map(|c| c.hiccups as u128).sum();
-    if run.rows.len() as u128 != counted {
+    if on_listed as u128 != counted {
         run.notes.push(format!(
-            "{}: the CSV holds {} rows and the summary counted {counted} hiccups (a reset during the run, or a file cut short)",
+            "{}: the CSV holds {on_listed} rows and the summary counted {counted} hiccups (a reset during the run, or a file cut short)",
             visible(&run.label),
-            run.rows.len()
         ));
     }
     Ok(run)
@@ -191,7 +186,11 @@ fn csv_of(summary: &Path, meta: &Meta) -> Result<PathBuf> {
     }
 }
 
-fn read_rows(bytes: &[u8], run: &mut Run) -> Result<()> {
+/// Reads the rows onto `run` and says how many were on a CPU its summary
+/// lists (those kept, and those left out as impossible). Every figure is a
+/// u64 from the file, added with a check: a sum that would wrap is no
+/// figure a run wrote.
+fn read_rows(bytes: &[u8], run: &mut Run) -> Result<usize> {
     let name = visible(&run.csv.display().to_string()).into_owned();
     if bytes.is_empty() {
         bail!("{name} is empty: not a jitterwatch CSV (it has no header)");
@@ -215,6 +214,11 @@ fn read_rows(bytes: &[u8], run: &mut Run) -> Result<()> {
     let victim_col = header.iter().position(|h| h == "victim");
     let mut keys: HashMap<String, u32> = HashMap::new();
     let mut victims: HashMap<String, u32> = HashMap::new();
+    // Rows left out, said in a note rather than dropped silently or
+    // refused whole: the rest of the run is still worth comparing.
+    let mut unlisted = Skipped::default();
+    let mut over_gap = Skipped::default();
+    let mut on_listed = 0;
     for (i, rec) in r.records().enumerate() {
         let line = i + 2;
         let rec = rec.with_context(|| format!("{name}, line {line}"))?;
@@ -226,11 +230,13 @@ fn read_rows(bytes: &[u8], run: &mut Run) -> Result<()> {
         };
         let (cpu, gap) = (num(1)?, num(2)?);
         let cpu = u32::try_from(cpu).with_context(|| format!("{name}, line {line}: cpu {cpu} is out of range"))?;
-        let mut row = Row { cpu, gap_ns: gap, named_ns: 0, victim: None, causes: Vec::new() };
+        let mut row = Row { gap_ns: gap, named_ns: 0, victim: None, causes: Vec::new() };
+        // None once the causes add up past u64: more than any gap.
+        let mut named = Some(0u64);
         for c in split_causes(&rec[8]) {
             let (kind, cname, ns) = c.map_err(|e| anyhow::anyhow!("{name}, line {line}: a cause {e}"))?;
             if kind != "unexplained" && kind != "lost" {
-                row.named_ns += ns;
+                named = named.and_then(|n| n.checked_add(ns));
             }
             // Names were escaped when written; `guard` catches a file made
             // by hand with raw control or format characters.
@@ -242,18 +248,79 @@ fn read_rows(bytes: &[u8], run: &mut Run) -> Result<()> {
             let id = *keys.entry(key).or_insert(n);
             row.causes.push((id, ns));
         }
-        if row.named_ns > row.gap_ns {
-            bail!("{name}, line {line}: its causes add up to more than its gap");
+        let Some(on_cpu) = run.by_cpu.get_mut(&cpu) else {
+            unlisted.add(line, cpu);
+            continue;
+        };
+        on_listed += 1;
+        match named.filter(|&n| n <= gap) {
+            Some(n) => row.named_ns = n,
+            None => {
+                over_gap.add(line, cpu);
+                continue;
+            }
         }
         if let Some(v) = victim_col.map(|c| &rec[c]).filter(|v| !v.is_empty()) {
             let n = victims.len() as u32;
             row.victim = Some(*victims.entry(guard(without_pid("task", v)).into_owned()).or_insert(n));
         }
+        on_cpu.rows.push(run.rows.len());
         run.rows.push(row);
+    }
+    if let Some(first) = over_gap.first {
+        run.notes.push(format!(
+            "{name}: {} left out, their causes adding up to more than their gap (the first on line {first}): the CSV was edited or is damaged",
+            rows(over_gap.count)
+        ));
+    }
+    if let Some(first) = unlisted.first {
+        run.notes.push(format!(
+            "{name}: {} on {} left out (the first on line {first}): its summary does not list {}; is it this run's summary?",
+            rows(unlisted.count),
+            cpus(&unlisted.cpus),
+            if unlisted.cpus.len() == 1 { "that CPU" } else { "those CPUs" },
+        ));
     }
     run.keys = ordered(keys);
     run.victims = ordered(victims);
-    Ok(())
+    Ok(on_listed)
+}
+
+/// Rows left out for one reason: how many, the first's line, their CPUs.
+#[derive(Default)]
+struct Skipped {
+    count: usize,
+    first: Option<usize>,
+    cpus: std::collections::BTreeSet<u32>,
+}
+
+impl Skipped {
+    fn add(&mut self, line: usize, cpu: u32) {
+        self.count += 1;
+        self.first.get_or_insert(line);
+        self.cpus.insert(cpu);
+    }
+}
+
+fn rows(n: usize) -> String {
+    if n == 1 {
+        "1 row".to_string()
+    } else {
+        format!("{n} rows")
+    }
+}
+
+/// CPUs as a note names them: a few, then how many more (a hand-made
+/// file may name thousands).
+fn cpus(set: &std::collections::BTreeSet<u32>) -> String {
+    const SHOWN: usize = 8;
+    let first: Vec<usize> = set.iter().take(SHOWN).map(|&c| c as usize).collect();
+    let list = crate::cpulist::Display(&first).to_string();
+    let word = if set.len() == 1 { "CPU" } else { "CPUs" };
+    match set.len() - first.len() {
+        0 => format!("{word} {list}"),
+        more => format!("{word} {list} and {more} more"),
+    }
 }
 
 fn ordered(m: HashMap<String, u32>) -> Vec<String> {

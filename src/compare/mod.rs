@@ -147,6 +147,7 @@ fn compare(runs: &[Run], cpu: Option<u32>) -> Result<Comparison> {
             figures: runs.iter().map(|r| figures::figures(r, s)).collect(),
         })
         .collect();
+    notes.extend(overfull(runs, &scopes, &blocks));
     if blocks.iter().any(|b| b.thresholds_ns.iter().flatten().collect::<Vec<_>>().windows(2).any(|w| w[0] != w[1])) {
         notes.push("the thresholds differ between runs: gaps under the larger one are counted in one run only".to_string());
     }
@@ -206,6 +207,36 @@ fn threads(runs: &[Run], notes: &mut Vec<String>) -> Vec<Scope> {
         notes.push(format!("{} more watched threads are not tabulated (the CSV has them)", time.len() - THREADS));
     }
     time.into_iter().take(THREADS).map(|t| Scope::Thread(t.0.to_string())).collect()
+}
+
+/// A note per run whose gaps on a CPU (or on all of them) add up to more
+/// than the run lasted: one CPU runs one gap at a time, so more than 100%
+/// stolen is no run's, but a CSV and a summary of two runs, or an edited
+/// file. Threads are left out: threads of one name on several CPUs are
+/// interrupted at once.
+fn overfull(runs: &[Run], scopes: &[Scope], blocks: &[Block]) -> Vec<String> {
+    const SHOWN: usize = 4;
+    let mut notes = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        let over: Vec<(&Scope, f64)> = scopes
+            .iter()
+            .zip(blocks)
+            .filter(|(s, _)| !matches!(s, Scope::Thread(_)))
+            .filter_map(|(s, b)| Some((s, b.figures[i].as_ref()?.stolen_pct)))
+            .filter(|&(_, pct)| pct > 100.0)
+            .collect();
+        let Some(most) = over.iter().map(|o| o.1).reduce(f64::max) else { continue };
+        let mut titles: Vec<String> = over.iter().take(SHOWN).map(|o| o.0.title()).collect();
+        if over.len() > SHOWN {
+            titles.push(format!("{} more", over.len() - SHOWN));
+        }
+        notes.push(format!(
+            "{}: its gaps add up to more than the run lasted on {} (up to {most:.0}% of the time stolen): its CSV and summary are not of one run, or were edited",
+            r.label,
+            titles.join(", ")
+        ));
+    }
+    notes
 }
 
 /// The smallest and largest threshold over the scope's CPUs.
