@@ -160,3 +160,69 @@ fn rows_on_a_cpu_the_summary_does_not_list_are_said() {
         run.notes
     );
 }
+
+/// A summary whose `csv` names another file (/etc/shadow, read as root)
+/// had its first line printed: `its header begins `root:*:20228:…``. A
+/// file reached through a summary, and a summary, are named with what is
+/// wrong, never quoted; a CSV named on the command line still is (it is
+/// the user's own).
+#[test]
+fn another_files_contents_are_never_echoed() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "root:*:20228:0:99999:7:::";
+    let err = |p: &Path| input::load(p, None).err().map(|e| format!("{e:#}")).unwrap_or_default();
+    let summary = |name: &str, csv: &Path, duration: serde_json::Value| {
+        let p = dir.path().join(format!("{name}.summary.json"));
+        let cpus = [serde_json::json!({"cpu": 1, "threshold_ns": 1000, "hiccups": 0})];
+        std::fs::write(&p, serde_json::json!({"mode": "probe", "duration_ns": duration, "cpus": cpus, "csv": csv}).to_string()).unwrap();
+        p
+    };
+    let shadow = dir.path().join("shadow");
+    std::fs::write(&shadow, format!("{secret}\ndaemon:*:20228:0:99999:7:::\n")).unwrap();
+    let e = err(&summary("to-shadow", &shadow, 1_000_000_000u64.into()));
+    assert_eq!(
+        e,
+        format!(
+            "{}, the CSV {} names, is not a jitterwatch CSV: its header is not `time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes`",
+            shadow.display(),
+            dir.path().join("to-shadow.summary.json").display()
+        )
+    );
+    // Past a right header: neither a field nor a cause is quoted.
+    let header = crate::export::HEADER.join(",");
+    for (row, what) in [
+        (format!("1000,{secret},5000,0,5000,unexplained,,5000,unexplained:=5000,probe,,,,"), "line 2: cpu is not a number"),
+        (format!("1000,1,5000,0,5000,unexplained,,5000,{secret},probe,,,,"), "line 2: a cause is not kind:name=ns"),
+    ] {
+        std::fs::write(&shadow, format!("{header}\n{row}\n")).unwrap();
+        let e = err(&summary("to-shadow", &shadow, 1_000_000_000u64.into()));
+        assert!(!e.contains("root:") && e.ends_with(what), "{e}");
+    }
+    // A summary's own text: serde quotes a string found where a number goes.
+    let csv = dir.path().join("mine.csv");
+    std::fs::write(&csv, format!("{header}\n")).unwrap();
+    summary("mine", &csv, secret.into());
+    let e = err(&csv);
+    assert!(!e.contains("root:"), "{e}");
+    assert!(e.contains("mine.summary.json is not a jitterwatch run summary: line 1, column ") && e.ends_with(": expected u64"), "{e}");
+    std::fs::write(crate::summary::sidecar(&csv), format!("{{\"{secret}\" 1}}")).unwrap();
+    let e = err(&csv);
+    assert!(!e.contains("root:") && e.ends_with("is not a jitterwatch run summary: line 1, column 30: it is not JSON"), "{e}");
+    std::fs::write(crate::summary::sidecar(&csv), r#"{"mode":"probe","cpus":[]}"#).unwrap();
+    assert!(err(&csv).ends_with("is not a jitterwatch run summary: line 1, column 26: it has no `duration_ns`"), "{}", err(&csv));
+    // The CSV the user named: its header is quoted, escaped, to help.
+    std::fs::write(&csv, "when,where\x1b[2J\n").unwrap();
+    summary("mine", &csv, 1_000_000_000u64.into());
+    assert!(err(&csv).contains("mine.csv is not a jitterwatch CSV: its header begins `when,where\\x1b[2J`"), "{}", err(&csv));
+}
+
+/// The mode is the summary's text too: it reached the terminal raw.
+#[test]
+fn the_mode_is_escaped_and_clamped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = Fixture::probe("m", 1, &[(1, 800)], vec![]);
+    let mode = format!("\x1b[2J\u{202e}{}", "p".repeat(1000));
+    f.mode = &mode;
+    let c = compare(&load(&[f.write(dir.path())]), None).unwrap();
+    assert!(c.runs[0].mode.starts_with("\\x1b[2J\\u{202e}ppp") && c.runs[0].mode.chars().count() == label::MAX, "{}", c.runs[0].mode);
+}

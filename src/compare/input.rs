@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
+use serde_json::error::Category;
 
 use super::file::{self, Kind};
 use crate::export::{split_causes, HEADER};
@@ -94,12 +95,15 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
     let shown = path.display().to_string();
     let shown = visible(&shown);
     let (kind, bytes) = file::read(path, &shown, None)?;
-    let (csv_path, summary, csv_bytes, meta) = if kind == Kind::Summary {
+    // The CSV as errors name it, and whether they may quote it: only a
+    // CSV named on the command line is the user's own; one a summary
+    // names may be any file (/etc/shadow, read as root).
+    let (csv_path, summary, csv_bytes, mut meta, csv_shown, quote) = if kind == Kind::Summary {
         let meta = parse_meta(&bytes, &shown)?;
         let csv = csv_of(path, &meta).with_context(|| format!("{shown} is a run summary without its CSV"))?;
-        let named = format!("{}, the CSV {shown} names", visible(&csv.display().to_string()));
-        let (_, b) = file::read(&csv, &named, Some(Kind::Csv))?;
-        (csv, path.to_path_buf(), b, meta)
+        let named = format!("{}, the CSV {shown} names,", visible(&csv.display().to_string()));
+        let (_, b) = file::read(&csv, named.trim_end_matches(','), Some(Kind::Csv))?;
+        (csv, path.to_path_buf(), b, meta, named, false)
     } else {
         let side = crate::summary::sidecar(path);
         let side_shown = side.display().to_string();
@@ -111,7 +115,7 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
         }
         let (_, m) = file::read(&side, &side_shown, Some(Kind::Summary))?;
         let meta = parse_meta(&m, &side_shown)?;
-        (path.to_path_buf(), side, bytes, meta)
+        (path.to_path_buf(), side, bytes, meta, shown.clone().into_owned(), true)
     };
     if meta.duration_ns == 0 {
         bail!("{shown}: the run lasted 0 s, nothing to compare");
@@ -121,6 +125,9 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
         csv_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| csv_path.display().to_string())
     });
     let label = super::label::clamp(&label);
+    // The summary's text, shown on a terminal: escaped and clamped as a
+    // label (jitterwatch writes a word: probe, wakeup, passive).
+    meta.mode = super::label::clamp(&meta.mode);
     let mut run = Run {
         label,
         csv: csv_path,
@@ -133,22 +140,43 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
         notes: Vec::new(),
     };
     run.by_cpu = run.meta.cpus.iter().map(|c| (c.cpu, OnCpu { threshold_ns: c.threshold_ns, rows: Vec::new() })).collect();
-    let on_listed = read_rows(&csv_bytes, &mut run)?;
+    let on_listed = read_rows(&csv_bytes, &csv_shown, quote, &mut run)?;
     // u128: each count is a u64 read from the file.
     let counted: u128 = run.meta.cpus.iter().map(|c| c.hiccups as u128).sum();
     if on_listed as u128 != counted {
         run.notes.push(format!(
             "{}: the CSV holds {on_listed} rows and the summary counted {counted} hiccups (a reset during the run, or a file cut short)",
-            visible(&run.label),
+            run.label,
         ));
     }
     Ok(run)
 }
 
 fn parse_meta(bytes: &[u8], shown: &str) -> Result<Meta> {
-    let meta: Meta = serde_json::from_slice(bytes).with_context(|| format!("{shown} is not a jitterwatch run summary"))?;
+    let meta: Meta = serde_json::from_slice(bytes).map_err(|e| {
+        let what = match e.classify() {
+            Category::Data => data_fault(&e.to_string()),
+            Category::Syntax | Category::Eof => "it is not JSON".to_string(),
+            Category::Io => e.to_string(),
+        };
+        anyhow::anyhow!("{shown} is not a jitterwatch run summary: line {}, column {}: {what}", e.line(), e.column())
+    })?;
     check_cpus(&meta, shown)?;
     Ok(meta)
+}
+
+/// What serde found wrong in a summary's fields, without what it quotes
+/// of the file (`invalid type: string "root:*:…", expected u64`): the
+/// field it missed or what it expected, both words of `Meta`'s.
+fn data_fault(msg: &str) -> String {
+    let msg = msg.rsplit_once(" at line ").map_or(msg, |m| m.0);
+    if let Some(field) = msg.strip_prefix("missing field `").and_then(|f| f.strip_suffix('`')) {
+        return format!("it has no `{}`", visible(field));
+    }
+    match msg.rsplit_once(", expected ") {
+        Some((_, expected)) => format!("expected {}", visible(expected)),
+        None => "a field holds what a run summary does not".to_string(),
+    }
 }
 
 /// A summary jitterwatch wrote lists each CPU it watched once, one at
@@ -189,9 +217,9 @@ fn csv_of(summary: &Path, meta: &Meta) -> Result<PathBuf> {
 /// Reads the rows onto `run` and says how many were on a CPU its summary
 /// lists (those kept, and those left out as impossible). Every figure is a
 /// u64 from the file, added with a check: a sum that would wrap is no
-/// figure a run wrote.
-fn read_rows(bytes: &[u8], run: &mut Run) -> Result<usize> {
-    let name = visible(&run.csv.display().to_string()).into_owned();
+/// figure a run wrote. `name` is the CSV as errors name it; `quote`: they
+/// may quote its text (false for a file the user did not name).
+fn read_rows(bytes: &[u8], name: &str, quote: bool, run: &mut Run) -> Result<usize> {
     if bytes.is_empty() {
         bail!("{name} is empty: not a jitterwatch CSV (it has no header)");
     }
@@ -208,8 +236,12 @@ fn read_rows(bytes: &[u8], run: &mut Run) -> Result<usize> {
     let mut r = csv::ReaderBuilder::new().has_headers(true).flexible(true).from_reader(whole);
     let header = r.headers().with_context(|| format!("{name}: unreadable header"))?.clone();
     if header.len() < CONTRACT || header.iter().take(CONTRACT).ne(HEADER.iter().take(CONTRACT).copied()) {
-        let shown: Vec<&str> = header.iter().take(CONTRACT).collect();
-        bail!("{name} is not a jitterwatch CSV: its header begins `{}`, not `{}`", visible(&shown.join(",")), HEADER[..CONTRACT].join(","));
+        let contract = HEADER[..CONTRACT].join(",");
+        if quote {
+            let shown: Vec<&str> = header.iter().take(CONTRACT).collect();
+            bail!("{name} is not a jitterwatch CSV: its header begins `{}`, not `{contract}`", visible(&shown.join(",")));
+        }
+        bail!("{name} is not a jitterwatch CSV: its header is not `{contract}`");
     }
     let victim_col = header.iter().position(|h| h == "victim");
     let mut keys: HashMap<String, u32> = HashMap::new();
@@ -226,7 +258,10 @@ fn read_rows(bytes: &[u8], run: &mut Run) -> Result<usize> {
             bail!("{name}, line {line}: {} fields where the header has {}", rec.len(), header.len());
         }
         let num = |col: usize| -> Result<u64> {
-            rec[col].parse().with_context(|| format!("{name}, line {line}: {} is `{}`, not a number", HEADER[col], visible(&rec[col])))
+            rec[col].parse().map_err(|_| {
+                let what = if quote { format!("is `{}`, not a number", visible(&rec[col])) } else { "is not a number".to_string() };
+                anyhow::anyhow!("{name}, line {line}: {} {what}", HEADER[col])
+            })
         };
         let (cpu, gap) = (num(1)?, num(2)?);
         let cpu = u32::try_from(cpu).with_context(|| format!("{name}, line {line}: cpu {cpu} is out of range"))?;
@@ -234,7 +269,10 @@ fn read_rows(bytes: &[u8], run: &mut Run) -> Result<usize> {
         // None once the causes add up past u64: more than any gap.
         let mut named = Some(0u64);
         for c in split_causes(&rec[8]) {
-            let (kind, cname, ns) = c.map_err(|e| anyhow::anyhow!("{name}, line {line}: a cause {e}"))?;
+            let (kind, cname, ns) = c.map_err(|e| match quote {
+                true => anyhow::anyhow!("{name}, line {line}: a cause {e}"),
+                false => anyhow::anyhow!("{name}, line {line}: a cause is not kind:name=ns"),
+            })?;
             if kind != "unexplained" && kind != "lost" {
                 named = named.and_then(|n| n.checked_add(ns));
             }
