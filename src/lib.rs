@@ -103,9 +103,16 @@ pub fn main() -> ExitCode {
         }
     };
     lifecycle::install_panic_hook();
-    if let Err(e) = lifecycle::install_signal_handlers() {
-        say!("cannot install signal handlers: {e}");
-        return ExitCode::from(2);
+    // Handlers only where a run is live (the watch, serve, events): there a
+    // signal asks for the orderly end (the CSV flushed, the programs
+    // detached, the terminal restored). Elsewhere nothing reads the stop
+    // flag, and a handler would leave compare or doctor deaf to Ctrl-C.
+    let live = matches!(cli.command, None | Some(Command::Serve { .. } | Command::Events { .. }));
+    if live {
+        if let Err(e) = lifecycle::install_signal_handlers() {
+            say!("cannot install signal handlers: {e}");
+            return ExitCode::from(2);
+        }
     }
     let result = match cli.command {
         None => monitor::run(cli.watch, false),

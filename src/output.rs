@@ -57,19 +57,20 @@ pub fn create(path: &Path, what: &str) -> io::Result<File> {
     let fail = |e: io::Error, why: &str| io::Error::new(e.kind(), format!("cannot write {what} {}: {why}", path.display()));
     refuse_link(path, what)?;
     let existed = path.symlink_metadata().is_ok();
+    // O_NONBLOCK: a FIFO with no reader fails at once (ENXIO) instead of
+    // waiting in open() for one; with a reader it opens, and is refused
+    // below as every non-file is. Cleared once the file is known regular.
     let f = OpenOptions::new()
         .write(true)
         .create(true)
         .mode(0o644)
-        // O_NONBLOCK: a FIFO planted there fails the regular-file check
-        // below instead of blocking the open until a reader comes.
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
             // A link planted after the check above.
             Some(libc::ELOOP) => link_refused(path, what),
             // A FIFO with no reader (O_NONBLOCK says so instead of waiting).
-            Some(libc::ENXIO) => fail(e, "not a regular file"),
+            Some(libc::ENXIO) => fail(e, "not a regular file (a FIFO, or a device with nothing behind it)"),
             _ => {
                 let why = e.to_string();
                 fail(e, &why)
@@ -85,6 +86,10 @@ pub fn create(path: &Path, what: &str) -> io::Result<File> {
     if m.nlink() > 1 {
         return Err(fail(io::Error::from(io::ErrorKind::InvalidInput), "it has other hard links (refused: it may be another file)"));
     }
+    blocking(&f).map_err(|e| {
+        let why = e.to_string();
+        fail(e, &why)
+    })?;
     f.set_len(0).map_err(|e| {
         let why = e.to_string();
         fail(e, &why)
@@ -93,6 +98,20 @@ pub fn create(path: &Path, what: &str) -> io::Result<File> {
         give_to_sudo_user(&f);
     }
     Ok(f)
+}
+
+/// Clears O_NONBLOCK, set to open without waiting: I/O on a regular file
+/// ignores it on the usual filesystems, not on every one (FUSE passes it
+/// on), and a write or read must never answer EAGAIN.
+pub fn blocking(f: &File) -> io::Result<()> {
+    let fd = std::os::fd::AsRawFd::as_raw_fd(f);
+    // SAFETY: fcntl on a descriptor the caller owns.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above, with the flags it returned.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Under sudo, a new file goes to the user who ran it (best effort: an
@@ -163,6 +182,23 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
         let e = create(d.path(), "the CSV").unwrap_err();
         assert!(e.to_string().starts_with("cannot write the CSV"), "{e}");
+    }
+
+    /// A FIFO with no reader fails at once; with one it is refused as a
+    /// non-file. Neither waits in open().
+    #[test]
+    fn a_fifo_is_refused_without_waiting() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("chart.svg");
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let e = create(&p, "the chart").unwrap_err();
+        assert!(e.to_string().ends_with("chart.svg: not a regular file (a FIFO, or a device with nothing behind it)"), "{e}");
+        let reader = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&p).unwrap();
+        let e = create(&p, "the chart").unwrap_err();
+        assert!(e.to_string().ends_with("chart.svg: not a regular file"), "{e}");
+        drop(reader);
     }
 
     #[test]

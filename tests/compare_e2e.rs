@@ -56,3 +56,174 @@ fn compare_says_the_hog_vanished_and_draws_the_chart() {
     assert!(status.success(), "{err}");
     assert!(text.contains("99.99%") && text.contains(&format!("vanished: task:{name}")), "{text}");
 }
+
+/// A run's files written by hand: a CSV of `rows` (each the line after the
+/// header) and its summary beside it listing `cpus`.
+fn write_run(dir: &std::path::Path, name: &str, cpus: &[u32], rows: &[String]) -> std::path::PathBuf {
+    let csv = dir.join(format!("{name}.csv"));
+    let mut text =
+        "time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes,source,victim,parts,freq_khz,origins\n".to_string();
+    for r in rows {
+        text += r;
+        text += "\n";
+    }
+    std::fs::write(&csv, text).unwrap();
+    let cpus: Vec<serde_json::Value> = cpus.iter().map(|c| serde_json::json!({"cpu": c, "threshold_ns": 1000, "hiccups": 0})).collect();
+    let meta = serde_json::json!({"mode": "probe", "duration_ns": 10_000_000_000u64, "cpus": cpus, "csv": csv});
+    std::fs::write(dir.join(format!("{name}.summary.json")), meta.to_string()).unwrap();
+    csv
+}
+
+/// One row on `cpu`: a 5 µs gap, all of it unexplained.
+fn row(cpu: u32) -> String {
+    format!("1000,{cpu},5000,0,5000,unexplained,,5000,unexplained:=5000,probe,,,,")
+}
+
+/// `jitterwatch ARGS`, piped, with the signals a normal program dies of at
+/// their default (a test runner may have ignored some: the child would
+/// inherit that).
+fn spawn(args: &[&std::ffi::OsStr]) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    // SAFETY: signal() is async-signal-safe, as pre_exec requires.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        })
+    };
+    cmd.spawn().expect("spawn jitterwatch")
+}
+
+/// The child's exit within `limit`, or None (it is then killed).
+fn exit_within(child: &mut std::process::Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// `report` is no live run: Ctrl-C, SIGTERM and SIGHUP end it as they end
+/// any program, here while it is blocked writing a table nobody reads.
+#[test]
+fn report_dies_of_ctrl_c_sigterm_and_sighup() {
+    use std::io::BufRead;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    // A table per CPU: far more than a pipe holds.
+    let cpus: Vec<u32> = (0..1000).collect();
+    let csv = write_run(dir.path(), "many", &cpus, &[row(0)]);
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let mut child = spawn(&["report".as_ref(), csv.as_os_str()]);
+        // Its first line: main() has run; the rest fills the pipe.
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
+        assert!(first.starts_with("many:"), "{first}");
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = exit_within(&mut child, Duration::from_secs(10));
+        assert_eq!(status.and_then(|s| s.signal()), Some(sig), "signal {sig} did not end report: {status:?}");
+    }
+}
+
+/// `jitterwatch ARGS` with its address space capped at 2 GiB (a read that
+/// never ends fails there rather than taking the machine): (exit status or
+/// None if it was still running after `limit`, stderr).
+fn run_capped(args: &[&std::ffi::OsStr], limit: Duration) -> (Option<std::process::ExitStatus>, String) {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe, as pre_exec requires.
+    unsafe {
+        cmd.pre_exec(|| {
+            let cap = libc::rlimit { rlim_cur: 2 << 30, rlim_max: 2 << 30 };
+            libc::setrlimit(libc::RLIMIT_AS, &cap);
+            Ok(())
+        })
+    };
+    let mut child = cmd.spawn().expect("spawn jitterwatch");
+    let status = exit_within(&mut child, limit);
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    (status, err)
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+}
+
+/// A FIFO or a device as an input, named or named by a summary: one line
+/// and exit status 1 at once, never a wait in open() nor a read that never
+/// ends.
+#[test]
+fn fifos_and_devices_as_inputs_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.csv");
+    mkfifo(&fifo);
+    let summary = |name: &str, csv: &std::path::Path| {
+        let p = dir.path().join(format!("{name}.summary.json"));
+        let cpus = [serde_json::json!({"cpu": 1, "threshold_ns": 1000, "hiccups": 0})];
+        std::fs::write(&p, serde_json::json!({"mode": "probe", "duration_ns": 1_000_000_000u64, "cpus": cpus, "csv": csv}).to_string())
+            .unwrap();
+        p
+    };
+    let to_fifo = summary("to-fifo", &fifo);
+    let to_zero = summary("to-zero", std::path::Path::new("/dev/zero"));
+    let cases: [(&std::path::Path, &str); 4] = [
+        (&fifo, "fifo.csv: it is a FIFO, not a regular file"),
+        (&to_fifo, "fifo.csv, the CSV"),
+        (std::path::Path::new("/dev/zero"), "/dev/zero: it is a character device, not a regular file"),
+        (&to_zero, "/dev/zero, the CSV"),
+    ];
+    for (input, want) in cases {
+        let (status, err) = run_capped(&["report".as_ref(), input.as_os_str()], Duration::from_secs(10));
+        assert_eq!(status.and_then(|s| s.code()), Some(1), "report {}: {status:?} {err}", input.display());
+        assert!(err.contains(want) && err.contains("not a regular file"), "report {}: {err}", input.display());
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    }
+}
+
+/// A chart written over an input, or into a FIFO: one line, exit status 1,
+/// at once, and the input left whole.
+#[test]
+fn a_chart_over_an_input_or_into_a_fifo_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = write_run(dir.path(), "same", &[0], &[row(0)]);
+    let summary = dir.path().join("same.summary.json");
+    let (csv_bytes, summary_bytes) = (std::fs::read(&csv).unwrap(), std::fs::read(&summary).unwrap());
+    let fifo = dir.path().join("chart.svg");
+    mkfifo(&fifo);
+    let other = dir.path().join("c.png");
+    let cases: [(&std::path::Path, &str, &std::path::Path, &str); 5] = [
+        (&csv, "--svg", &csv, "same.csv: it is an input, the CSV of same"),
+        (&csv, "--png", &summary, "same.summary.json: it is an input, the summary of same"),
+        (&summary, "--svg", &csv, "it is an input, the CSV of same"),
+        (&csv, "--svg", &fifo, "chart.svg: it is a FIFO, not a regular file"),
+        (&csv, "--png", &dir.path().join(".").join("c.png"), "--svg and --png name one file"),
+    ];
+    for (input, opt, out, want) in cases {
+        let mut args = vec!["report".as_ref(), input.as_os_str(), opt.as_ref(), out.as_os_str()];
+        if out.ends_with("c.png") {
+            args.extend(["--svg".as_ref(), other.as_os_str()]);
+        }
+        let (status, err) = run_capped(&args, Duration::from_secs(10));
+        assert_eq!(status.and_then(|s| s.code()), Some(1), "{args:?}: {status:?} {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    }
+    assert_eq!(std::fs::read(&csv).unwrap(), csv_bytes, "the CSV was overwritten");
+    assert_eq!(std::fs::read(&summary).unwrap(), summary_bytes, "the summary was overwritten");
+    assert!(!other.exists());
+}

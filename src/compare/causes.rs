@@ -11,10 +11,12 @@ use super::input::Run;
 
 /// A run's causes in a scope: `kind:name` → ns stolen per second of run.
 pub fn rates(run: &Run, scope: &Scope) -> HashMap<String, f64> {
-    let mut total: HashMap<u32, u64> = HashMap::new();
+    // u128: each figure is a u64 read from a file, and they may add up
+    // past u64 over the rows.
+    let mut total: HashMap<u32, u128> = HashMap::new();
     for row in scope.rows(run).unwrap_or_default() {
         for &(k, ns) in &row.causes {
-            *total.entry(k).or_default() += ns;
+            *total.entry(k).or_default() += ns as u128;
         }
     }
     let secs = run.duration_s();

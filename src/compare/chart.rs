@@ -99,7 +99,7 @@ fn percentile_label(x: f64) -> String {
 /// around the runs' smallest and largest gaps.
 fn gap_range(c: &Comparison) -> (f64, f64) {
     let lo = c.gaps.iter().filter_map(|g| g.first()).min().copied().unwrap_or(1_000).max(1);
-    let hi = c.gaps.iter().filter_map(|g| g.last()).max().copied().unwrap_or(10_000).max(lo + 1);
+    let hi = c.gaps.iter().filter_map(|g| g.last()).max().copied().unwrap_or(10_000).max(lo.saturating_add(1));
     (10f64.powf((lo as f64).log10().floor()), 10f64.powf((hi as f64).log10().ceil()))
 }
 

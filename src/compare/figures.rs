@@ -28,7 +28,7 @@ impl Scope {
     pub fn rows<'a>(&self, run: &'a Run) -> Option<Vec<&'a Row>> {
         match self {
             Scope::All => Some(run.rows.iter().collect()),
-            Scope::Cpu(c) => run.watched().contains(c).then(|| run.rows.iter().filter(|r| r.cpu == *c).collect()),
+            Scope::Cpu(c) => Some(run.by_cpu.get(c)?.rows.iter().map(|&i| &run.rows[i]).collect()),
             Scope::Thread(t) => {
                 let id = run.victims.iter().position(|v| v == t)? as u32;
                 Some(run.rows.iter().filter(|r| r.victim == Some(id)).collect())

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
+use serde_json::error::Category;
 
+use super::file::{self, Kind};
 use crate::export::{split_causes, HEADER};
 use crate::sanitize::{guard, visible};
 
@@ -35,11 +37,11 @@ pub struct MetaCpu {
     pub hiccups: u64,
 }
 
-/// One hiccup: its CPU, length, the part named by kernel events (lost
-/// time excluded), whose it was (passive mode) and its causes.
+/// One hiccup: its length, the part named by kernel events (lost time
+/// excluded), whose it was (passive mode) and its causes. Its CPU is where
+/// `Run::by_cpu` lists it.
 #[derive(Debug, Clone)]
 pub struct Row {
-    pub cpu: u32,
     pub gap_ns: u64,
     pub named_ns: u64,
     pub victim: Option<u32>,
@@ -52,6 +54,8 @@ pub struct Run {
     /// Escaped (`sanitize::visible`), as every name here.
     pub label: String,
     pub csv: PathBuf,
+    /// The summary read with it (named, or found beside the CSV).
+    pub summary: PathBuf,
     pub meta: Meta,
     pub rows: Vec<Row>,
     /// Causes as `kind:name`, a task without its pid (the same program in
@@ -60,7 +64,19 @@ pub struct Run {
     /// Passive mode's watched threads by name, as the CSV shows it, without
     /// the tid (a program's threads have new tids in each run).
     pub victims: Vec<String>,
+    /// Each CPU the summary lists, with its rows: a CPU's table is a
+    /// lookup, not a pass over every row (a pass per CPU made 10⁵ CPUs
+    /// quadratic).
+    pub by_cpu: HashMap<u32, OnCpu>,
     pub notes: Vec<String>,
+}
+
+/// One watched CPU of a run: its threshold and its rows (indices into
+/// `Run::rows`).
+#[derive(Debug, Default)]
+pub struct OnCpu {
+    pub threshold_ns: u64,
+    pub rows: Vec<usize>,
 }
 
 impl Run {
@@ -78,47 +94,111 @@ impl Run {
 pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
     let shown = path.display().to_string();
     let shown = visible(&shown);
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {shown}"))?;
-    let (csv_path, csv_bytes, meta) = if bytes.trim_ascii_start().starts_with(b"{") {
+    let (kind, bytes) = file::read(path, &shown, None)?;
+    // The CSV as errors name it, and whether they may quote it: only a
+    // CSV named on the command line is the user's own; one a summary
+    // names may be any file (/etc/shadow, read as root).
+    let (csv_path, summary, csv_bytes, mut meta, csv_shown, quote) = if kind == Kind::Summary {
         let meta = parse_meta(&bytes, &shown)?;
         let csv = csv_of(path, &meta).with_context(|| format!("{shown} is a run summary without its CSV"))?;
-        let b =
-            std::fs::read(&csv).with_context(|| format!("cannot read {}, the CSV {shown} names", visible(&csv.display().to_string())))?;
-        (csv, b, meta)
+        let named = format!("{}, the CSV {shown} names,", visible(&csv.display().to_string()));
+        let (_, b) = file::read(&csv, named.trim_end_matches(','), Some(Kind::Csv))?;
+        (csv, path.to_path_buf(), b, meta, named, false)
     } else {
         let side = crate::summary::sidecar(path);
         let side_shown = side.display().to_string();
-        let m = std::fs::read(&side).with_context(|| {
-            format!(
-                "no run summary beside {shown} ({} is missing): jitterwatch writes it with --csv; or name the --summary-json file",
-                visible(&side_shown)
-            )
-        })?;
-        (path.to_path_buf(), bytes, parse_meta(&m, &visible(&side_shown))?)
+        let side_shown = visible(&side_shown);
+        if side.symlink_metadata().is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+            bail!(
+                "no run summary beside {shown} ({side_shown} is missing): jitterwatch writes it with --csv; or name the --summary-json file"
+            );
+        }
+        let (_, m) = file::read(&side, &side_shown, Some(Kind::Summary))?;
+        let meta = parse_meta(&m, &side_shown)?;
+        (path.to_path_buf(), side, bytes, meta, shown.clone().into_owned(), true)
     };
     if meta.duration_ns == 0 {
         bail!("{shown}: the run lasted 0 s, nothing to compare");
     }
-    // Shown on a terminal and in the chart: escaped.
+    // Shown on a terminal and in the chart: escaped and clamped.
     let label = label.unwrap_or_else(|| {
         csv_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| csv_path.display().to_string())
     });
-    let label = visible(&label).into_owned();
-    let mut run = Run { label, csv: csv_path, meta, rows: Vec::new(), keys: Vec::new(), victims: Vec::new(), notes: Vec::new() };
-    read_rows(&csv_bytes, &mut run)?;
-    let counted: u64 = run.meta.cpus.iter().map(|c| c.hiccups).sum();
-    if run.rows.len() as u64 != counted {
+    let label = super::label::clamp(&label);
+    // The summary's text, shown on a terminal: escaped and clamped as a
+    // label (jitterwatch writes a word: probe, wakeup, passive).
+    meta.mode = super::label::clamp(&meta.mode);
+    let mut run = Run {
+        label,
+        csv: csv_path,
+        summary,
+        meta,
+        rows: Vec::new(),
+        keys: Vec::new(),
+        victims: Vec::new(),
+        by_cpu: HashMap::new(),
+        notes: Vec::new(),
+    };
+    run.by_cpu = run.meta.cpus.iter().map(|c| (c.cpu, OnCpu { threshold_ns: c.threshold_ns, rows: Vec::new() })).collect();
+    let on_listed = read_rows(&csv_bytes, &csv_shown, quote, &mut run)?;
+    // u128: each count is a u64 read from the file.
+    let counted: u128 = run.meta.cpus.iter().map(|c| c.hiccups as u128).sum();
+    if on_listed as u128 != counted {
         run.notes.push(format!(
-            "{}: the CSV holds {} rows and the summary counted {counted} hiccups (a reset during the run, or a file cut short)",
-            visible(&run.label),
-            run.rows.len()
+            "{}: the CSV holds {on_listed} rows and the summary counted {counted} hiccups (a reset during the run, or a file cut short)",
+            run.label,
         ));
     }
     Ok(run)
 }
 
 fn parse_meta(bytes: &[u8], shown: &str) -> Result<Meta> {
-    serde_json::from_slice(bytes).with_context(|| format!("{shown} is not a jitterwatch run summary"))
+    let meta: Meta = serde_json::from_slice(bytes).map_err(|e| {
+        let what = match e.classify() {
+            Category::Data => data_fault(&e.to_string()),
+            Category::Syntax | Category::Eof => "it is not JSON".to_string(),
+            Category::Io => e.to_string(),
+        };
+        anyhow::anyhow!("{shown} is not a jitterwatch run summary: line {}, column {}: {what}", e.line(), e.column())
+    })?;
+    check_cpus(&meta, shown)?;
+    Ok(meta)
+}
+
+/// What serde found wrong in a summary's fields, without what it quotes
+/// of the file (`invalid type: string "root:*:…", expected u64`): the
+/// field it missed or what it expected, both words of `Meta`'s.
+fn data_fault(msg: &str) -> String {
+    let msg = msg.rsplit_once(" at line ").map_or(msg, |m| m.0);
+    if let Some(field) = msg.strip_prefix("missing field `").and_then(|f| f.strip_suffix('`')) {
+        return format!("it has no `{}`", visible(field));
+    }
+    match msg.rsplit_once(", expected ") {
+        Some((_, expected)) => format!("expected {}", visible(expected)),
+        None => "a field holds what a run summary does not".to_string(),
+    }
+}
+
+/// A summary jitterwatch wrote lists each CPU it watched once, one at
+/// least, each below what its BPF side can watch (`MAX_CPUS`). Anything
+/// else was made by hand or is no summary of ours: 900,000 repeats of one
+/// CPU were taken as they came, and 10⁵ CPUs made 10⁵ tables (68 MB).
+fn check_cpus(meta: &Meta, shown: &str) -> Result<()> {
+    const GIVE: &str = "not a summary jitterwatch wrote; give the one its run wrote beside its CSV";
+    let max = crate::record::MAX_CPUS;
+    if meta.cpus.is_empty() {
+        bail!("{shown} lists no CPU: {GIVE}");
+    }
+    let mut seen = vec![false; max];
+    for c in &meta.cpus {
+        let Some(s) = seen.get_mut(c.cpu as usize) else {
+            bail!("{shown} lists CPU {}, beyond the {max} jitterwatch watches: {GIVE}", c.cpu);
+        };
+        if std::mem::replace(s, true) {
+            bail!("{shown} lists CPU {} twice: {GIVE}", c.cpu);
+        }
+    }
+    Ok(())
 }
 
 /// The summary's CSV: where it was written, else the file of that name
@@ -134,8 +214,12 @@ fn csv_of(summary: &Path, meta: &Meta) -> Result<PathBuf> {
     }
 }
 
-fn read_rows(bytes: &[u8], run: &mut Run) -> Result<()> {
-    let name = visible(&run.csv.display().to_string()).into_owned();
+/// Reads the rows onto `run` and says how many were on a CPU its summary
+/// lists (those kept, and those left out as impossible). Every figure is a
+/// u64 from the file, added with a check: a sum that would wrap is no
+/// figure a run wrote. `name` is the CSV as errors name it; `quote`: they
+/// may quote its text (false for a file the user did not name).
+fn read_rows(bytes: &[u8], name: &str, quote: bool, run: &mut Run) -> Result<usize> {
     if bytes.is_empty() {
         bail!("{name} is empty: not a jitterwatch CSV (it has no header)");
     }
@@ -152,12 +236,21 @@ fn read_rows(bytes: &[u8], run: &mut Run) -> Result<()> {
     let mut r = csv::ReaderBuilder::new().has_headers(true).flexible(true).from_reader(whole);
     let header = r.headers().with_context(|| format!("{name}: unreadable header"))?.clone();
     if header.len() < CONTRACT || header.iter().take(CONTRACT).ne(HEADER.iter().take(CONTRACT).copied()) {
-        let shown: Vec<&str> = header.iter().take(CONTRACT).collect();
-        bail!("{name} is not a jitterwatch CSV: its header begins `{}`, not `{}`", visible(&shown.join(",")), HEADER[..CONTRACT].join(","));
+        let contract = HEADER[..CONTRACT].join(",");
+        if quote {
+            let shown: Vec<&str> = header.iter().take(CONTRACT).collect();
+            bail!("{name} is not a jitterwatch CSV: its header begins `{}`, not `{contract}`", visible(&shown.join(",")));
+        }
+        bail!("{name} is not a jitterwatch CSV: its header is not `{contract}`");
     }
     let victim_col = header.iter().position(|h| h == "victim");
     let mut keys: HashMap<String, u32> = HashMap::new();
     let mut victims: HashMap<String, u32> = HashMap::new();
+    // Rows left out, said in a note rather than dropped silently or
+    // refused whole: the rest of the run is still worth comparing.
+    let mut unlisted = Skipped::default();
+    let mut over_gap = Skipped::default();
+    let mut on_listed = 0;
     for (i, rec) in r.records().enumerate() {
         let line = i + 2;
         let rec = rec.with_context(|| format!("{name}, line {line}"))?;
@@ -165,15 +258,23 @@ fn read_rows(bytes: &[u8], run: &mut Run) -> Result<()> {
             bail!("{name}, line {line}: {} fields where the header has {}", rec.len(), header.len());
         }
         let num = |col: usize| -> Result<u64> {
-            rec[col].parse().with_context(|| format!("{name}, line {line}: {} is `{}`, not a number", HEADER[col], visible(&rec[col])))
+            rec[col].parse().map_err(|_| {
+                let what = if quote { format!("is `{}`, not a number", visible(&rec[col])) } else { "is not a number".to_string() };
+                anyhow::anyhow!("{name}, line {line}: {} {what}", HEADER[col])
+            })
         };
         let (cpu, gap) = (num(1)?, num(2)?);
         let cpu = u32::try_from(cpu).with_context(|| format!("{name}, line {line}: cpu {cpu} is out of range"))?;
-        let mut row = Row { cpu, gap_ns: gap, named_ns: 0, victim: None, causes: Vec::new() };
+        let mut row = Row { gap_ns: gap, named_ns: 0, victim: None, causes: Vec::new() };
+        // None once the causes add up past u64: more than any gap.
+        let mut named = Some(0u64);
         for c in split_causes(&rec[8]) {
-            let (kind, cname, ns) = c.map_err(|e| anyhow::anyhow!("{name}, line {line}: a cause {e}"))?;
+            let (kind, cname, ns) = c.map_err(|e| match quote {
+                true => anyhow::anyhow!("{name}, line {line}: a cause {e}"),
+                false => anyhow::anyhow!("{name}, line {line}: a cause is not kind:name=ns"),
+            })?;
             if kind != "unexplained" && kind != "lost" {
-                row.named_ns += ns;
+                named = named.and_then(|n| n.checked_add(ns));
             }
             // Names were escaped when written; `guard` catches a file made
             // by hand with raw control or format characters.
@@ -185,18 +286,79 @@ fn read_rows(bytes: &[u8], run: &mut Run) -> Result<()> {
             let id = *keys.entry(key).or_insert(n);
             row.causes.push((id, ns));
         }
-        if row.named_ns > row.gap_ns {
-            bail!("{name}, line {line}: its causes add up to more than its gap");
+        let Some(on_cpu) = run.by_cpu.get_mut(&cpu) else {
+            unlisted.add(line, cpu);
+            continue;
+        };
+        on_listed += 1;
+        match named.filter(|&n| n <= gap) {
+            Some(n) => row.named_ns = n,
+            None => {
+                over_gap.add(line, cpu);
+                continue;
+            }
         }
         if let Some(v) = victim_col.map(|c| &rec[c]).filter(|v| !v.is_empty()) {
             let n = victims.len() as u32;
             row.victim = Some(*victims.entry(guard(without_pid("task", v)).into_owned()).or_insert(n));
         }
+        on_cpu.rows.push(run.rows.len());
         run.rows.push(row);
+    }
+    if let Some(first) = over_gap.first {
+        run.notes.push(format!(
+            "{name}: {} left out, their causes adding up to more than their gap (the first on line {first}): the CSV was edited or is damaged",
+            rows(over_gap.count)
+        ));
+    }
+    if let Some(first) = unlisted.first {
+        run.notes.push(format!(
+            "{name}: {} on {} left out (the first on line {first}): its summary does not list {}; is it this run's summary?",
+            rows(unlisted.count),
+            cpus(&unlisted.cpus),
+            if unlisted.cpus.len() == 1 { "that CPU" } else { "those CPUs" },
+        ));
     }
     run.keys = ordered(keys);
     run.victims = ordered(victims);
-    Ok(())
+    Ok(on_listed)
+}
+
+/// Rows left out for one reason: how many, the first's line, their CPUs.
+#[derive(Default)]
+struct Skipped {
+    count: usize,
+    first: Option<usize>,
+    cpus: std::collections::BTreeSet<u32>,
+}
+
+impl Skipped {
+    fn add(&mut self, line: usize, cpu: u32) {
+        self.count += 1;
+        self.first.get_or_insert(line);
+        self.cpus.insert(cpu);
+    }
+}
+
+fn rows(n: usize) -> String {
+    if n == 1 {
+        "1 row".to_string()
+    } else {
+        format!("{n} rows")
+    }
+}
+
+/// CPUs as a note names them: a few, then how many more (a hand-made
+/// file may name thousands).
+fn cpus(set: &std::collections::BTreeSet<u32>) -> String {
+    const SHOWN: usize = 8;
+    let first: Vec<usize> = set.iter().take(SHOWN).map(|&c| c as usize).collect();
+    let list = crate::cpulist::Display(&first).to_string();
+    let word = if set.len() == 1 { "CPU" } else { "CPUs" };
+    match set.len() - first.len() {
+        0 => format!("{word} {list}"),
+        more => format!("{word} {list} and {more} more"),
+    }
 }
 
 fn ordered(m: HashMap<String, u32>) -> Vec<String> {

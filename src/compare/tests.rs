@@ -7,20 +7,20 @@ use super::*;
 
 /// A run to write: its duration, CPUs (cpu, threshold) and rows as
 /// (cpu, gap, causes field, victim).
-struct Fixture<'a> {
-    name: &'a str,
-    mode: &'a str,
-    secs: u64,
-    cpus: &'a [(u32, u64)],
-    rows: Vec<(u32, u64, String, &'a str)>,
+pub(super) struct Fixture<'a> {
+    pub name: &'a str,
+    pub mode: &'a str,
+    pub secs: u64,
+    pub cpus: &'a [(u32, u64)],
+    pub rows: Vec<(u32, u64, String, &'a str)>,
 }
 
 impl Fixture<'_> {
-    fn probe<'a>(name: &'a str, secs: u64, cpus: &'a [(u32, u64)], rows: Vec<(u32, u64, String, &'a str)>) -> Fixture<'a> {
+    pub fn probe<'a>(name: &'a str, secs: u64, cpus: &'a [(u32, u64)], rows: Vec<(u32, u64, String, &'a str)>) -> Fixture<'a> {
         Fixture { name, mode: "probe", secs, cpus, rows }
     }
 
-    fn write(&self, dir: &Path) -> PathBuf {
+    pub fn write(&self, dir: &Path) -> PathBuf {
         let csv = dir.join(format!("{}.csv", self.name));
         let mut text = crate::export::HEADER.join(",") + "\n";
         for (cpu, gap, causes, victim) in &self.rows {
@@ -43,15 +43,15 @@ impl Fixture<'_> {
     }
 }
 
-fn unexplained(gap: u64) -> String {
+pub(super) fn unexplained(gap: u64) -> String {
     format!("unexplained:={gap}")
 }
 
-fn load(paths: &[PathBuf]) -> Vec<Run> {
+pub(super) fn load(paths: &[PathBuf]) -> Vec<Run> {
     paths.iter().map(|p| input::load(p, None).unwrap()).collect()
 }
 
-fn text(c: &Comparison) -> String {
+pub(super) fn text(c: &Comparison) -> String {
     let mut out = Vec::new();
     table::write(c, &mut out).unwrap();
     String::from_utf8(out).unwrap()
@@ -298,4 +298,16 @@ fn the_png_chart_decodes_with_content() {
     for colour in [[31, 119, 180], [255, 127, 14]] {
         assert!(img.pixels().filter(|p| p.0 == colour).count() > 200, "no line in {colour:?}");
     }
+}
+
+/// A label of any length: the table's columns are as wide as their
+/// labels, and a width past 65535 panicked in the formatter.
+#[test]
+fn a_long_label_is_clamped_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = Fixture::probe("base", 1, &[(1, 800)], vec![(1, 5_000, unexplained(5_000), "")]).write(dir.path());
+    let run = input::load(&csv, Some("W".repeat(70_000))).unwrap();
+    assert_eq!(run.label.chars().count(), label::MAX);
+    let t = text(&compare(&[run], None).unwrap());
+    assert!(t.lines().all(|l| l.chars().count() < 200), "{t}");
 }
