@@ -121,6 +121,18 @@ fn prometheus_address_is_checked_first() {
     assert!(e.contains("--prometheus"), "{e}");
 }
 
+/// `--dma-latency` past what the kernel holds (an s32, and under 2·10⁹
+/// µs to limit anything) used to be said as held: refused with the range,
+/// before anything is opened.
+#[test]
+fn dma_latency_past_the_kernels_range_is_refused() {
+    let past = (last_cpu() + 1).to_string();
+    for us in ["2147483648", "2000000000"] {
+        let e = one_line_error(&["--cpus", &past, "--no-tui", "--dma-latency", us]);
+        assert!(e.contains("0 to 1999999999 µs"), "{e}");
+    }
+}
+
 /// The man page and the completions come from the same clap definitions
 /// as the parser: every option is in them.
 #[test]
