@@ -142,7 +142,7 @@ pub struct WatchArgs {
     #[arg(help_heading = heading::ORIGINS)]
     #[arg(long, conflicts_with = "no_origins")]
     pub wake_origins: bool,
-    /// Serve Prometheus metrics (OpenMetrics text) at http://ADDR/metrics, e.g. 127.0.0.1:9464
+    /// Serve Prometheus metrics (OpenMetrics text) at http://ADDR/metrics, e.g. 127.0.0.1:9464 or localhost:9464 (any other address than loopback shows process and thread names to whoever reaches it)
     #[arg(help_heading = heading::FLEET)]
     #[arg(long, value_name = "ADDR")]
     pub prometheus: Option<String>,
