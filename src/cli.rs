@@ -90,9 +90,9 @@ pub struct WatchArgs {
     #[arg(help_heading = heading::PROBE)]
     #[arg(long, value_name = "DUR", value_parser = crate::duration::parse_ns)]
     pub timer_slack: Option<u64>,
-    /// Hold /dev/cpu_dma_latency at US microseconds for the run, as cyclictest does (at 0) by default: no CPU enters an idle state slower to leave; default: not held, the machine as configured
+    /// Hold /dev/cpu_dma_latency at US microseconds (0 to 1999999999) for the run, as cyclictest does (at 0) by default: no CPU enters an idle state slower to leave; default: not held, the machine as configured
     #[arg(help_heading = heading::PROBE)]
-    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32))]
+    #[arg(long, value_name = "US", value_parser = crate::dma_latency::parse)]
     pub dma_latency: Option<u32>,
     /// The probe loop's clock: tsc (the time-stamp counter, calibrated against CLOCK_MONOTONIC), vdso (clock_gettime), or auto: tsc where it is invariant and the kernel's clocksource, else vdso
     #[arg(help_heading = heading::PROBE)]
@@ -142,7 +142,7 @@ pub struct WatchArgs {
     #[arg(help_heading = heading::ORIGINS)]
     #[arg(long, conflicts_with = "no_origins")]
     pub wake_origins: bool,
-    /// Serve Prometheus metrics (OpenMetrics text) at http://ADDR/metrics, e.g. 127.0.0.1:9464
+    /// Serve Prometheus metrics (OpenMetrics text) at http://ADDR/metrics, e.g. 127.0.0.1:9464 or localhost:9464 (any other address than loopback shows process and thread names to whoever reaches it)
     #[arg(help_heading = heading::FLEET)]
     #[arg(long, value_name = "ADDR")]
     pub prometheus: Option<String>,

@@ -121,6 +121,44 @@ fn prometheus_address_is_checked_first() {
     assert!(e.contains("--prometheus"), "{e}");
 }
 
+/// `--prometheus` takes a host name (localhost resolves, and the run goes
+/// on to its next check) or says in one line that it does not resolve;
+/// bound beyond loopback it warns, in one line, that /metrics shows
+/// process and thread names to whoever reaches the port.
+#[test]
+fn prometheus_takes_a_host_name_and_warns_beyond_loopback() {
+    let past = (last_cpu() + 1).to_string();
+    let next_check = format!("CPU {past} does not exist");
+    for quiet in ["localhost:0", "127.0.0.1:0"] {
+        let e = one_line_error(&["--cpus", &past, "--no-tui", "--prometheus", quiet]);
+        assert!(e.contains(&next_check), "{quiet}: {e}");
+    }
+    let e = one_line_error(&["--cpus", &past, "--no-tui", "--prometheus", "no-such-host.invalid:9464"]);
+    assert!(e.contains("no-such-host.invalid does not resolve") && e.contains("127.0.0.1:9464"), "{e}");
+    // [::] only where this machine has IPv6.
+    let v6 = std::net::TcpListener::bind("[::]:0").is_ok();
+    for open in ["0.0.0.0:0", "[::]:0"].into_iter().filter(|a| v6 || !a.starts_with('[')) {
+        let (status, _, err) = run_bin(&["--cpus", &past, "--no-tui", "--prometheus", open], Duration::from_secs(20));
+        assert!(!status.success(), "{open}");
+        let lines: Vec<_> = err.lines().collect();
+        assert_eq!(lines.len(), 2, "{open}: {err}");
+        assert!(lines[0].contains("/metrics carries process and thread names to anyone who can reach this port"), "{err}");
+        assert!(lines[1].contains(&next_check), "{err}");
+    }
+}
+
+/// `--dma-latency` past what the kernel holds (an s32, and under 2·10⁹
+/// µs to limit anything) used to be said as held: refused with the range,
+/// before anything is opened.
+#[test]
+fn dma_latency_past_the_kernels_range_is_refused() {
+    let past = (last_cpu() + 1).to_string();
+    for us in ["2147483648", "2000000000"] {
+        let e = one_line_error(&["--cpus", &past, "--no-tui", "--dma-latency", us]);
+        assert!(e.contains("0 to 1999999999 µs"), "{e}");
+    }
+}
+
 /// The man page and the completions come from the same clap definitions
 /// as the parser: every option is in them.
 #[test]

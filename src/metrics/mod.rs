@@ -237,4 +237,6 @@ impl Exporter {
 }
 
 #[cfg(test)]
+mod http_tests;
+#[cfg(test)]
 mod tests;

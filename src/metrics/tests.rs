@@ -210,6 +210,7 @@ fn the_endpoint_answers_and_refuses() {
     assert!(body.contains("jitterwatch_hiccups_total{cpu=\"6\"} 0\n"), "{body}");
     assert_eq!(http::respond("GET /nope HTTP/1.1", true, &slot).0, "404 Not Found");
     assert_eq!(http::respond("POST /metrics HTTP/1.1", true, &slot).0, "405 Method Not Allowed");
+    assert_eq!(http::respond("POST /metrics HTTP/1.1", true, &slot).2, "only GET, HEAD\n");
 }
 
 #[test]
@@ -220,6 +221,21 @@ fn a_bad_address_or_a_taken_port_is_one_line() {
     let e = Endpoint::bind(&first.addr.to_string()).err().unwrap().to_string();
     assert!(e.contains("in use"), "{e}");
     assert!(!e.contains('\n'));
+}
+
+/// An endpoint reachable from beyond this machine is said in one line
+/// (/metrics names processes and threads); loopback, however written, is
+/// quiet.
+#[test]
+fn an_address_beyond_loopback_is_warned_of() {
+    for a in ["127.0.0.1:9464", "127.0.0.2:9464", "[::1]:9464", "[::ffff:127.0.0.1]:9464"] {
+        assert_eq!(http::exposure(a.parse().unwrap()), None, "{a}");
+    }
+    for a in ["0.0.0.0:9464", "[::]:9464", "192.168.1.5:9464", "[::ffff:10.0.0.1]:9464"] {
+        let w = http::exposure(a.parse().unwrap()).expect(a);
+        assert!(w.starts_with(&format!("--prometheus {a}: ")) && w.contains("process and thread names"), "{w}");
+        assert!(!w.contains('\n'), "{w}");
+    }
 }
 
 /// Two CPUs with 50 causes each (`--prometheus-top 50`): the exposition

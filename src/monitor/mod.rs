@@ -43,6 +43,9 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
     let mode = Mode::of(&args)?;
     // Bound first: a bad address or a port in use fails before anything spins.
     let endpoint = args.prometheus.as_deref().map(crate::metrics::Endpoint::bind).transpose()?;
+    if let Some(warning) = endpoint.as_ref().and_then(|ep| ep.exposure()) {
+        say!("{warning}");
+    }
     // Held until run returns (or the process dies: the kernel lifts it).
     let dma = args.dma_latency.map(|us| crate::dma_latency::hold(Path::new(crate::dma_latency::DEVICE), us)).transpose()?;
     if let Some(h) = &dma {
