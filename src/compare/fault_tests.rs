@@ -77,7 +77,8 @@ fn line(cpu: u32, gap: u64, causes: &str) -> String {
 /// Causes adding up past u64 wrapped to a small sum that passed the
 /// "causes add up" check (`task:a[1]=2⁶⁴-1;task:b[2]=2` on a 5 ns gap
 /// reported 9115481228 s/s, 20% named); causes past their gap refused the
-/// whole file. Either row is left out now, and a note says so.
+/// whole file. Either row is left out now, and a note says so, in the
+/// singular for one.
 #[test]
 fn causes_past_u64_or_past_their_gap_are_a_note_not_a_wrap() {
     let dir = tempfile::tempdir().unwrap();
@@ -95,6 +96,14 @@ fn causes_past_u64_or_past_their_gap_are_a_note_not_a_wrap() {
             "{}: 2 rows left out, their causes adding up to more than their gap (the first on line 2): the CSV was edited or is damaged",
             csv.display()
         )]
+    );
+    let one = raw_run(dir.path(), "one", 10, &[(1, 1)], &lines[..1]);
+    let note = &input::load(&one, None).unwrap().notes;
+    assert!(
+        note[0].ends_with(
+            ": 1 row left out, its causes adding up to more than its gap (the first on line 2): the CSV was edited or is damaged"
+        ),
+        "{note:?}"
     );
     let c = compare(&[run], None).unwrap();
     let f = c.blocks[0].figures[0].as_ref().unwrap();

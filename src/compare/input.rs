@@ -307,8 +307,10 @@ fn read_rows(bytes: &[u8], name: &str, quote: bool, run: &mut Run) -> Result<usi
     }
     if let Some(first) = over_gap.first {
         run.notes.push(format!(
-            "{name}: {} left out, their causes adding up to more than their gap (the first on line {first}): the CSV was edited or is damaged",
-            rows(over_gap.count)
+            "{name}: {} left out, {} causes adding up to more than {} gap (the first on line {first}): the CSV was edited or is damaged",
+            rows(over_gap.count),
+            if over_gap.count == 1 { "its" } else { "their" },
+            if over_gap.count == 1 { "its" } else { "their" },
         ));
     }
     if let Some(first) = unlisted.first {
