@@ -77,7 +77,7 @@ fn compare_refuses_what_is_not_a_run() {
     assert!(e.contains("cannot read ") && e.contains("missing.csv: No such file"), "{e}");
     let foreign = dir.path().join("foreign.csv");
     std::fs::write(&foreign, "a,b,c\n1,2,3\n").unwrap();
-    std::fs::write(dir.path().join("foreign.summary.json"), r#"{"mode":"probe","duration_ns":1,"cpus":[]}"#).unwrap();
+    std::fs::write(dir.path().join("foreign.summary.json"), r#"{"mode":"probe","duration_ns":1,"cpus":[{"cpu":1,"threshold_ns":1000,"hiccups":0,"stolen_pct":0.0,"explained_pct":0.0,"max_ns":0,"pct99_ns":0,"pct999_ns":0,"top_causes":[]}]}"#).unwrap();
     let e = one_line_error(&["report", foreign.to_str().unwrap()]);
     assert!(e.contains("foreign.csv is not a jitterwatch CSV: its header begins `a,b,c`"), "{e}");
     let e = one_line_error(&["compare", foreign.to_str().unwrap()]);
