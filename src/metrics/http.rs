@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -51,10 +51,10 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// Binds `addr` (`HOST:PORT`: `127.0.0.1:9464`, `[::]:9464` or
-    /// `localhost:9464`): a malformed address, a name that does not
-    /// resolve or a port in use is one line, before anything spins. A name
-    /// with several addresses (localhost: 127.0.0.1 and ::1) is served on
-    /// the first that binds, as curl connects to the first that answers.
+    /// `localhost:9464`): a malformed address, another host name or a port
+    /// in use is one line, before anything spins. localhost (127.0.0.1,
+    /// then ::1) is served on the first that binds, as curl connects to the
+    /// first that answers.
     pub fn bind(addr: &str) -> Result<Self> {
         let shown = crate::sanitize::visible(addr);
         let candidates = match addr.parse::<SocketAddr>() {
@@ -67,16 +67,18 @@ impl Endpoint {
                         "--prometheus {shown}: not an address; give HOST:PORT, e.g. 127.0.0.1:9464, localhost:9464 or [::]:9464"
                     ));
                 };
-                let host_shown = crate::sanitize::visible(host);
-                let found: Vec<SocketAddr> = (host, port)
-                    .to_socket_addrs()
-                    .map_err(|e| {
-                        anyhow!("--prometheus {shown}: {host_shown} does not resolve ({e}); give an IP address, e.g. 127.0.0.1:9464")
-                    })?
-                    .collect();
-                if found.is_empty() {
-                    return Err(anyhow!("--prometheus {shown}: {host_shown} has no address; give an IP address, e.g. 127.0.0.1:9464"));
+                // Only localhost, by the addresses every system gives it: the
+                // static build must not link glibc's resolver (it would load
+                // the host's NSS modules at run time).
+                if !host.eq_ignore_ascii_case("localhost") {
+                    let host_shown = crate::sanitize::visible(host);
+                    return Err(anyhow!(
+                        "--prometheus {shown}: {host_shown} is not looked up (host names other than localhost are not resolved: the static build carries no resolver); give an IP address, e.g. 127.0.0.1:9464"
+                    ));
                 }
+                let found: Vec<SocketAddr> = [IpAddr::from([127, 0, 0, 1]), IpAddr::from(std::net::Ipv6Addr::LOCALHOST)]
+                    .map(|ip| SocketAddr::new(ip, port))
+                    .to_vec();
                 found
             }
         };
