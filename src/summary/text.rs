@@ -127,7 +127,9 @@ impl Summary {
             }
             let kinds: Vec<String> = c.by_kind.iter().map(|k| format!("{} {} × {}", k.kind, k.count, ns(k.total_ns))).collect();
             writeln!(out, "  by kind: {}", kinds.join(", "))?;
-            writeln!(out, "  {:<11} {:<40} {:>8} {:>14} {:>12} {:>12}", "kind", "name", "count", "total_ns", "max_ns", "p99_ns")?;
+            // The name last, as perf report puts the symbol: a long one
+            // (`unexplained (no kernel event: …)`) pushes no column.
+            writeln!(out, "  {:<11} {:>8} {:>14} {:>12} {:>12}  name", "kind", "count", "total_ns", "max_ns", "p99_ns")?;
             for k in &c.top_causes {
                 // Names are escaped already (Cause::push_name).
                 let name = match k.kind {
@@ -135,16 +137,7 @@ impl Summary {
                     Kind::Lost => LOST,
                     _ => &k.name,
                 };
-                writeln!(
-                    out,
-                    "  {:<11} {:<40} {:>8} {:>14} {:>12} {:>12}",
-                    k.kind.as_str(),
-                    name,
-                    k.count,
-                    k.total_ns,
-                    k.max_ns,
-                    k.p99_ns
-                )?;
+                writeln!(out, "  {:<11} {:>8} {:>14} {:>12} {:>12}  {}", k.kind.as_str(), k.count, k.total_ns, k.max_ns, k.p99_ns, name)?;
             }
         }
         let o = &self.overhead;

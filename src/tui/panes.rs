@@ -43,7 +43,7 @@ fn cpus_title(app: &App, width: usize) -> String {
 }
 
 pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
-    let block = th.block(cpus_title(app, area.width as usize), app.focus == Pane::Cpus);
+    let block = th.block(cpus_title(app, area.width as usize), app.focus == Pane::Cpus, area.width);
     let inner = block.inner(area);
     block.render(area, buf);
     let passive = !app.watched().is_empty();
@@ -73,7 +73,9 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
             "floor"
         },
     ];
-    let mut header: Vec<Cell> = heads.iter().map(|h| right(h.to_string())).collect();
+    // Names are left-aligned: so is the thread column's head.
+    let mut header: Vec<Cell> =
+        heads.iter().enumerate().map(|(i, h)| if passive && i == 7 { Cell::from(h.to_string()) } else { right(h.to_string()) }).collect();
     let spark_head = if spark_w >= 36 { "worst gap of each second (log scale)" } else { "worst gap/s (log)" };
     header.push(Cell::from(spark_head.chars().take(spark_w).collect::<String>()));
     let now_sec = app.spark_now();
@@ -194,7 +196,7 @@ pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let shown = rows_fit.min(list.len() - first.min(list.len()));
     let cpu = app.cpu_filter.map_or("all".into(), |c| c.to_string());
     let title = format!(" Culprits · sort {} (s) · cpu {cpu} (c) · by sender (o) {}", app.sort.label(), window(first, shown, list.len()));
-    let block = th.block(title, app.focus == Pane::Culprits);
+    let block = th.block(title, app.focus == Pane::Culprits, area.width);
     let v = &app.view();
     let mark = |s: Sort, h: &str| if app.sort == s { format!("{h}▼") } else { h.to_string() };
     let header = Row::new(vec![
@@ -309,13 +311,14 @@ pub fn stalls(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
                 let mhz = |k: u32| format!("{} MHz", k / 1000);
                 spans.push(Span::styled(format!("  freq {} → {}", from.map_or("?".into(), mhz), mhz(to)), th.fg(Color::Yellow)));
             }
-            Line::from(spans)
+            // A stall's line cut short says so.
+            cut(Line::from(spans), area.width.saturating_sub(2) as usize)
         })
         .collect();
     if lines.is_empty() {
         lines.push(Line::styled("no stall yet", th.dim()).centered());
     }
-    Paragraph::new(lines).block(th.block(title, app.focus == Pane::Stalls)).render(area, buf);
+    Paragraph::new(lines).block(th.block(title, app.focus == Pane::Stalls, area.width)).render(area, buf);
 }
 
 /// Lower bound of a log2 bucket: 0, then 2^(k-1).
@@ -354,7 +357,7 @@ pub fn side_min(app: &App) -> u16 {
 pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let wake = app.view().cpus.iter().any(|c| c.probe.wakeup.is_some());
     let title = if wake { " Wake-up latency, log2 buckets (▓ ≥ threshold) " } else { " Loop gaps, log2 buckets (▓ ≥ threshold) " };
-    let block = th.block(title.into(), app.focus == Pane::Histogram);
+    let block = th.block(title.into(), app.focus == Pane::Histogram, area.width);
     let inner = block.inner(area);
     block.render(area, buf);
     const LABEL: u16 = HIST_LABEL;

@@ -13,8 +13,12 @@ use super::fmt;
 use super::keymap::{FOOTER_KEYS, KEYS};
 use super::panes;
 use super::senders;
+use super::table;
 use super::theme::Theme;
 use super::threads;
+
+/// Lines a hint may take at the screen's foot.
+const HINT_LINES: usize = 3;
 
 /// Wide enough to show every pane at once.
 fn large(area: Rect) -> bool {
@@ -52,19 +56,29 @@ impl Widget for &App {
         let big = large(area);
         let shown = self.view().cpus.len().clamp(1, if big { 12 } else { 4 });
         let head = header_lines(self, th, area.width);
-        let hint = self.hint();
+        // Hints come escaped from the audit (doctor::hints), wrapped so the
+        // command in them is whole; past HINT_LINES, cut (the summary and
+        // doctor have it whole).
+        let hint = self.hint().map(|h| table::wrap_words(&format!("hint: {h}"), area.width.saturating_sub(1) as usize)).unwrap_or_default();
         let [top, cpus, body, hint_area, foot] = Layout::vertical([
             Constraint::Length(head.len() as u16),
             Constraint::Length(shown as u16 + 3),
             Constraint::Fill(1),
-            Constraint::Length(hint.is_some() as u16),
+            Constraint::Length(hint.len().min(HINT_LINES) as u16),
             Constraint::Length(1),
         ])
         .areas(area);
-        if let Some(h) = hint {
-            // Hints come escaped from the audit (doctor::hints).
-            Paragraph::new(Line::styled(format!(" hint: {h}"), th.dim())).render(hint_area, buf);
-        }
+        let hint_lines: Vec<Line> = hint
+            .iter()
+            .take(HINT_LINES)
+            .enumerate()
+            .map(|(i, l)| {
+                // The last that fits says the rest is cut.
+                let more = if i + 1 == HINT_LINES && hint.len() > HINT_LINES { " …" } else { "" };
+                table::cut(Line::styled(format!(" {l}{more}"), th.dim()), area.width as usize)
+            })
+            .collect();
+        Paragraph::new(hint_lines).render(hint_area, buf);
         Paragraph::new(head).render(top, buf);
         panes::cpus(self, th, cpus, buf);
         if big {
@@ -239,8 +253,11 @@ fn help(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         lines.push(Line::raw(l));
     }
     let w = area.width.saturating_sub(4).min(76);
-    let h = (lines.len() as u16 + 2).min(area.height.saturating_sub(2));
+    // Each line wrapped at spaces, as Paragraph's wrap does: its rows.
+    let inner = w.saturating_sub(2) as usize;
+    let rows: usize = lines.iter().map(|l| table::wrap_words(&l.to_string(), inner).len()).sum();
+    let h = (rows as u16 + 2).min(area.height.saturating_sub(2));
     let r = Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h };
     Clear.render(r, buf);
-    Paragraph::new(lines).block(th.block(" Help (? or Esc closes) ".into(), true)).render(r, buf);
+    Paragraph::new(lines).wrap(Wrap { trim: false }).block(th.block(" Help (? or Esc closes) ".into(), true, w)).render(r, buf);
 }

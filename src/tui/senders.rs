@@ -59,7 +59,7 @@ pub fn pane(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     // The long title where it fits: it says which causes have a sender.
     let long = format!(" Culprits by sender (IPIs, work, wake-ups){rest}");
     let title = if long.chars().count() + 3 <= area.width as usize { long } else { format!(" Culprits by sender{rest}") };
-    let block = th.block(title, app.focus == Pane::Culprits);
+    let block = th.block(title, app.focus == Pane::Culprits, area.width);
     let v = app.view();
     let mark = |s: Sort, h: &str| if app.sort == s { format!("{h}▼") } else { h.to_string() };
     let header = Row::new(vec![

@@ -62,7 +62,60 @@ pub(super) fn cut(line: Line<'static>, w: usize) -> Line<'static> {
     Line::from(spans)
 }
 
+/// `text` broken at spaces into lines of at most `w` columns, a word
+/// longer than a line broken where the line ends: the commands hints give
+/// (`intel_idle.max_cstate=0`) are copied from the screen, so they wrap,
+/// never cut.
+pub(super) fn wrap_words(text: &str, w: usize) -> Vec<String> {
+    let w = w.max(1);
+    let width = |s: &str| Span::raw(s).width();
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|x| !x.is_empty()) {
+        let mut word = word.to_string();
+        while width(&word) > w {
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+            }
+            let mut head = String::new();
+            let mut rest = word.chars();
+            for ch in rest.by_ref() {
+                if width(&head) + Span::raw(ch.to_string()).width() > w {
+                    word = std::iter::once(ch).chain(rest).collect();
+                    break;
+                }
+                head.push(ch);
+            }
+            lines.push(head);
+        }
+        if !line.is_empty() && width(&line) + 1 + width(&word) > w {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&word);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 /// The inside of a bordered pane.
 pub(super) fn table_inner(area: Rect) -> Rect {
     Rect { x: area.x + 1, y: area.y + 1, width: area.width.saturating_sub(2), height: area.height.saturating_sub(2) }
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    use super::wrap_words;
+
+    #[test]
+    fn words_wrap_whole_and_a_long_one_breaks_at_the_line() {
+        assert_eq!(wrap_words("a bb ccc", 4), ["a bb", "ccc"]);
+        assert_eq!(wrap_words("intel_idle.max_cstate=0 x", 10), ["intel_idle", ".max_cstat", "e=0 x"]);
+        assert_eq!(wrap_words("", 5), [""]);
+        assert!(wrap_words("one two three four", 9).iter().all(|l| l.chars().count() <= 9));
+    }
 }

@@ -365,3 +365,42 @@ fn the_wakeup_probe_shows_latencies() {
     assert!(t.contains("Wake-up latency, log2 buckets") && t.contains("lat ≥") && !t.contains("Loop gaps"), "{t}");
     assert!(line_with(&t, "hiccups").contains(" min ") && line_with(&t, "   6       1").contains("61.0µs"), "{t}");
 }
+
+/// What users copy from the screen is whole: a hint's command wraps at
+/// spaces at 80×24 and 120×40 (it was cut mid-word: `intel_idle.max_csta`),
+/// and whatever is cut (a pane's title, a stall's line) ends in `…`.
+#[test]
+fn hints_wrap_and_cut_text_says_so() {
+    use crate::doctor::{Finding, Report, Status};
+    let fix = "add idle=poll processor.max_cstate=0 intel_idle.max_cstate=0 rcu_nocbs=6-7 nohz_full=6-7 to GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub and reboot";
+    let mut a = app();
+    a.audit = Some(Report {
+        cpus: vec![6, 7],
+        findings: vec![Finding {
+            check: "irq".into(),
+            status: Status::Warn,
+            title: "IRQ 24 (virtio0-input.0) is delivered to CPU 7".into(),
+            why: String::new(),
+            evidence: vec![],
+            fix: Some(fix.into()),
+            key: "irq:24".into(),
+            fact: None,
+        }],
+        unreadable: vec![],
+    });
+    a.cpu_filter = Some(7);
+    for (w, h) in [(80, 24), (120, 40)] {
+        let screen = text(&draw(&a, w, h));
+        for word in fix.split(' ') {
+            assert!(screen.split_whitespace().any(|x| x == word), "{w}×{h}: {word} not whole:\n{screen}");
+        }
+        assert!(screen.contains("hint:"), "{w}×{h}:\n{screen}");
+    }
+    // A pane too narrow for its title, and stall lines too long: `…`.
+    let screen = text(&draw(&a, 44, 30));
+    let tops: Vec<&str> = screen.lines().filter(|l| l.starts_with('┌') || l.starts_with('┏')).collect();
+    assert!(tops.iter().any(|l| l.contains('…')), "{screen}");
+    for l in &tops {
+        assert!(!l.contains("[1┓") && !l.contains("[1┐"), "{l}");
+    }
+}

@@ -51,8 +51,11 @@ impl Theme {
     }
 
     /// A pane's frame; the focused one is drawn thick and marked ▶.
-    pub fn block(self, title: String, focused: bool) -> Block<'static> {
-        let b = Block::bordered().title(if focused { format!("▶{title}") } else { title });
+    /// A bordered pane `width` columns wide: its title cut with `…` where it
+    /// does not fit between the corners (a cut title says so).
+    pub fn block(self, title: String, focused: bool, width: u16) -> Block<'static> {
+        let title = if focused { format!("▶{title}") } else { title };
+        let b = Block::bordered().title(super::table::cut(ratatui::text::Line::raw(title), width.saturating_sub(2) as usize));
         if focused {
             b.border_type(BorderType::Thick).border_style(self.fg(Color::Cyan)).title_style(Style::new().add_modifier(Modifier::BOLD))
         } else {

@@ -98,7 +98,7 @@ pub fn pane(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
             .into_iter()
             .find(|t| t.chars().count() <= room)
             .unwrap_or(" Threads ");
-    let block = th.block(title.into(), app.focus == Pane::Histogram);
+    let block = th.block(title.into(), app.focus == Pane::Histogram, area.width);
     let inner = block.inner(area);
     block.render(area, buf);
     let cells = thread_cells(app);
