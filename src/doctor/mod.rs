@@ -51,6 +51,7 @@ pub(crate) fn test_hints(report: &Report, kind: &str, name: &str) -> Vec<String>
         "ipi" if name == "reschedule" => Cause::Vector(Vector::Reschedule),
         "ipi" => Cause::Csd(Symbol::from(name)),
         "nmi" => Cause::Nmi(Symbol::from(name)),
+        "idle" => Cause::Idle(Symbol::from(name)),
         _ => Cause::Unexplained,
     };
     hints(report, &cause)
@@ -240,6 +241,21 @@ impl<'a> Ctx<'a> {
     /// Reads without recording anything (racy files such as /proc/PID/*).
     pub fn read_quiet(&self, rel: &str) -> Option<String> {
         std::fs::read_to_string(self.root.join(rel)).ok()
+    }
+
+    /// How a boot parameter is set on this machine: through the boot loader
+    /// whose configuration is there (GRUB's defaults file, systemd-boot's or
+    /// a UKI's /etc/kernel/cmdline, grubby), else said plainly.
+    pub fn boot_how(&self) -> &'static str {
+        if self.exists("etc/default/grub") {
+            "(GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub and reboot)"
+        } else if self.exists("etc/kernel/cmdline") {
+            "(in /etc/kernel/cmdline, then reinstall the kernel (kernel-install add) and reboot)"
+        } else if self.exists("usr/sbin/grubby") || self.exists("sbin/grubby") {
+            "(grubby --update-kernel=ALL --args='...', then reboot)"
+        } else {
+            "(add it to the kernel command line your boot loader passes, then reboot)"
+        }
     }
 
     pub fn exists(&self, rel: &str) -> bool {

@@ -12,9 +12,10 @@ use crate::cpulist::{self, Display};
 use crate::sanitize::visible;
 
 const CHECK: &str = "boot";
-const BOOT_HOW: &str = "(GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub and reboot)";
-
 pub(crate) fn check(cx: &mut Ctx) {
+    let how = cx.boot_how();
+    // A kernel without CONFIG_NO_HZ_FULL has no such file (and ignores nohz_full=).
+    let nohz_capable = cx.exists("sys/devices/system/cpu/nohz_full");
     let w = cx.watched();
     let last = cx.nr_cpus() - 1;
     let iso = cx.cmdline.get("isolcpus").and_then(|v| parse_isolcpus(v, last));
@@ -58,7 +59,11 @@ pub(crate) fn check(cx: &mut Ctx) {
         };
         finding(CHECK, "isolcpus", Status::Warn, title)
             .why("without isolcpus=domain (or an isolated cpuset partition) the scheduler load-balances other tasks onto the CPU and new kernel threads may start there")
-            .fix(format!("boot with: isolcpus=domain,managed_irq,{all} nohz_full={all} rcu_nocbs={all} {BOOT_HOW}; or at run time make an isolated cpuset partition (cpuset.cpus.partition=isolated)"))
+            .fix(format!(
+                "boot with: isolcpus=domain,managed_irq,{all}{} {how}; or at run time make an isolated cpuset partition (cpuset.cpus.partition=isolated)",
+                // nohz_full= only where this kernel holds it (nohz_full's finding says which can).
+                if nohz_capable { format!(" nohz_full={all} rcu_nocbs={all}") } else { format!(" rcu_nocbs={all}") }
+            ))
     };
     f.evidence = ev;
     cx.push(f);
@@ -72,7 +77,7 @@ pub(crate) fn check(cx: &mut Ctx) {
             let f = finding(CHECK, "isolcpus:managed_irq", Status::Warn, "isolcpus= lacks managed_irq")
                 .why("kernel-managed IRQs (NVMe, virtio-blk/net multiqueue) keep a vector on every CPU and refuse affinity writes; managed_irq steers them to housekeeping CPUs")
                 .ev(format!("/proc/cmdline: {}", cx.cmdline.show("isolcpus").unwrap_or_default()))
-                .fix(format!("boot with: isolcpus={},{all} {BOOT_HOW}", flags.join(",")));
+                .fix(format!("boot with: isolcpus={},{all} {how}", flags.join(",")));
             cx.push(f);
         }
     }
@@ -85,6 +90,7 @@ pub(crate) fn check(cx: &mut Ctx) {
 }
 
 fn irqaffinity(cx: &mut Ctx) {
+    let how = cx.boot_how();
     let hk = cx.hk_list();
     let f = match cx.cmdline.get("irqaffinity") {
         Some(v) => {
@@ -94,18 +100,20 @@ fn irqaffinity(cx: &mut Ctx) {
                 finding(CHECK, "irqaffinity", Status::Ok, "irqaffinity= keeps boot-time IRQs on housekeeping CPUs")
             } else {
                 finding(CHECK, "irqaffinity", Status::Warn, format!("irqaffinity= includes {}", Ctx::cpu_word(&bad)))
-                    .fix_opt(hk.map(|hk| format!("boot with: irqaffinity={hk} {BOOT_HOW}")))
+                    .fix_opt(hk.map(|hk| format!("boot with: irqaffinity={hk} {how}")))
             };
             f.ev(format!("/proc/cmdline: irqaffinity={}", visible(v)))
         }
         None => finding(CHECK, "irqaffinity", Status::Info, "irqaffinity= not set")
             .ev("/proc/cmdline: no irqaffinity=")
-            .fix_opt(hk.map(|hk| format!("boot with: irqaffinity={hk} {BOOT_HOW}"))),
+            .fix_opt(hk.map(|hk| format!("boot with: irqaffinity={hk} {how}"))),
     };
     cx.push(f.why("the default affinity of IRQs set up at boot; see the irq findings for the current state"));
 }
 
 fn idle(cx: &mut Ctx) {
+    let how = cx.boot_how();
+    let driver = crate::doctor::power::idle_driver(cx);
     let keys = ["idle", "intel_idle.max_cstate", "processor.max_cstate", "cpuidle.off"];
     let set: Vec<String> = keys.iter().filter_map(|k| cx.cmdline.show(k)).collect();
     let title = match cx.cmdline.get("idle") {
@@ -117,7 +125,7 @@ fn idle(cx: &mut Ctx) {
         .why("deep C-states add exit latency to every wake-up of an idle CPU; a busy-polling thread never idles, so this matters for interrupt-driven workloads (see the power findings)");
     f = if set.is_empty() {
         f.ev("/proc/cmdline: none of idle=, intel_idle.max_cstate=, processor.max_cstate=")
-            .fix(format!("for wake-up latency, boot with: intel_idle.max_cstate=1 processor.max_cstate=1 (or idle=poll) {BOOT_HOW}"))
+            .fix(format!("for wake-up latency, boot with: {} {how}", crate::doctor::power::idle_limit(driver.as_deref())))
     } else {
         f.ev(format!("/proc/cmdline: {}", set.join(" ")))
     };
@@ -218,7 +226,8 @@ mod tests {
         let r = audit(fx.path(), &[1]);
         let iso = r.find("isolcpus").unwrap();
         assert_eq!(iso.status, Status::Warn);
-        assert!(iso.fix.as_deref().unwrap().contains("isolcpus=domain,managed_irq,1 nohz_full=1 rcu_nocbs=1"));
+        // This kernel has no nohz_full mask (built without it): not advised.
+        assert!(iso.fix.as_deref().unwrap().contains("isolcpus=domain,managed_irq,1 rcu_nocbs=1"));
         for key in ["nohz_full", "rcu_nocbs", "watchdog"] {
             let f = r.find(key).unwrap();
             assert_eq!(f.status, Status::Warn, "{key}");
@@ -254,5 +263,22 @@ mod tests {
         fx.write("sys/fs/cgroup/cpuset.cpus.isolated", "1\n");
         let r = audit(fx.path(), &[1]);
         assert_eq!(r.find("isolcpus").unwrap().status, Status::Ok);
+    }
+
+    /// A kernel without CONFIG_NO_HZ_FULL (no /sys/devices/system/cpu/nohz_full):
+    /// isolcpus' fix does not advise nohz_full=, and nohz_full's finding says
+    /// which kernels can; the boot mechanism is this machine's.
+    #[test]
+    fn no_nohz_full_advice_a_kernel_cannot_take() {
+        let fx = Fx::untuned();
+        let r = audit(fx.path(), &[1]);
+        let iso = r.find("isolcpus").unwrap().fix.clone().unwrap();
+        assert!(!iso.contains("nohz_full") && iso.contains("isolcpus=domain,managed_irq,1"), "{iso}");
+        assert!(iso.contains("add it to the kernel command line"), "{iso}");
+        let nohz = r.find("nohz_full").unwrap().fix.clone().unwrap();
+        assert!(nohz.contains("CONFIG_NO_HZ_FULL") && nohz.contains("Debian 12"), "{nohz}");
+        fx.write("sys/devices/system/cpu/nohz_full", "\n");
+        let iso = audit(fx.path(), &[1]).find("isolcpus").unwrap().fix.clone().unwrap();
+        assert!(iso.contains("nohz_full=1"), "{iso}");
     }
 }

@@ -7,7 +7,7 @@
 
 use super::super::cmdline::Isolcpus;
 use super::super::{finding, parse_list_file, Ctx, Status};
-use super::{BOOT_HOW, CHECK};
+use super::CHECK;
 use crate::cpulist;
 use crate::sanitize::visible;
 
@@ -32,6 +32,7 @@ fn rcuo_cpus(cx: &mut Ctx) -> Option<Vec<usize>> {
 }
 
 pub(super) fn check(cx: &mut Ctx, iso: Option<&Isolcpus>, w: &str) {
+    let how = cx.boot_how();
     let last = cx.nr_cpus() - 1;
     let cmd_nohz = cx.cmdline.cpus("nohz_full", last);
     let sys = cx.read_opt("sys/devices/system/cpu/nohz_full");
@@ -49,9 +50,9 @@ pub(super) fn check(cx: &mut Ctx, iso: Option<&Isolcpus>, w: &str) {
             .why("the periodic tick stops while a single task runs")
     } else {
         let fix = if sys.is_none() {
-            format!("boot a kernel built with CONFIG_NO_HZ_FULL=y, with: nohz_full={w} {BOOT_HOW}")
+            format!("this kernel cannot stop the tick (built without CONFIG_NO_HZ_FULL): boot one built with CONFIG_NO_HZ_FULL=y (Debian 12's and later stock kernels are; Debian 11's 5.10 is not), with: nohz_full={w} {how}")
         } else {
-            format!("boot with: nohz_full={w} {BOOT_HOW}")
+            format!("boot with: nohz_full={w} {how}")
         };
         let asked = missing.iter().all(|c| cmd_nohz.contains(c));
         let title = if asked {
@@ -99,7 +100,7 @@ pub(super) fn check(cx: &mut Ctx, iso: Option<&Isolcpus>, w: &str) {
     } else {
         finding(CHECK, "rcu_nocbs", Status::Warn, format!("RCU callbacks run on {} (no rcu_nocbs)", Ctx::cpu_word(&missing)))
             .why("RCU callbacks then run on the CPU itself in RCU softirq context")
-            .fix(format!("boot with: rcu_nocbs={w} (nohz_full={w} implies it) {BOOT_HOW}"))
+            .fix(format!("boot with: rcu_nocbs={w} (nohz_full={w} implies it) {how}"))
     };
     f = f.ev(format!("/proc/cmdline: {}", cx.cmdline.show("rcu_nocbs").unwrap_or_else(|| "no rcu_nocbs=".into())));
     f = f.ev(match &rcuo {
@@ -112,7 +113,7 @@ pub(super) fn check(cx: &mut Ctx, iso: Option<&Isolcpus>, w: &str) {
         let f = finding(CHECK, "rcu_nocb_poll", Status::Info, "rcu_nocb_poll not set")
             .why("without it an offloaded CPU wakes its rcuog kthread when it queues callbacks; with it the kthreads poll from housekeeping CPUs")
             .ev("/proc/cmdline: no rcu_nocb_poll")
-            .fix(format!("boot with: rcu_nocb_poll {BOOT_HOW}"));
+            .fix(format!("boot with: rcu_nocb_poll {how}"));
         cx.push(f);
     }
 }

@@ -150,10 +150,13 @@ pub fn hints(report: &Report, cause: &Cause) -> Vec<String> {
             h.add("fair_server");
         }
         Cause::Idle(state) => {
-            h.push(format!(
-                "idle ({}): the CPU slept and had to wake; idle=poll or processor.max_cstate=0 intel_idle.max_cstate=0 keep it awake (at a power cost)",
-                visible(state)
-            ));
+            // The audit's advice for the cpuidle driver in use (haltpoll's
+            // poll time in a KVM guest, the driver's own limit on metal).
+            let fix = ["cpuidle", "idle"].iter().find_map(|k| h.r.find(k).and_then(|f| f.fix.clone()));
+            h.push(match fix {
+                Some(fix) => format!("idle ({}): the CPU slept and had to wake: {fix}", visible(state)),
+                None => format!("idle ({}): the CPU slept and had to wake; keeping it awake (idle=poll) removes that, at a power cost", visible(state)),
+            });
             h.add("rt_throttling");
             h.add("fair_server");
         }
