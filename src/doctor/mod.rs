@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpulist;
 use crate::sanitize::visible;
 
-pub use hints::{hints, sender_hint_for};
+pub use hints::{hints_for, sender_hint_for};
 
 /// The hints for a cause written as the tests know it (`task`,
 /// `kworker/1:0[41]`): a fixture helper, never used on real names.
@@ -54,7 +54,7 @@ pub(crate) fn test_hints(report: &Report, kind: &str, name: &str) -> Vec<String>
         "idle" => Cause::Idle(Symbol::from(name)),
         _ => Cause::Unexplained,
     };
-    hints(report, &cause)
+    hints_for(report, &cause, true)
 }
 
 pub(crate) use cmdline::Cmdline;

@@ -62,3 +62,18 @@ fn offline_cpu_is_flagged() {
     let r = audit(fx.path(), &[5]);
     assert_eq!(r.find("cpus").unwrap().status, Status::Warn);
 }
+
+/// Passive mode has no probe: no hint about RT throttling or the fair
+/// server parking one (they came with every idle cause of a passive run).
+#[test]
+fn no_probe_only_hint_in_passive_mode() {
+    let fx = fixture::Fx::untuned();
+    fx.write("proc/sys/kernel/sched_rt_runtime_us", "950000\n").write("proc/sys/kernel/sched_rt_period_us", "1000000\n");
+    let r = audit(fx.path(), &[1]);
+    assert_eq!(r.find("rt_throttling").unwrap().status, Status::Warn);
+    let idle = crate::cause::Cause::Idle(crate::cause::Symbol::from("haltpoll"));
+    let probe = hints_for(&r, &idle, true);
+    assert!(probe.iter().any(|h| h.contains("RT throttling")), "{probe:?}");
+    let passive = hints_for(&r, &idle, false);
+    assert!(!passive.iter().any(|h| h.contains("RT throttling") || h.contains("fair server")), "{passive:?}");
+}

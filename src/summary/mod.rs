@@ -344,7 +344,8 @@ impl Summary {
         const CULPRITS: usize = 5;
         for c in &self.cpus {
             for k in c.top_causes.iter().take(CULPRITS) {
-                for h in crate::doctor::hints(report, &k.cause) {
+                // Passive mode has no probe: no hint about parking one.
+                for h in crate::doctor::hints_for(report, &k.cause, self.mode != "passive") {
                     if !self.hints.contains(&h) {
                         self.hints.push(h);
                     }

@@ -239,7 +239,12 @@ impl App {
                 .find_map(|s| crate::doctor::sender_hint_for(s.kind, &s.sender, s.cpu, s.count, self.sent_by(s)));
         }
         let report = self.audit.as_ref()?;
-        self.view().culprits_of(self.cpu_filter).take(3).find_map(|c| crate::doctor::hints(report, &c.key.cause).into_iter().next())
+        // Passive mode (watched threads) has no probe: no hint about parking one.
+        let probe = self.watched().is_empty();
+        self.view()
+            .culprits_of(self.cpu_filter)
+            .take(3)
+            .find_map(|c| crate::doctor::hints_for(report, &c.key.cause, probe).into_iter().next())
     }
 
     /// Passive mode: every watched thread, those seen first (most time

@@ -187,7 +187,7 @@ pub(super) fn ipi(h: &mut Hints, name: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{hints, Report};
+    use super::super::{hints_for, Report};
     use super::*;
 
     /// Each IPI by its function: a TLB shootdown only for a flush.
@@ -223,7 +223,7 @@ mod tests {
     /// The hint for an IPI cause: TLB words only for a flush.
     #[test]
     fn an_ipi_s_hint_says_what_it_was() {
-        let hint = |c: Cause| hints(&report(), &c).join(" | ");
+        let hint = |c: Cause| hints_for(&report(), &c, true).join(" | ");
         let tlb = hint(Cause::Csd("flush_tlb_func".into()));
         assert!(tlb.starts_with("TLB shootdown:"), "{tlb}");
         for (c, words) in [

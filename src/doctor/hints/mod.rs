@@ -32,6 +32,9 @@ use threads::{task, work};
 struct Hints<'a> {
     r: &'a Report,
     out: Vec<String>,
+    /// A probe watched the CPU: its own parking (RT throttling, the fair
+    /// server) can be a cause; in passive mode there is no probe to park.
+    probe: bool,
 }
 
 impl Hints<'_> {
@@ -111,9 +114,10 @@ impl Hints<'_> {
     }
 }
 
-/// One-line hints for a run-time cause.
-pub fn hints(report: &Report, cause: &Cause) -> Vec<String> {
-    let mut h = Hints { r: report, out: Vec::new() };
+/// One-line hints for a run-time cause; `probe`: a probe watched the CPU
+/// (else passive mode: no probe-only hint).
+pub fn hints_for(report: &Report, cause: &Cause, probe: bool) -> Vec<String> {
+    let mut h = Hints { r: report, out: Vec::new(), probe };
     match cause {
         Cause::Irq { irq, .. } => irq_line(&mut h, *irq),
         Cause::Vector(Vector::LocalTimer) => {
@@ -145,9 +149,15 @@ pub fn hints(report: &Report, cause: &Cause) -> Vec<String> {
             "lost: events were dropped because the ring buffer was full (jitterwatch's consumer fell behind, e.g. starved on a busy housekeeping CPU): give it a CPU of its own",
         ),
         Cause::Idle(state) if state.as_ref() == crate::cause::IDLE_LOOP => {
-            h.push("idle loop: the CPU had nothing to run: the workload blocked, or was parked by RT throttling or the fair server".to_string());
-            h.add("rt_throttling");
-            h.add("fair_server");
+            h.push(if h.probe {
+                "idle loop: the CPU had nothing to run: the workload blocked, or was parked by RT throttling or the fair server".to_string()
+            } else {
+                "idle loop: the CPU had nothing to run: the watched thread slept".to_string()
+            });
+            if h.probe {
+                h.add("rt_throttling");
+                h.add("fair_server");
+            }
         }
         Cause::Idle(state) => {
             // The audit's advice for the cpuidle driver in use (haltpoll's
@@ -157,8 +167,10 @@ pub fn hints(report: &Report, cause: &Cause) -> Vec<String> {
                 Some(fix) => format!("idle ({}): the CPU slept and had to wake: {fix}", visible(state)),
                 None => format!("idle ({}): the CPU slept and had to wake; keeping it awake (idle=poll) removes that, at a power cost", visible(state)),
             });
-            h.add("rt_throttling");
-            h.add("fair_server");
+            if h.probe {
+                h.add("rt_throttling");
+                h.add("fair_server");
+            }
         }
         Cause::Slack => h.push(
             "timer slack lets the kernel fire a sleeper's timer late: SCHED_FIFO threads have none; others can set it with prctl(PR_SET_TIMERSLACK, 1)",

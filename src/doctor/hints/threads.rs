@@ -48,9 +48,13 @@ pub(super) fn task(h: &mut Hints, comm: &str, pid: Option<u32>) {
     let base = comm.split('/').next().unwrap_or(comm);
     match base {
         "swapper" => {
-            h.push(format!("{comm} went idle: the workload blocked, or was parked by RT throttling or the fair server"));
-            h.add("rt_throttling");
-            h.add("fair_server");
+            if h.probe {
+                h.push(format!("{comm} went idle: the workload blocked, or was parked by RT throttling or the fair server"));
+                h.add("rt_throttling");
+                h.add("fair_server");
+            } else {
+                h.push(format!("{comm} went idle: the watched thread slept"));
+            }
         }
         "kworker" => {
             let unbound = comm.starts_with("kworker/u") || comm.starts_with("kworker/R-");
