@@ -131,10 +131,15 @@ fn a_wakeup_delayed_by_a_running_task() {
         at(CPU, 50 * US, Payload::Wakeup { task: app(), target_cpu: CPU, waker_cpu: 0 }),
         switch(250 * US, other, app(), 0),
     ];
-    let (h, _) = run(&evs, US);
+    let (h, t) = run(&evs, US);
     assert_eq!(h.len(), 1, "{h:?}");
     assert_eq!(h[0].0, Source::Wakeup);
     assert_eq!(h[0].2, ["task:busy[88]=200000"]);
+    // One measure with the books: the wake-up hiccup is the wait after the
+    // enqueue (sched_wakeup fires once the thread is queued), the books'
+    // woken_queued_ns, not what came before it.
+    let b = t.books_until(APP, 300 * US);
+    assert_eq!((b.woken_queued_ns, b.queued_ns), (200 * US, 200 * US));
 }
 
 #[test]
