@@ -1,6 +1,7 @@
 //! Fixed kernel names: softirq vectors (include/linux/interrupt.h order).
 
-const SOFTIRQS: [&str; 10] = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
+/// The kernel's softirq names, by vector (include/linux/interrupt.h).
+pub const SOFTIRQS: [&str; 10] = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"];
 
 /// The softirq's name, or its number when the kernel grew a new one.
 pub fn softirq(vec: u16) -> std::borrow::Cow<'static, str> {

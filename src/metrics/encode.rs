@@ -183,6 +183,25 @@ impl Collector for ViewCollector {
                 threads().map(|(l, s)| (l, ConstCounter::new(s.hiccups))),
             )?;
         }
+        if !v.in_syscall.is_empty() {
+            let sys = || v.in_syscall.iter().map(|s| (vec![("thread", s.name.as_str()), ("softirq", s.kind)], s));
+            family(
+                &mut enc,
+                "jitterwatch_thread_in_syscall",
+                "Softirqs a watched thread's own system calls ran (its own work, not taken from it)",
+                Some(&Unit::Seconds),
+                MetricType::Counter,
+                sys().map(|(l, s)| (l, ConstCounter::new(secs(s.ns)))),
+            )?;
+            family(
+                &mut enc,
+                "jitterwatch_thread_in_syscall_softirqs",
+                "Softirqs a watched thread's own system calls ran",
+                None,
+                MetricType::Counter,
+                sys().map(|(l, s)| (l, ConstCounter::new(s.hiccups))),
+            )?;
+        }
         // Without labels: the counter straight on its descriptor.
         ConstCounter::new(v.events).encode(enc.encode_descriptor(
             "jitterwatch_events",

@@ -67,6 +67,10 @@ pub struct View {
     pub cpus: Vec<CpuView>,
     /// Passive mode: per watched thread (`comm[tid]`, bounded as causes are).
     pub threads: Vec<CauseSeries>,
+    /// Passive mode: the softirqs each watched thread's own system calls
+    /// ran (its own work, not lost), by thread (`name`) and softirq
+    /// (`kind`), bounded as threads are.
+    pub in_syscall: Vec<CauseSeries>,
     pub events: u64,
     pub consumer_cpu_ns: u64,
 }
@@ -87,6 +91,8 @@ pub struct Exporter {
     cpus: Vec<CpuTally>,
     slots: CpuSlots,
     threads: Ranked<Victim>,
+    /// Keyed by (softirq, thread); the kind is the softirq.
+    in_syscall: Ranked<(usize, Victim)>,
     slot: Slot,
     last_publish_ns: u64,
 }
@@ -131,6 +137,7 @@ impl Exporter {
                 .collect(),
             slots: CpuSlots::new(cpus),
             threads: Ranked::new(top, 1),
+            in_syscall: Ranked::new(top, crate::names::SOFTIRQS.len() + 1),
             slot,
             last_publish_ns: now,
         }
@@ -143,8 +150,16 @@ impl Exporter {
 
     /// One explained stall. Allocates only for a cause never seen before.
     pub fn record(&mut self, h: &Hiccup) {
-        // Its own system call's work took nothing from the thread.
+        // Its own system call's work took nothing from the thread: counted
+        // apart, per thread and softirq.
         if h.source == crate::interval::Source::InSyscall {
+            if let Some(v) = h.victim {
+                let vec = match h.causes.first() {
+                    Some((Cause::Softirq(n), _)) => usize::from(*n).min(crate::names::SOFTIRQS.len()),
+                    _ => crate::names::SOFTIRQS.len(),
+                };
+                self.in_syscall.add(&(vec, v), vec, h.gap);
+            }
             return;
         }
         if let Some(v) = h.victim {
@@ -175,6 +190,7 @@ impl Exporter {
             c.senders.evaluate(dt);
         }
         self.threads.evaluate(dt);
+        self.in_syscall.evaluate(dt);
         let view = Arc::new(self.view(raw));
         if let Ok(mut slot) = self.slot.try_lock() {
             *slot = Some(view);
@@ -232,7 +248,18 @@ impl Exporter {
             ns,
             hiccups: n,
         }));
-        View { mode: self.mode, cpus, threads, events: raw.events, consumer_cpu_ns: raw.consumer_cpu_ns }
+        // The softirq's name as the label (a number past the table's: "softirq").
+        let softirq = |k: usize| crate::names::SOFTIRQS.get(k).copied().unwrap_or("softirq");
+        let (own, others) = self.in_syscall.series();
+        let mut in_syscall: Vec<CauseSeries> =
+            own.into_iter().map(|((k, v), (ns, n))| CauseSeries { kind: softirq(*k), name: v.name(), ns, hiccups: n }).collect();
+        in_syscall.extend(others.into_iter().map(|(k, (ns, n))| CauseSeries {
+            kind: softirq(k),
+            name: crate::cause::OTHERS.to_string(),
+            ns,
+            hiccups: n,
+        }));
+        View { mode: self.mode, cpus, threads, in_syscall, events: raw.events, consumer_cpu_ns: raw.consumer_cpu_ns }
     }
 }
 

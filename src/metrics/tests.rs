@@ -166,6 +166,26 @@ fn hostile_names_round_trip_escaped() {
     assert_eq!(sample(&s, "jitterwatch_thread_stolen_seconds_total", &[("thread", "x\"}y[7]")]), Some(&10e-6));
 }
 
+/// The softirqs a watched thread's own system calls ran are counted per
+/// thread and softirq, apart from its stalls (they took nothing from it).
+#[test]
+fn in_syscall_softirqs_are_their_own_series() {
+    let (mut e, slot) = exporter(10);
+    let redis = Some(Victim { tid: 23769, comm: comm(b"redis-server") });
+    for _ in 0..3 {
+        let mut h = hiccup(4_000, vec![(Cause::Softirq(3), 4_000)], redis);
+        h.source = Source::InSyscall;
+        e.record(&h);
+    }
+    e.record(&hiccup(10_000, vec![(task(b"kdamond.0", 9), 10_000)], redis));
+    e.publish(&raw(), 1_000_000_000);
+    let s = parse(&encode(published(&slot)));
+    let who = [("thread", "redis-server[23769]"), ("softirq", "NET_RX")];
+    assert_eq!(sample(&s, "jitterwatch_thread_in_syscall_softirqs_total", &who), Some(&3.0));
+    assert_eq!(sample(&s, "jitterwatch_thread_in_syscall_seconds_total", &who), Some(&12e-6));
+    assert_eq!(sample(&s, "jitterwatch_thread_hiccups_total", &[("thread", "redis-server[23769]")]), Some(&1.0), "not its stalls");
+}
+
 #[test]
 fn a_storm_of_unique_names_keeps_the_series_bounded() {
     let (mut e, slot) = exporter(5);
