@@ -67,6 +67,8 @@ pub struct ThreadLine {
     pub max_ns: u64,
     pub lost_pct: Option<f64>,
     pub migrations: u64,
+    /// Softirqs its own system calls ran (its own work, not lost).
+    pub in_syscall: u64,
     /// The CPU it last ran on.
     pub last_cpu: Option<u32>,
 }
@@ -160,6 +162,7 @@ impl Snapshot {
                     max_ns: t.max_ns,
                     lost_pct: t.lost_pct(),
                     migrations: t.info.as_ref().map_or(0, |i| i.migrations.iter().map(|m| m.2).sum()),
+                    in_syscall: t.of(Source::InSyscall).0,
                     last_cpu: t.info.as_ref().and_then(|i| i.last_cpu),
                 })
                 .collect(),

@@ -227,7 +227,7 @@ fn passive_mode_shows_every_value_whole_and_counts_every_thread() {
     assert!(s.contains("Watched threads · lost: % of its runnable time"), "{s}");
     assert_eq!(
         thread_row(&s, "redis-server[23769]"),
-        ["redis-server[23769]", "1.2M", "12.3k/1.2M/999", "1.0µs", "1.0µs", "73.3%", "0"],
+        ["redis-server[23769]", "1.2M", "12.3k/1.2M/999", "1.0µs", "1.0µs", "73.3%", "0", "0"],
         "{s}"
     );
 }

@@ -293,6 +293,11 @@ fn passive_mode_shows_its_threads_and_victims() {
     irq.source = Source::Interrupted;
     irq.victim = Some(app_thread);
     s.record(&irq);
+    // A NET_RX its own write() ran: its own work, counted apart (in-sys).
+    let mut own = hiccup(6, START + 4 * S, vec![(crate::cause::Cause::Softirq(3), 3_000)], 0);
+    own.source = Source::InSyscall;
+    own.victim = Some(app_thread);
+    s.record(&own);
     s.set_threads(std::iter::once(crate::passive::ThreadInfo {
         tid: 500,
         tgid: 500,
@@ -326,7 +331,8 @@ fn passive_mode_shows_its_threads_and_victims() {
     let row = line_with(&screen, "│matcher[500]");
     // 2 hiccups: 1 interrupted, 1 preempted, 0 wake-ups; 2.009 ms of 4 s lost; 2 migrations.
     let cells: Vec<&str> = row.split('│').nth(1).unwrap().split_whitespace().collect();
-    assert_eq!(cells, ["matcher[500]", "2", "1/1/0", "2.0ms", "2.0ms", "0.050%", "2"], "{row}");
+    assert_eq!(cells, ["matcher[500]", "2", "1/1/0", "2.0ms", "2.0ms", "0.050%", "2", "1"], "{row}");
+    assert!(line_with(&screen, "int/pre/wk").contains("in-sys"), "{screen}");
 }
 
 /// The wake-up probe: its latencies where the loop gaps go, its smallest
