@@ -154,12 +154,15 @@ fn stops_on_time_under_a_context_switch_storm() {
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
     eprintln!("storm: {} events/s, took {took:?}", v["events_per_sec"]);
     assert!(v["events"].as_u64().unwrap() > 10_000, "no storm seen: {out}");
-    // The probe's own period leaves the stalls out: between its floor and
-    // the plain mean, which the storm inflates.
+    // The probe's own period leaves the stalls out: below the plain mean,
+    // which the storm inflates, and of the floor's order. Not at or above
+    // the floor: the floor is read while calibrating, as the programs
+    // attach, and on a noisy host it came out above the run's quiet period
+    // (11-13 ns against 9.6 here, 2 runs in 5): a timing, not a rule.
     let c = &v["cpus"][0];
     let (floor, quiet, mean) =
         (c["loop_floor_ns"].as_f64().unwrap(), c["loop_quiet_mean_ns"].as_f64().unwrap(), c["loop_mean_ns"].as_f64().unwrap());
-    assert!(floor > 0.0 && floor <= quiet && quiet < mean, "floor {floor}, between hiccups {quiet}, mean {mean}");
+    assert!(floor > 0.0 && quiet >= floor / 2.0 && quiet < mean, "floor {floor}, between hiccups {quiet}, mean {mean}");
 }
 
 /// A SCHED_FIFO storm holds the CPU up to ~950 ms at a time (RT throttling
