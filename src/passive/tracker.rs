@@ -395,6 +395,10 @@ impl Tracker {
             }
         }
         t.info.last_cpu = Some(cpu);
+        // Asleep as far as we know, inside its window: its wake-up was not
+        // seen (a waker no hook runs for), but the wait that ends here is
+        // in the window, and the kernel's books give it at the next reading.
+        let unseen_wake = t.state == State::Sleeping && t.info.books.from_ns.is_some();
         let waited = match t.state {
             State::Preempted { cpu: on, since, from } => Some((on, since, from, Source::Preempted)),
             State::Woken { cpu: on, at } => Some((on, at, at, Source::Wakeup)),
@@ -424,7 +428,10 @@ impl Tracker {
         }
         // The wait that ends here is in the window if one began before it;
         // else the window begins now, after it.
-        t.info.books.kernel_delay(delay, waited.is_some());
+        t.info.books.kernel_delay(delay, waited.is_some() || unseen_wake);
+        if unseen_wake && t.info.books.delay_seen.is_some() {
+            t.info.books.unseen_wait = true;
+        }
         let tid = task.pid;
         self.cpus[cpu as usize].running = Some(tid);
         if let Some((on, ..)) = waited {
