@@ -410,8 +410,14 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         // too; a wake-up's only in part (none of it when the wake-up
         // preempts: the kernel does not read its clock again before the
         // switch). So schedstat lies between the two.
+        // Where a switch in no hook saw was placed, its wait ends where the
+        // kernel's last_arrival says, on a runqueue clock that may not have
+        // been updated for that switch: the split between run and wait is
+        // the kernel's estimate there (a run 0.7 ms shorter of 1.5 s with 2
+        // placed), so the clock's wait may fall short of schedstat's.
+        let placed = w["placed"].as_u64().unwrap_or(0);
         let preempted = queued - woken;
-        if !within(preempted, (0, k.waited.1), QUEUED_PCT) || !within(k.waited.0, (0, queued), QUEUED_PCT) {
+        if !within(preempted, (0, k.waited.1), QUEUED_PCT) || (placed == 0 && !within(k.waited.0, (0, queued), QUEUED_PCT)) {
             bad.push("the clock's wait on a runqueue does not bracket schedstat's");
         }
         if woken == 0 && !within(queued, k.waited, QUEUED_PCT) {
