@@ -8,6 +8,8 @@ mod app;
 mod fmt;
 #[cfg(test)]
 mod glance_tests;
+#[cfg(test)]
+mod hint_tests;
 mod keymap;
 mod keyreader;
 mod panes;
