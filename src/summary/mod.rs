@@ -29,6 +29,9 @@ pub struct SenderRow {
     /// What it sent that cost the most in one stall (its hint is about it).
     #[serde(skip)]
     pub what: Option<crate::cause::Cause>,
+    /// Not a sender: the row of unknown senders or of what no one sends.
+    #[serde(skip)]
+    pub unsent: bool,
 }
 
 #[derive(Serialize)]
@@ -277,6 +280,7 @@ impl Summary {
                         count: t.count,
                         total_ns: t.ns,
                         what: t.what.as_ref().map(|w| w.0.clone()),
+                        unsent: matches!(sender, crate::stats::origins::SenderKey::Unknown | crate::stats::origins::SenderKey::NotSent),
                     })
                     .collect(),
                 queue_overflows: c.probe.overflow,

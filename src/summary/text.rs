@@ -76,11 +76,7 @@ impl Summary {
                     .map(|s| {
                         let kind = if s.kind == Kind::Task { "wake-ups".into() } else { s.kind.to_string() };
                         // "(not sent)", "(sender unknown)": not a sender's name.
-                        let from = if s.sender.starts_with("(not") || s.sender.starts_with("(sender") {
-                            format!("{kind} {}", s.sender)
-                        } else {
-                            format!("{kind} from {}", s.sender)
-                        };
+                        let from = if s.unsent { format!("{kind} {}", s.sender) } else { format!("{kind} from {}", s.sender) };
                         format!("{from}: {} stalls, {}", s.count, ns(s.total_ns))
                     })
                     .collect();
