@@ -332,12 +332,16 @@ fn within(got: u64, range: (u64, u64), pct: f64) -> bool {
 }
 
 /// Where a switch is: jitterwatch's clock reads it at the sched_switch
-/// tracepoint, the kernel's books where __schedule() read the runqueue
-/// clock, before it dequeued the thread and chose the next task (balancing
-/// load when the CPU goes idle). Measured here: 0.9-1 µs a sleep, booked
-/// to the thread's run by jitterwatch and to no one by the kernel. Only
-/// ever above the kernel's: a lost stretch still fails the lower bound.
-const PER_SLEEP_NS: u64 = 1_500;
+/// tracepoint, the kernel's books where __schedule() booked the run as it
+/// dequeued the thread, before it chose the next task (balancing load when
+/// the CPU goes idle, longer when another CPU is overloaded). That path is
+/// booked to the thread's run by jitterwatch and to no one by the kernel.
+/// Measured from the kernel's last run booking (sched_stat_runtime) to
+/// sched_switch for this workload's sleep: 2.4 µs on average on our VM
+/// (11% of sleeps 4-8 µs); on CI's, 3.1-4.1 µs beyond the 0.5% with the
+/// housekeeping CPU busy. Only ever above the kernel's: a lost stretch
+/// still fails the lower bound.
+const PER_SLEEP_NS: u64 = 8_000;
 
 #[test]
 fn a_threads_books_agree_with_the_kernels_in_every_run() {
@@ -373,9 +377,10 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         // advance out (the hypervisor ran something else), its run_delay
         // does not.
         let runnable = n("ran_ns") + queued;
+        let sleeps = r["classes"]["wakeups"].as_u64().unwrap_or(0);
         assert_eq!(n("runnable_ns"), runnable + stolen, "run {i} {c:?}: runnable_ns is ran, stolen and queued");
         let line = format!(
-            "run {i} {c:?}: found {}, window {:.3} s ({} placed, {} from the kernel): runnable {runnable} (and {stolen} stolen) vs kernel {:?}; queued {queued} (woken {woken}), kernel's run_delay {kernel_queued} vs schedstat {:?}",
+            "run {i} {c:?}: found {}, window {:.3} s ({} placed, {} from the kernel, {sleeps} sleeps): runnable {runnable} (and {stolen} stolen) vs kernel {:?}; queued {queued} (woken {woken}), kernel's run_delay {kernel_queued} vs schedstat {:?}",
             r["found"],
             (to - from) as f64 / 1e9,
             w["placed"],
@@ -399,9 +404,8 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         if !expected.is_empty() && !expected.iter().any(|e| r["found"] == *e) {
             bad.push("found otherwise than expected");
         }
-        let sleeps = r["classes"]["wakeups"].as_u64().unwrap_or(0);
         if !within_over(runnable, k.runnable, RUNNABLE_PCT, sleeps * PER_SLEEP_NS) {
-            bad.push("runnable time outside 0.5% of the kernel's");
+            bad.push("runnable time outside 0.5% (and 8 µs a sleep above) of the kernel's");
         }
         if !within(kernel_queued, k.waited, QUEUED_PCT) {
             bad.push("the kernel's run_delay over the window outside 2% of schedstat's");
