@@ -55,6 +55,51 @@ fn compare_says_the_hog_vanished_and_draws_the_chart() {
     let (status, text, err) = run_bin(&["compare", hog_csv.to_str().unwrap(), quiet_csv.to_str().unwrap()], Duration::from_secs(30));
     assert!(status.success(), "{err}");
     assert!(text.contains("99.99%") && text.contains(&format!("vanished: task:{name}")), "{text}");
+
+    // The hog run against a copy with its smaller half of hiccups removed:
+    // over the run's time the copy is drawn at or below at every point.
+    let half = smaller_half_removed(&hog_csv, hog_dir.path());
+    let (status, stdout, err) = run_bin(&["compare", hog_csv.to_str().unwrap(), half.to_str().unwrap(), "--json"], Duration::from_secs(30));
+    assert!(status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    let points = |i: usize| -> Vec<(f64, u64)> {
+        v["curves"][i]["points"].as_array().unwrap().iter().map(|p| (p["nines"].as_f64().unwrap(), p["gap_ns"].as_u64().unwrap())).collect()
+    };
+    let (orig, copy) = (points(0), points(1));
+    assert!(!copy.is_empty() && copy.len() <= orig.len(), "{stdout}");
+    for (x, gap) in &copy {
+        let (_, o) = orig.iter().find(|p| p.0 == *x).unwrap_or_else(|| panic!("the original has no point at {x} nines: {stdout}"));
+        assert!(gap <= o, "the copy drawn above the original at {x} nines: {gap} > {o}");
+    }
+    let count = |i: usize| v["blocks"][0]["figures"][i]["count"].as_u64().unwrap();
+    assert_eq!(count(1), count(0) - count(0) / 2, "{stdout}");
+}
+
+/// A copy of the run whose CSV is `csv` (its summary beside it), without
+/// the smaller half of its hiccups (by gap; the rows' order kept).
+fn smaller_half_removed(csv: &std::path::Path, dir: &std::path::Path) -> std::path::PathBuf {
+    let mut r = ::csv::Reader::from_path(csv).unwrap();
+    let header = r.headers().unwrap().clone();
+    let gap = header.iter().position(|h| h == "gap_ns").unwrap();
+    let rows: Vec<::csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by_key(|&i| rows[i][gap].parse::<u64>().unwrap());
+    let mut keep = vec![false; rows.len()];
+    for &i in &order[rows.len() / 2..] {
+        keep[i] = true;
+    }
+    let out = dir.join("half.csv");
+    let mut w = ::csv::Writer::from_path(&out).unwrap();
+    w.write_record(&header).unwrap();
+    for (row, _) in rows.iter().zip(&keep).filter(|(_, &k)| k) {
+        w.write_record(row).unwrap();
+    }
+    w.flush().unwrap();
+    let summary = csv.with_extension("summary.json");
+    let mut meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(summary).unwrap()).unwrap();
+    meta["csv"] = serde_json::json!(out);
+    std::fs::write(dir.join("half.summary.json"), meta.to_string()).unwrap();
+    out
 }
 
 /// A run's files written by hand: a CSV of `rows` (each the line after the

@@ -1,7 +1,8 @@
-//! The chart: above, each run's gap distribution by percentile as
-//! HdrHistogram plots it (x: percentile on a log-of-1/(1-p) axis, 0% to
-//! 99.999%; y: gap, log scale), one labelled line per run; below, each
-//! run's top causes as stacked bars of time stolen per second of run.
+//! The chart: above, by percentile of each run's time (x: a log-of-1/(1-p)
+//! axis, as HdrHistogram draws percentiles; y: gap, log scale), the gap a
+//! moment of the run lies in (over_time.rs), one labelled line per run;
+//! below, each run's top causes as stacked bars of time stolen per second
+//! of run.
 //! Drawn with plotters, as SVG or PNG; the font (DejaVu Sans) is built in,
 //! so a machine with no fonts installed draws the same picture.
 
@@ -13,13 +14,10 @@ use anyhow::{anyhow, Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::figures::nearest_rank;
 use super::Comparison;
 use crate::units::ns;
 
 pub const SIZE: (u32, u32) = (1200, 1000);
-/// The distribution's last percentile: 99.999%, 5 nines.
-const NINES: f64 = 5.0;
 const FONT: &str = "sans-serif";
 
 /// Tableau's colours but its grey: told apart in print and by most
@@ -91,15 +89,16 @@ where
 /// `x` on the percentile axis: -log10(1 - p).
 fn percentile_label(x: f64) -> String {
     let p = 100.0 * (1.0 - 10f64.powf(-x));
-    let digits = (x.round() as i64 - 2).clamp(0, 6) as usize;
+    let digits = (x.round() as i64 - 2).clamp(0, 7) as usize;
     format!("{p:.digits$}%")
 }
 
 /// Gaps on the log axis are drawn in ns; its ends are powers of ten
-/// around the runs' smallest and largest gaps.
+/// around the smallest and largest gap drawn.
 fn gap_range(c: &Comparison) -> (f64, f64) {
-    let lo = c.gaps.iter().filter_map(|g| g.first()).min().copied().unwrap_or(1_000).max(1);
-    let hi = c.gaps.iter().filter_map(|g| g.last()).max().copied().unwrap_or(10_000).max(lo.saturating_add(1));
+    let drawn = || c.curves.iter().flat_map(|k| k.points.iter().map(|p| p.gap_ns));
+    let lo = drawn().min().unwrap_or(1_000).max(1);
+    let hi = drawn().max().unwrap_or(10_000).max(lo.saturating_add(1));
     (10f64.powf((lo as f64).log10().floor()), 10f64.powf((hi as f64).log10().ceil()))
 }
 
@@ -108,43 +107,39 @@ where
     DB::ErrorType: 'static,
 {
     let (lo, hi) = gap_range(c);
+    let (from, to) = (c.curve_axis.from_nines, c.curve_axis.to_nines);
     let mut chart = ChartBuilder::on(area)
         .margin(16)
         .margin_right(48)
         .x_label_area_size(48)
         .y_label_area_size(80)
-        .caption("gap by percentile (nearest rank, exact)", (FONT, 20))
-        .build_cartesian_2d(0f64..NINES, (lo..hi).log_scale())?;
+        .caption("the gap a moment of the run lies in, by percentile of the run's time", (FONT, 20))
+        .build_cartesian_2d(from..to, (lo..hi).log_scale())?;
     chart
         .configure_mesh()
-        .x_labels(NINES as usize + 1)
+        .x_labels((to - from) as usize + 1)
         .x_label_formatter(&|x| percentile_label(*x))
         .y_label_formatter(&|y| ns(y.round() as u64))
-        .x_desc("percentile")
+        .x_desc("percentile of the run's time")
         .y_desc("gap (log scale)")
         .label_style((FONT, 15))
         .axis_desc_style((FONT, 17))
         .draw()?;
-    // Fine near 0% and at every nine alike: the axis is logarithmic.
-    const STEPS: usize = 500;
-    for (i, (run, gaps)) in c.runs.iter().zip(&c.gaps).enumerate() {
+    for (i, k) in c.curves.iter().enumerate() {
         let colour = PALETTE[i % PALETTE.len()];
-        if gaps.is_empty() {
+        if k.points.is_empty() {
             // Listed, so that a run without hiccups is seen to be one.
             chart
                 .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
-                .label(format!("{} (no hiccups)", run.label))
+                .label(format!("{} (no hiccups)", k.label))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], colour.stroke_width(1)));
             continue;
         }
-        let points = (0..=STEPS).filter_map(|s| {
-            let x = NINES * s as f64 / STEPS as f64;
-            let ppm = (1e6 * (1.0 - 10f64.powf(-x))).round() as u64;
-            nearest_rank(gaps, ppm).map(|v| (x, v as f64))
-        });
+        // Exactly the points compare --json lists.
+        let points = k.points.iter().map(|p| (p.nines, p.gap_ns as f64));
         chart
             .draw_series(LineSeries::new(points, colour.stroke_width(3)))?
-            .label(format!("{} ({} hiccups)", run.label, gaps.len()))
+            .label(format!("{} ({} hiccups)", k.label, k.hiccups))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], colour.stroke_width(3)));
     }
     chart
@@ -252,7 +247,7 @@ mod tests {
 
     #[test]
     fn the_percentile_axis_reads_in_nines() {
-        let l: Vec<String> = (0..=5).map(|x| percentile_label(x as f64)).collect();
-        assert_eq!(l, ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%"]);
+        let l: Vec<String> = (0..=6).map(|x| percentile_label(x as f64)).collect();
+        assert_eq!(l, ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%", "99.9999%"]);
     }
 }

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::input::{Row, Run};
+use super::over_time::{TimeDist, TIME_PERCENTILES};
 
 /// What part of a run a column covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +38,7 @@ impl Scope {
     }
 
     /// The CPU time the scope spans: the run's duration on each CPU it covers.
-    fn span_ns(&self, run: &Run) -> f64 {
+    pub fn span_ns(&self, run: &Run) -> f64 {
         let cpus = match self {
             Scope::All => run.meta.cpus.len().max(1),
             Scope::Cpu(_) | Scope::Thread(_) => 1,
@@ -59,6 +60,9 @@ pub struct Figures {
     /// At each of PERCENTILES.
     pub percentiles_ns: Vec<Option<u64>>,
     pub max_ns: Option<u64>,
+    /// At each of TIME_PERCENTILES of the run's time (over_time.rs): the
+    /// gap a moment of the run lies in; None: outside every hiccup.
+    pub time_percentiles_ns: Vec<Option<u64>>,
     pub hiccups_per_sec: f64,
     pub stolen_pct: f64,
     /// None when nothing was stolen.
@@ -83,12 +87,14 @@ pub fn figures(run: &Run, scope: &Scope) -> Option<Figures> {
     let total: u128 = gaps.iter().map(|&g| g as u128).sum();
     let named: u128 = rows.iter().map(|r| r.named_ns as u128).sum();
     let n = gaps.len();
+    let over_time = TimeDist::new(&gaps, scope.span_ns(run));
     Some(Figures {
         count: n as u64,
         mean_ns: (n > 0).then(|| total as f64 / n as f64),
         min_ns: gaps.first().copied(),
         percentiles_ns: PERCENTILES.iter().map(|&(_, ppm)| nearest_rank(&gaps, ppm)).collect(),
         max_ns: gaps.last().copied(),
+        time_percentiles_ns: TIME_PERCENTILES.iter().map(|&(_, ppm)| over_time.at_ppm(ppm)).collect(),
         hiccups_per_sec: n as f64 / run.duration_s(),
         stolen_pct: 100.0 * total as f64 / scope.span_ns(run),
         explained_pct: (total > 0).then(|| 100.0 * named as f64 / total as f64),

@@ -10,6 +10,7 @@ mod file;
 mod input;
 mod label;
 mod outputs;
+mod over_time;
 mod table;
 
 use std::collections::HashMap;
@@ -50,8 +51,19 @@ pub struct Comparison {
     pub total_ns_per_s: Vec<f64>,
     pub changes: Vec<Versus>,
     pub notes: Vec<String>,
-    #[serde(skip)]
-    pub gaps: Vec<Vec<u64>>,
+    /// The chart's x axis, in nines of the run's time (over_time.rs).
+    pub curve_axis: over_time::Axis,
+    /// Per run, the chart's curve in the causes' scope: the points drawn.
+    pub curves: Vec<Curve>,
+}
+
+/// One run's line on the chart: by percentile of the run's time, the gap a
+/// moment lies in (points only where it lies in a hiccup).
+#[derive(Serialize)]
+pub struct Curve {
+    pub label: String,
+    pub hiccups: usize,
+    pub points: Vec<over_time::Point>,
 }
 
 #[derive(Serialize)]
@@ -162,6 +174,15 @@ fn compare(runs: &[Run], cpu: Option<u32>) -> Result<Comparison> {
         .skip(1)
         .map(|(r, rate)| Versus { run: r.label.clone(), base: runs[0].label.clone(), changes: causes::changes(&rates[0], rate, CHANGES) })
         .collect();
+    let gaps: Vec<Vec<u64>> = runs.iter().map(|r| figures::sorted_gaps(r, &main_scope)).collect();
+    let dists: Vec<over_time::TimeDist> = runs.iter().zip(&gaps).map(|(r, g)| over_time::TimeDist::new(g, main_scope.span_ns(r))).collect();
+    let curve_axis = over_time::axis(&dists);
+    let curves = runs
+        .iter()
+        .zip(&dists)
+        .zip(&gaps)
+        .map(|((r, d), g)| Curve { label: r.label.clone(), hiccups: g.len(), points: over_time::curve(d, curve_axis) })
+        .collect();
     Ok(Comparison {
         runs: runs
             .iter()
@@ -179,7 +200,8 @@ fn compare(runs: &[Run], cpu: Option<u32>) -> Result<Comparison> {
         total_ns_per_s: rates.iter().map(|r| r.values().sum()).collect(),
         changes,
         notes,
-        gaps: runs.iter().map(|r| figures::sorted_gaps(r, &main_scope)).collect(),
+        curve_axis,
+        curves,
     })
 }
 

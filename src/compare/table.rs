@@ -5,6 +5,7 @@
 use std::io::{self, Write};
 
 use super::figures::{Figures, PERCENTILES};
+use super::over_time::TIME_PERCENTILES;
 use super::Comparison;
 use crate::units::ns;
 
@@ -23,7 +24,8 @@ pub fn write(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         let secs = r.duration_ns as f64 / 1e9;
         writeln!(out, "{}: {} ({} mode, CPU {}, {secs:.1} s)", r.label, r.csv, r.mode, super::list(&r.cpus))?;
     }
-    writeln!(out, "gaps over each run's threshold; percentiles exact (nearest rank) over the CSV's rows")?;
+    writeln!(out, "gaps over each run's threshold; percentiles exact (nearest rank) over the CSV's rows;")?;
+    writeln!(out, "time p%: the gap a moment of the run lies in, at that percentile of its time (<thr: in no hiccup)")?;
     for b in &c.blocks {
         writeln!(out)?;
         line(out, &b.scope, c.runs.iter().map(|r| r.label.clone()).collect())?;
@@ -38,6 +40,9 @@ pub fn write(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
             row(out, name, &|f| opt(f.percentiles_ns[i]))?;
         }
         row(out, "max", &|f| opt(f.max_ns))?;
+        for (i, (name, _)) in TIME_PERCENTILES.iter().enumerate() {
+            row(out, name, &|f| f.time_percentiles_ns[i].map_or_else(|| "<thr".to_string(), ns))?;
+        }
         row(out, "hiccups/s", &|f| format!("{:.2}", f.hiccups_per_sec))?;
         row(out, "% of time stolen", &|f| format!("{:.4}", f.stolen_pct))?;
         row(out, "% of stolen time named", &|f| f.explained_pct.map_or_else(none, |p| format!("{p:.1}")))?;

@@ -70,12 +70,17 @@ fn percentiles_are_exact_over_the_rows() {
     assert_eq!(f.mean_ns, Some(50_500.0));
     assert_eq!((f.min_ns, f.max_ns), (Some(1_000), Some(100_000)));
     assert_eq!(f.percentiles_ns, [Some(50_000), Some(90_000), Some(99_000), Some(100_000), Some(100_000)]);
+    // Over the run's time (10 s): the top 100 µs of it lies in the 100 µs
+    // gap, so the moment at 99.999% is in the next, 99 µs; the top 1 ms
+    // reaches into the 90 µs gap (100 + 99 + ... + 91 = 955 µs); 10 ms
+    // is more than the 5.05 ms in all hiccups: under the threshold.
+    assert_eq!(f.time_percentiles_ns, [None, None, Some(90_000), Some(99_000)]);
     assert_eq!(f.hiccups_per_sec, 10.0);
     // 5.05 ms stolen in 10 s.
     assert!((f.stolen_pct - 0.0505).abs() < 1e-12, "{}", f.stolen_pct);
     assert_eq!(f.explained_pct, Some(0.0));
     let t = text(&c);
-    for want in ["CPU 3", "50.5µs", "99.99%", "100.0µs", "% of time stolen", "0.0505"] {
+    for want in ["CPU 3", "50.5µs", "99.99%", "100.0µs", "% of time stolen", "0.0505", "time 99.99%", "<thr", "90.0µs"] {
         assert!(t.contains(want), "{want} missing in\n{t}");
     }
 }
@@ -260,10 +265,11 @@ fn the_svg_chart_has_a_series_per_run_and_labelled_axes() {
     let texts: Vec<String> =
         doc.descendants().filter(|n| n.has_tag_name("text")).map(|n| n.text().unwrap_or("").trim().to_string()).collect();
     for want in [
-        "percentile",
+        "percentile of the run's time",
         "gap (log scale)",
         "99.9%",
         "99.999%",
+        "99.99999%",
         "untuned (200 hiccups)",
         "tuned (50 hiccups)",
         "stolen (µs/s)",
@@ -280,6 +286,16 @@ fn the_svg_chart_has_a_series_per_run_and_labelled_axes() {
         .collect();
     assert_eq!(series.len(), 2, "{series:?}");
     assert_ne!(series[0], series[1]);
+    // 200 gaps of 2-21 µs against 50 of 1.5-2.2 µs over 10 s: the tuned
+    // run starts further right (0.0009% of its time in hiccups against
+    // 0.023%) and lies below wherever both are drawn.
+    assert_eq!((c.curve_axis.from_nines, c.curve_axis.to_nines), (3.0, 7.0));
+    let (untuned, tuned) = (&c.curves[0].points, &c.curves[1].points);
+    assert!(tuned[0].nines > untuned[0].nines && tuned.len() < untuned.len());
+    for p in tuned {
+        let q = untuned.iter().find(|q| q.nines == p.nines).unwrap();
+        assert!(p.gap_ns < q.gap_ns, "{p:?} not below {q:?}");
+    }
 }
 
 /// The PNG decodes, at the chart's size, with a picture on it.
