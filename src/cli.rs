@@ -179,6 +179,14 @@ pub struct WatchArgs {
     #[arg(help_heading = heading::WATCH)]
     #[arg(long, value_name = "DUR", value_parser = crate::duration::positive_ns)]
     pub stop_above: Option<u64>,
+    /// Run to the end, then exit with status 3 if any stall was at or over DUR (the summary names the worst): a CI gate
+    #[arg(help_heading = heading::WATCH)]
+    #[arg(long, value_name = "DUR", value_parser = crate::duration::positive_ns)]
+    pub fail_above: Option<u64>,
+    /// Run CMD (with /bin/sh -c) at each stall at or over --fail-above, else --stop-above, else the threshold, with the stall's fields in JW_* variables; one at a time, at most one a second, never blocking the measuring
+    #[arg(help_heading = heading::WATCH)]
+    #[arg(long, value_name = "CMD")]
+    pub on_stall: Option<String>,
     /// Record the whole run as one trace into FILE (for short runs: at most 256 MiB of events; the trace and the summary say where it was cut)
     #[arg(help_heading = heading::RECORDING)]
     #[arg(long, value_name = "FILE")]

@@ -31,6 +31,7 @@ mod metrics;
 mod mode;
 mod monitor;
 mod names;
+mod on_stall;
 mod outcome;
 mod output;
 mod passive;

@@ -40,7 +40,7 @@ const EXIT_STATUS: [(&str, &str); 4] = [
     ("0", "The run ended as asked (q, Ctrl-C, SIGTERM, --duration)."),
     ("1", "An error, said in one line on stderr; a watched CPU went offline; doctor found something to warn about."),
     ("2", "A command line it cannot take, said in one line."),
-    ("3", "--stop-above stopped the run at a stall at or over its limit."),
+    ("3", "--stop-above stopped the run at a stall at or over its limit, or a stall reached --fail-above (the run went to its end)."),
 ];
 
 const ENVIRONMENT: [(&str, &str); 2] = [

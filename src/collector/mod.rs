@@ -61,6 +61,8 @@ pub struct Config {
     pub wake_origins: bool,
     /// --stop-above: the first stall at or over it ends the run.
     pub stop_above: Option<u64>,
+    /// --fail-above: stalls at or over it fail the run at its end.
+    pub fail_above: Option<u64>,
 }
 
 /// What the collector tells the main thread as the run begins.
@@ -155,7 +157,8 @@ fn collect(
     let mut engine = Engine::new(&cfg.cpus, attach_ns, WINDOW, namer);
     source.attach(attach_ns, &mut engine);
     let mut ring = ring::Ring::open(tracer)?;
-    let mut sinks = Sinks::new(Stats::new(&cfg.cpus, attach_ns), std::mem::take(&mut cfg.sinks), cfg.stop_above);
+    let mut sinks =
+        Sinks::new(Stats::new(&cfg.cpus, attach_ns), std::mem::take(&mut cfg.sinks), cfg.stop_above).failing_above(cfg.fail_above);
     sinks.start(attach_ns);
     let mut drain = Drain::new(engine, sinks, attach_ns);
     // Until the source says when its measuring began.

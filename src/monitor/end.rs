@@ -15,13 +15,14 @@ use crate::collector::Finished;
 use crate::lifecycle;
 use crate::summary::Summary;
 
-/// The exit status of a run ended by --stop-above.
+/// The exit status of a run ended by --stop-above, or one that went to
+/// its end with a stall at or over --fail-above.
 pub const STOPPED_ON_STALL: i32 = 3;
 
 /// Writes the summary (to its file, then stdout), lingers for a last
 /// scrape, and says how the run ended.
 pub(super) fn finish(args: &WatchArgs, plan: &Plan, run: Finished, file: Option<PathBuf>) -> Result<i32> {
-    let stopped = run.outcome.stopped_on.is_some();
+    let stopped = run.outcome.stopped_on.is_some() || run.outcome.broken.as_ref().is_some_and(|b| b.count > 0);
     let (mut summary, failure) = summarize(plan, run);
     // Printed whatever happens to its file: drawn from memory.
     let mut written = Ok(());

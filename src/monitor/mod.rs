@@ -118,6 +118,7 @@ fn start_collector(
         origins: !args.no_origins,
         wake_origins: args.wake_origins,
         stop_above: args.stop_above,
+        fail_above: args.fail_above,
     };
     let collector = Collector::spawn(cfg, source, namer, ready_tx)?;
     match ready_rx.recv() {

@@ -34,7 +34,15 @@ pub fn open(args: &WatchArgs, cpus: &[usize], passive: bool, tui: bool) -> Resul
         None => None,
     };
     let (recorder, whole) = traces(args, cpus, passive, tui)?;
-    Ok(Opened { outputs: Outputs { csv, metrics: None, recorder, whole }, summary_file })
+    let on_stall = match &args.on_stall {
+        Some(cmd) => {
+            let runner = crate::on_stall::Runner::spawn(cmd.clone(), tui)
+                .map_err(|e| anyhow::anyhow!("--on-stall: cannot start its thread: {e}"))?;
+            Some(crate::sink::outputs::OnStall::new(runner, args.fail_above.or(args.stop_above)))
+        }
+        None => None,
+    };
+    Ok(Opened { outputs: Outputs { csv, metrics: None, recorder, whole, on_stall }, summary_file })
 }
 
 /// The longest --trace-keep: the recorder's memory cap bounds it anyway.

@@ -69,6 +69,13 @@ impl Sinks {
         Sinks { stats, outcome: Outcome::default(), list, stop_above }
     }
 
+    /// --fail-above: stalls at or over `limit` break the run's bound; it
+    /// goes on to its end (the outcome names them).
+    pub fn failing_above(mut self, limit: Option<u64>) -> Self {
+        self.outcome.broken = limit.map(crate::outcome::Broken::new);
+        self
+    }
+
     /// Every sink, the aggregates first.
     fn each(&mut self) -> impl Iterator<Item = &mut dyn Sink> {
         std::iter::once(&mut self.stats as &mut dyn Sink).chain(self.list.iter_mut().map(|s| s.as_mut() as &mut dyn Sink))
@@ -90,6 +97,9 @@ impl Sinks {
         let stop = self.stop_above.filter(|&limit| h.gap >= limit && self.outcome.stopped_on.is_none());
         if let Some(limit_ns) = stop {
             self.outcome.stopped_on = Some(StopStall { cpu: h.cpu, time_ns: h.t0, gap_ns: h.gap, limit_ns });
+        }
+        if let Some(b) = &mut self.outcome.broken {
+            b.record(h);
         }
         // The aggregates write nothing and never fail.
         let _ = self.stats.on_hiccup(h, stop);

@@ -26,6 +26,7 @@ pub struct Outputs {
     pub metrics: Option<Metrics>,
     pub recorder: Option<FlightRecorder>,
     pub whole: Option<Whole>,
+    pub on_stall: Option<OnStall>,
 }
 
 impl Outputs {
@@ -36,12 +37,13 @@ impl Outputs {
 
     /// Every output as a sink, in the order they see each stall.
     pub fn into_list(self) -> Vec<Box<dyn Sink>> {
-        let Outputs { csv, metrics, recorder, whole } = self;
+        let Outputs { csv, metrics, recorder, whole, on_stall } = self;
         let mut list: Vec<Box<dyn Sink>> = Vec::new();
         list.extend(metrics.map(|m| Box::new(m) as Box<dyn Sink>));
         list.extend(recorder.map(|r| Box::new(r) as Box<dyn Sink>));
         list.extend(whole.map(|w| Box::new(w) as Box<dyn Sink>));
         list.extend(csv.map(|c| Box::new(c) as Box<dyn Sink>));
+        list.extend(on_stall.map(|c| Box::new(c) as Box<dyn Sink>));
         list
     }
 }
@@ -169,6 +171,50 @@ impl Sink for Whole {
 
     fn finish(self: Box<Self>, end: u64, namer: &mut Namer, outcome: &mut Outcome) -> Result<()> {
         outcome.recorded = Some(Whole::finish(*self, end, namer)?);
+        Ok(())
+    }
+}
+
+/// --on-stall: the stalls that meet its rule handed to the command's
+/// thread without waiting (on_stall.rs).
+pub struct OnStall {
+    runner: crate::on_stall::Runner,
+    gate: crate::on_stall::Gate,
+    start_ns: u64,
+}
+
+impl OnStall {
+    pub fn new(runner: crate::on_stall::Runner, bound_ns: Option<u64>) -> Self {
+        OnStall { runner, gate: crate::on_stall::Gate::new(bound_ns), start_ns: 0 }
+    }
+}
+
+impl Sink for OnStall {
+    fn what(&self) -> &'static str {
+        "--on-stall"
+    }
+
+    fn start(&mut self, at: u64) {
+        self.start_ns = at;
+    }
+
+    fn on_hiccup(&mut self, h: &Hiccup, _: Option<u64>) -> io::Result<()> {
+        // A softirq of the thread's own system call is its work, not a stall.
+        if h.source == crate::interval::Source::InSyscall {
+            return Ok(());
+        }
+        // The stall's own time is the rate limit's clock: no clock read here.
+        if let Some(skipped) = self.gate.admit(h.gap, h.t0, self.runner.idle()) {
+            let f = crate::on_stall::Fields::of(h, self.start_ns, skipped, self.gate.bound_ns);
+            if !self.runner.hand(f) {
+                self.gate.refused(skipped);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, _: u64, _: &mut Namer, _: &mut Outcome) -> Result<()> {
+        self.runner.finish();
         Ok(())
     }
 }

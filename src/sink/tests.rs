@@ -27,6 +27,24 @@ fn the_sinks_keep_the_first_stall_that_stops_the_run() {
     assert_eq!((st.cpu, st.time_ns, st.gap_ns, st.limit_ns), (2, 90, 70, 60));
 }
 
+/// --fail-above counts every stall at or over its bound and keeps the
+/// five worst, largest first, named by their largest cause; the run goes on.
+#[test]
+fn the_sinks_count_the_stalls_that_break_the_bound_and_keep_the_worst() {
+    let mut sinks = Sinks::new(Stats::new(&[2], 0), Vec::new(), None).failing_above(Some(60));
+    for (t0, ns) in [(10, 50), (20, 70), (30, 100), (40, 65), (50, 200), (60, 61), (70, 62), (80, 90), (90, 59)] {
+        assert!(!sinks.on_hiccup(&hiccup(2, t0, vec![(Cause::Softirq(1), ns - 5)], 5)));
+    }
+    assert!(sinks.outcome.stopped_on.is_none(), "the run goes on");
+    let b = sinks.outcome.broken.expect("a bound");
+    assert_eq!((b.limit_ns, b.count), (60, 7));
+    let worst: Vec<(u64, u64)> = b.worst.iter().map(|w| (w.time_ns, w.gap_ns)).collect();
+    assert_eq!(worst, [(50, 200), (30, 100), (80, 90), (20, 70), (40, 65)]);
+    assert!(b.worst.iter().all(|w| w.cause == "softirq:TIMER" && w.cpu == 2 && w.tid.is_none()), "{:?}", b.worst);
+    // Without the option there is no verdict at all (not a passed one).
+    assert!(Sinks::new(Stats::new(&[2], 0), Vec::new(), None).outcome.broken.is_none());
+}
+
 /// The CSV's header reaches the file as it is created (a path that cannot
 /// take it fails before anything runs), its rows at the end of a drain,
 /// whole.

@@ -238,6 +238,9 @@ pub struct Summary {
     pub recorded: Option<crate::trace::Recorded>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_on: Option<crate::outcome::StopStall>,
+    /// --fail-above: how many stalls reached it, and the worst.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_above: Option<crate::outcome::Broken>,
 }
 
 impl Summary {
@@ -340,6 +343,7 @@ impl Summary {
             traces: outcome.traces.clone(),
             recorded: outcome.recorded.clone(),
             stopped_on: outcome.stopped_on,
+            failed_above: outcome.broken.clone(),
         }
     }
 

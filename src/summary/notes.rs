@@ -44,6 +44,11 @@ pub fn of(s: &Stats, outcome: &Outcome, cpus: &[CpuRow]) -> Vec<String> {
             crate::units::ns(st.limit_ns)
         ));
     }
+    match &outcome.broken {
+        Some(b) if b.count > 0 => notes.push(broken(b, s.start_ns)),
+        Some(b) => notes.push(format!("passed: no stall reached --fail-above {}", crate::units::ns(b.limit_ns))),
+        None => {}
+    }
     if let Some(cut) = outcome.recorded.as_ref().and_then(|r| r.cut_at) {
         notes.push(format!(
             "--record reached its cap ({} MiB of events) {} into the run: the trace ends there",
@@ -52,4 +57,19 @@ pub fn of(s: &Stats, outcome: &Outcome, cpus: &[CpuRow]) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// The --fail-above verdict: how many stalls broke it, the worst named.
+fn broken(b: &crate::outcome::Broken, start_ns: u64) -> String {
+    let worst: Vec<String> = b
+        .worst
+        .iter()
+        .map(|w| {
+            let at = w.time_ns.saturating_sub(start_ns) as f64 / 1e9;
+            let who = w.tid.map_or_else(String::new, |t| format!(", thread {t}"));
+            format!("{} on CPU {} at {at:.3} s{who} ({})", crate::units::ns(w.gap_ns), w.cpu, w.cause.trim_end_matches(':'))
+        })
+        .collect();
+    let shown = if b.count as usize > worst.len() { format!("the worst {}", worst.len()) } else { "each".to_string() };
+    format!("FAILED: {} stall(s) at or over --fail-above {}; {shown}: {}", b.count, crate::units::ns(b.limit_ns), worst.join("; "))
 }
