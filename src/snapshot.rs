@@ -38,6 +38,8 @@ pub struct Culprit {
     /// Passive mode: the watched thread this cause took most from, and how
     /// many others it also took from.
     pub victim: Option<(String, usize)>,
+    /// The period its stalls recur on, as last looked for (stats/periodic.rs).
+    pub period_ns: Option<u64>,
 }
 
 /// Who sent one kind of cause (IPIs, work, wake-ups) to one CPU, and how
@@ -132,6 +134,7 @@ impl Snapshot {
                     max_ns: c.max_ns,
                     last_seen_ns: c.last_seen_ns,
                     victim: victim_of(s, &k.cause),
+                    period_ns: c.period.map(|p| p.period_ns),
                 })
                 .collect(),
             senders: s

@@ -119,3 +119,29 @@ fn a_fifo_as_an_output_is_refused_without_blocking() {
     }
     assert!(t0.elapsed() < Duration::from_secs(10), "blocked on the FIFO");
 }
+
+/// What recurs, on a real run: with the spin probe on a CPU that keeps its
+/// tick (not nohz_full, as on CI's VM), the local timer's stalls recur at
+/// the tick's period (1/CONFIG_HZ), phase-locked nearly all of them.
+#[test]
+fn the_tick_is_found_to_recur_at_its_period() {
+    if !require_root_btf("the_tick_is_found_to_recur_at_its_period") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let nohz = std::fs::read_to_string("/sys/devices/system/cpu/nohz_full").unwrap_or_default();
+    if jitterwatch::cpulist::parse(nohz.trim()).is_ok_and(|l| l.contains(&cpu)) {
+        eprintln!("CPU {cpu} is nohz_full: its tick stops, nothing to find");
+        return;
+    }
+    let (status, stdout, err) =
+        run_bin(&["--cpus", &cpu.to_string(), "--no-tui", "--duration", "3s", "--json"], std::time::Duration::from_secs(60));
+    assert!(status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let periodic = v["cpus"][0]["periodic"].as_array().cloned().unwrap_or_default();
+    let tick = periodic.iter().find(|p| p["cause"] == "irq:local_timer").unwrap_or_else(|| panic!("no period for the tick: {periodic:?}"));
+    let period = tick["period_ns"].as_u64().unwrap();
+    assert!([1_000_000, 3_333_333, 4_000_000, 10_000_000].contains(&period), "{tick}");
+    assert!(tick["share"].as_f64().unwrap() > 0.9, "{tick}");
+}

@@ -248,6 +248,7 @@ fn collect(
             let raw = own.counters(&drain, tracer, &cfg.cpus, &*source, cfg.bpf_stats);
             drain.sinks.on_counters(raw, drained, last);
             source.report(drained, &mut drain.sinks.stats);
+            drain.sinks.stats.look_for_periods(drained, last);
             if let Some(tx) = cfg.snapshots.as_ref() {
                 // Never wait on the screen: a frame it has not taken yet is enough.
                 let _ = tx.try_send(Snapshot::of(&drain.sinks.stats));

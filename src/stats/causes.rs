@@ -75,6 +75,28 @@ impl Dist {
     }
 }
 
+/// Start times kept per frequent cause, for what recurs (periodic.rs):
+/// the most recent, in a ring allocated once.
+pub const STARTS: usize = 4096;
+
+/// The most recent start times of one cause.
+#[derive(Clone)]
+pub struct Starts {
+    pub at: Vec<u64>,
+    next: usize,
+}
+
+impl Starts {
+    fn push(&mut self, t: u64) {
+        if self.at.len() < STARTS {
+            self.at.push(t);
+        } else {
+            self.at[self.next] = t;
+            self.next = (self.next + 1) % STARTS;
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct CauseStats {
     pub count: u64,
@@ -82,11 +104,25 @@ pub struct CauseStats {
     pub max_ns: u64,
     pub dist: Dist,
     pub last_seen_ns: u64,
+    /// Once the cause is frequent (as it gets a histogram): its recent starts.
+    pub starts: Option<Box<Starts>>,
+    /// Its period as last looked for, and when (the collector's clock).
+    pub period: Option<super::periodic::Period>,
+    pub period_looked_ns: u64,
 }
 
 impl Default for CauseStats {
     fn default() -> Self {
-        Self { count: 0, total_ns: 0, max_ns: 0, dist: Dist::Exact(Vec::new()), last_seen_ns: 0 }
+        Self {
+            count: 0,
+            total_ns: 0,
+            max_ns: 0,
+            dist: Dist::Exact(Vec::new()),
+            last_seen_ns: 0,
+            starts: None,
+            period: None,
+            period_looked_ns: 0,
+        }
     }
 }
 
@@ -101,6 +137,16 @@ impl CauseStats {
         self.max_ns = self.max_ns.max(ns);
         self.dist.record(ns);
         self.last_seen_ns = at;
+        match &mut self.starts {
+            Some(s) => s.push(at),
+            // Allocated once, when the cause is frequent enough to recur.
+            None if self.count >= EXACT_SAMPLES as u64 => {
+                let mut s = Box::new(Starts { at: Vec::with_capacity(STARTS), next: 0 });
+                s.push(at);
+                self.starts = Some(s);
+            }
+            None => {}
+        }
     }
 
     /// Takes in a folded cause's figures.
@@ -110,6 +156,9 @@ impl CauseStats {
         self.max_ns = self.max_ns.max(other.max_ns);
         self.last_seen_ns = self.last_seen_ns.max(other.last_seen_ns);
         self.dist.merge(other.dist);
+        // Two causes' starts are not one cause's rhythm: the folded one's
+        // are dropped, and its period looked for again.
+        self.period_looked_ns = 0;
     }
 }
 

@@ -16,6 +16,7 @@ use crate::slots::CpuSlots;
 mod causes;
 mod counters;
 pub mod origins;
+pub mod periodic;
 mod threads;
 pub mod wake;
 pub use causes::{CauseStats, MAX_CAUSES};
@@ -158,7 +159,14 @@ pub struct Stats {
     pub threads_elsewhere: Vec<(u32, u32)>,
     /// Causes by who sent them (IPIs, work, wake-ups), per CPU.
     pub by_sender: origins::BySender,
+    /// A cause's starts copied here to look for their period (allocated once).
+    period_scratch: Vec<u64>,
 }
+
+/// Causes per CPU whose period is looked for: the largest by time.
+pub const PERIODIC_CAUSES: usize = 8;
+/// A cause's period is looked for again this long after the last look.
+const LOOK_EVERY_NS: u64 = 5_000_000_000;
 
 impl Stats {
     pub fn new(cpus: &[usize], start_ns: u64) -> Self {
@@ -178,6 +186,37 @@ impl Stats {
             threads: Threads::default(),
             threads_elsewhere: Vec::new(),
             by_sender: origins::BySender::default(),
+            period_scratch: Vec::new(),
+        }
+    }
+
+    /// Looks for what recurs (periodic.rs) in each CPU's largest causes:
+    /// with `all`, in every one of them now (the run's end); else in the
+    /// one most due, if any has gone LOOK_EVERY_NS without a look (a look
+    /// at a full ring takes ~20 ms: one per call keeps the collector's
+    /// share small).
+    pub fn look_for_periods(&mut self, now: u64, all: bool) {
+        let mut due: Vec<(CauseKey, u64)> = Vec::new();
+        for c in &self.cpus {
+            let top = self.top_causes(Some(c.cpu));
+            let frequent = top.into_iter().filter(|(_, st)| st.starts.as_ref().is_some_and(|s| s.at.len() >= periodic::MIN_EVENTS));
+            for (k, st) in frequent.take(PERIODIC_CAUSES) {
+                if all || now >= st.period_looked_ns.saturating_add(LOOK_EVERY_NS) {
+                    due.push((k.clone(), st.total_ns));
+                }
+            }
+        }
+        if !all {
+            due.sort_by_key(|d| std::cmp::Reverse(d.1));
+            due.truncate(1);
+        }
+        for (k, _) in due {
+            let Some(st) = self.causes.get_mut(&k) else { continue };
+            let Some(starts) = &st.starts else { continue };
+            self.period_scratch.clear();
+            self.period_scratch.extend_from_slice(&starts.at);
+            st.period = periodic::detect(&mut self.period_scratch);
+            st.period_looked_ns = now;
         }
     }
 

@@ -85,9 +85,47 @@ pub struct CpuRow {
     pub queue_overflows: u64,
     pub ringbuf_drops: u64,
     pub top_causes: Vec<CauseRow>,
+    /// Of the CPU's largest causes, those whose stalls recur on a period
+    /// (stats/periodic.rs), largest cause first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub periodic: Vec<PeriodicRow>,
     /// Every cause summed by its kind (irq, softirq, task…), most time
     /// first: the per-class totals rtla osnoise prints.
     pub by_kind: Vec<KindRow>,
+}
+
+/// A cause whose stalls recur on a period.
+#[derive(Serialize, Debug, PartialEq)]
+pub struct PeriodicRow {
+    /// `kind:name`, as the CSV writes it.
+    pub cause: String,
+    pub period_ns: u64,
+    /// The share of its stalls (bursts as one) that start in the fullest
+    /// twentieth of the period: 0.05 is chance.
+    pub share: f64,
+    /// Where that twentieth begins, ns after a multiple of the period on
+    /// CLOCK_MONOTONIC.
+    pub phase_ns: u64,
+    /// Its stalls looked at (the most recent, bursts as one).
+    pub stalls: usize,
+    /// What such a period usually is.
+    pub likely: &'static str,
+}
+
+/// What a period of `cause`'s stalls usually is, by its length: a tick's
+/// periods are CONFIG_HZ's (1000, 300, 250, 100).
+pub fn likely(kind: Kind, period_ns: u64) -> &'static str {
+    let tick = [1_000_000, 3_333_333, 4_000_000, 10_000_000].iter().any(|&t| period_ns.abs_diff(t) * 1000 <= t);
+    match kind {
+        Kind::Unexplained | Kind::Host if tick => {
+            "a tick's period: in a VM, the host's work as it delivers this kernel's timer interrupt (or the host's own tick); on bare metal, SMIs or firmware timers"
+        }
+        Kind::Unexplained | Kind::Host => "a source outside this kernel: SMI timers, firmware or BMC polling, the host's timers",
+        Kind::Irq | Kind::Timer if tick => "the scheduler tick: nohz_full= on this CPU stops it while one task runs (doctor)",
+        Kind::Own => "jitterwatch's own programs, inside what recurs at this period",
+        _ if tick => "at the tick's period: work the tick starts (timers, RCU, vmstat)",
+        _ => "a timer of its own: what sets it is named in the cause",
+    }
 }
 
 #[derive(Serialize, Debug, PartialEq, Eq)]
@@ -301,6 +339,22 @@ impl Summary {
                         total_ns: st.total_ns,
                         max_ns: st.max_ns,
                         p99_ns: st.p99(),
+                    })
+                    .collect(),
+                periodic: s
+                    .top_causes(Some(c.cpu))
+                    .into_iter()
+                    .take(crate::stats::PERIODIC_CAUSES)
+                    .filter_map(|(k, st)| {
+                        let p = st.period?;
+                        Some(PeriodicRow {
+                            cause: k.cause.label(),
+                            period_ns: p.period_ns,
+                            share: p.share,
+                            phase_ns: p.phase_ns,
+                            stalls: p.events,
+                            likely: likely(k.cause.kind(), p.period_ns),
+                        })
                     })
                     .collect(),
             })

@@ -106,3 +106,36 @@ fn the_json_says_one_thing_per_field_in_every_mode() {
         }
     }
 }
+
+/// What recurs reaches the summary: a softirq every 4 ms (the tick's
+/// period) among random unexplained stalls, found as the collector finds
+/// it at the end; the random stalls have no period. The screen's line
+/// and the JSON's row say the same.
+#[test]
+fn a_cause_that_recurs_is_said_with_its_period() {
+    let mut s = Stats::new(&[2], 0);
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut t = 1_000_000_000u64;
+    for k in 0..3_000u64 {
+        // A xorshift: random stalls, ~1 per ms.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        t += 50_000 + x % 1_900_000;
+        s.record(&hiccup(2, t, vec![], 3_000));
+        s.record(&hiccup(2, 1_000_000_000 + k * 4_000_000 + 7_000, vec![(Cause::Softirq(1), 2_000)], 0));
+    }
+    s.now_ns = t;
+    s.look_for_periods(t, true);
+    let sum = Summary::from_stats(&s, &Default::default(), "probe");
+    let p = &sum.cpus[0].periodic;
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!((p[0].cause.as_str(), p[0].period_ns, p[0].share), ("softirq:TIMER", 4_000_000, 1.0));
+    assert_eq!(p[0].phase_ns, 0, "7 µs into each period: the first twentieth");
+    assert!(p[0].likely.starts_with("at the tick's period"));
+    let mut out = Vec::new();
+    sum.write_text(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("recurs: softirq:TIMER every 4.000 ms (100% of its last"), "{text}");
+    assert!(!text.contains("recurs: unexplained"), "{text}");
+}

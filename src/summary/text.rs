@@ -82,6 +82,18 @@ impl Summary {
                     .collect();
                 writeln!(out, "  by sender: {}", by.join("; "))?;
             }
+            for p in &c.periodic {
+                writeln!(
+                    out,
+                    "  recurs: {} every {} ({:.0}% of its last {} stalls start in one twentieth of the period, 5% by chance; from {} into it): {}",
+                    p.cause.trim_end_matches(':'),
+                    period(p.period_ns),
+                    100.0 * p.share,
+                    p.stalls,
+                    period(p.phase_ns),
+                    p.likely
+                )?;
+            }
             if let Some(st) = &c.steal {
                 writeln!(
                     out,
@@ -215,4 +227,13 @@ fn skipped(t: &crate::trace::Totals) -> String {
         s += &format!(", {} cut by the memory cap", t.cut);
     }
     s
+}
+
+/// A period to the precision it was found at: 4.000 ms, 250.0 µs.
+fn period(v: u64) -> String {
+    if v >= 1_000_000 {
+        format!("{:.3} ms", v as f64 / 1e6)
+    } else {
+        format!("{:.1} µs", v as f64 / 1e3)
+    }
 }

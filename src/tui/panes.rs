@@ -161,6 +161,12 @@ fn culprit_name(s: &Culprit, th: Theme, long: bool, w: usize) -> Line<'static> {
         Kind::Lost => Span::styled(LOST, th.dim()),
         _ => Span::raw(s.key.cause.name()),
     };
+    // What recurs says its period, where the name leaves the room.
+    let every = s.period_ns.map(|p| format!(" every {}", fmt::dur(p))).filter(|e| name.width() + e.chars().count() <= w);
+    let name = match every {
+        Some(e) => Line::from(vec![name, Span::styled(e, th.fg(Color::Cyan))]),
+        None => Line::from(name),
+    };
     let victim = match &s.victim {
         Some((v, 0)) => format!(" → {v}"),
         Some((v, n)) => format!(" → {v} +{n}"),
@@ -168,10 +174,12 @@ fn culprit_name(s: &Culprit, th: Theme, long: bool, w: usize) -> Line<'static> {
     };
     let left = w.saturating_sub(name.width());
     if victim.is_empty() || left < 5 {
-        return cut(Line::from(name), w);
+        return cut(name, w);
     }
     let mut l = cut(Line::styled(victim, th.dim()), left);
-    l.spans.insert(0, name);
+    for (i, span) in name.spans.into_iter().enumerate() {
+        l.spans.insert(i, span);
+    }
     l
 }
 

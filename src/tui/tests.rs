@@ -135,6 +135,21 @@ fn large_terminal_shows_all_panes() {
     assert!(s.contains("(no kernel event"), "{s}");
 }
 
+/// A cause whose stalls recur says its period beside its name.
+#[test]
+fn a_periodic_culprit_shows_its_period() {
+    let mut s = stats();
+    for k in 0..200u64 {
+        s.record(&hiccup(7, START + k * 4_000_000, vec![(Cause::Softirq(1), 2_000)], 0));
+    }
+    s.look_for_periods(START + 10 * S, true);
+    let b = draw(&App::new(info(), Snapshot::of(&s), true), 160, 48);
+    let t = text(&b);
+    assert!(line_with(&t, "TIMER").contains("TIMER every 4.0ms"), "{t}");
+    // The others recur on nothing: no period beside them.
+    assert_eq!(t.matches(" every ").count(), 1, "{t}");
+}
+
 #[test]
 fn sort_cycles_and_reorders_culprits() {
     let mut a = app();
