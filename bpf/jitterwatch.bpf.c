@@ -196,6 +196,39 @@ int BPF_PROG(on_cpu_idle, unsigned int state, unsigned int cpu_id)
  * A watched CPU's new frequency, written by whichever CPU changed it (the
  * governor's), so out of the watched CPU's order, like a wake-up.
  */
+/* Per watched CPU: the kernel's tick_stop verdicts (jitterwatch.h). */
+struct jw_tick ticks[JW_MAX_CPUS] = {};
+
+/*
+ * Why the tick runs: tallied here, read by userspace with the counters. It
+ * fires on a nohz_full CPU at each attempt to stop the tick (in an
+ * interrupt's exit and on the way to idle), and when the tick stops.
+ */
+SEC("?tp_btf/tick_stop")
+int BPF_PROG(on_tick_stop, int success, int dependency)
+{
+	struct jw_tick *t;
+	__u64 cpu = bpf_get_smp_processor_id();
+	int i;
+
+	barrier_var(cpu);
+	if (cpu >= JW_MAX_CPUS || !watched[cpu] || floor_only)
+		return 0;
+	t = &ticks[cpu];
+	if (success) {
+		t->stops += 1;
+	} else {
+		t->refusals += 1;
+		for (i = 0; i < JW_TICK_DEPS; i++)
+			if (dependency & (1 << i))
+				t->deps[i] += 1;
+	}
+	t->last_ns = bpf_ktime_get_ns();
+	t->last_success = success;
+	t->last_dep = dependency;
+	return 0;
+}
+
 SEC("?tp_btf/cpu_frequency")
 int BPF_PROG(on_cpu_frequency, unsigned int frequency, unsigned int cpu_id)
 {

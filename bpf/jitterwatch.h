@@ -152,6 +152,26 @@ union jw_payload {
 	struct jw_origin org;
 };
 
+/*
+ * Why the tick runs (not a record: a per-CPU tally userspace reads from
+ * .bss). The kernel's timer:tick_stop says, each time a nohz_full CPU
+ * tries to stop its tick, whether it could, and if not the dependency
+ * that kept it: one of TICK_DEP_MASK_* (POSIX_TIMER, PERF_EVENTS, SCHED,
+ * CLOCK_UNSTABLE, RCU, RCU_EXP: bit i counted in deps[i]).
+ */
+enum {
+	JW_TICK_DEPS = 8,
+};
+
+struct jw_tick {
+	__u64 stops;    /* the tick stopped (success) */
+	__u64 refusals; /* it could not stop */
+	__u64 deps[JW_TICK_DEPS];
+	__u64 last_ns;  /* the last verdict's time (bpf_ktime_get_ns) */
+	__u32 last_success;
+	__u32 last_dep;
+};
+
 struct jw_event {
 	__u64 ts; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
 	__u16 cpu;

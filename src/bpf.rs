@@ -75,6 +75,7 @@ const TRACEPOINTS: &[(&str, &str)] = &[
     ("on_nmi", "nmi_handler"),
     ("on_cpu_idle", "cpu_idle"),
     ("on_cpu_frequency", "cpu_frequency"),
+    ("on_tick_stop", "tick_stop"),
 ];
 
 /// The origin programs (who sent an IPI, queued work, woke a task, from any
@@ -327,6 +328,29 @@ impl<'obj> Tracer<'obj> {
         let bss = &self.skel.maps.bss;
         let zeros = vec![0u8; bss.value_size() as usize];
         bss.update(&0u32.to_ne_bytes(), &zeros, MapFlags::ANY).map_err(bpf("clearing the watched CPUs"))
+    }
+
+    /// The kernel's tick_stop verdicts on each of `cpus` (tick.rs), as the
+    /// programs tallied them so far (None where the CPU is out of range).
+    pub fn ticks(&self, cpus: &[usize]) -> Vec<Option<crate::tick::Tally>> {
+        let Some(bss) = self.skel.maps.bss_data.as_deref() else { return vec![None; cpus.len()] };
+        cpus.iter()
+            .map(|&c| {
+                let t = bss.ticks.get(c)?;
+                // SAFETY: a plain read of memory the kernel's programs write
+                // to concurrently (mmap'ed .bss): volatile, so each read is
+                // made; a torn tally is off by one verdict at most.
+                let t = unsafe { std::ptr::read_volatile(t) };
+                Some(crate::tick::Tally {
+                    stops: t.stops,
+                    refusals: t.refusals,
+                    deps: t.deps,
+                    last_ns: t.last_ns,
+                    last_success: t.last_success != 0,
+                    last_dep: t.last_dep,
+                })
+            })
+            .collect()
     }
 
     /// Failed ring-buffer reservations, indexed by CPU.

@@ -50,6 +50,7 @@ mod sources;
 mod startup;
 mod stats;
 mod summary;
+mod tick;
 mod trace;
 mod tui;
 mod units;

@@ -276,6 +276,9 @@ struct Own {
     /// a failed read keeps the last counts (a lower bound), never zeros.
     drops: Vec<u64>,
     drop_read_failures: u64,
+    /// The tick's verdicts per watched CPU as last read: kept, because the
+    /// programs' memory is cleared as they stop watching.
+    ticks: Vec<Option<crate::tick::Tally>>,
 }
 
 impl Own {
@@ -285,6 +288,16 @@ impl Own {
         match tracer.drops() {
             Ok(d) => self.drops = d,
             Err(_) => self.drop_read_failures += 1,
+        }
+        let ticks = tracer.ticks(cpus);
+        if self.ticks.len() != ticks.len() {
+            self.ticks = vec![None; ticks.len()];
+        }
+        for (kept, now) in self.ticks.iter_mut().zip(ticks) {
+            // Never fewer verdicts than before: a read after the clear.
+            if now.is_some_and(|n| kept.is_none_or(|k| n.verdicts() >= k.verdicts())) {
+                *kept = now;
+            }
         }
         let window = drain.engine.window_stats();
         let stats = &drain.sinks.stats;
@@ -304,11 +317,13 @@ impl Own {
             prog_stats: if bpf_stats { tracer.prog_stats() } else { Vec::new() },
             cpus: cpus
                 .iter()
-                .map(|&cpu| {
+                .enumerate()
+                .map(|(i, &cpu)| {
                     let cpu = cpu as u32;
                     let mut c = CpuCounters {
                         drops: self.drops.get(cpu as usize).copied().unwrap_or(0),
                         steal: drain.engine.steal_totals(cpu),
+                        tick: self.ticks.get(i).copied().flatten(),
                         ..CpuCounters::new(cpu)
                     };
                     source.counters(&mut c, stats);

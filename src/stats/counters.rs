@@ -29,6 +29,8 @@ pub struct CpuCounters {
     pub wakeup: Option<crate::probe::Latency>,
     /// The steal clock over the whole run (None: no reading came).
     pub steal: Option<crate::engine::StealTotals>,
+    /// The kernel's verdicts on stopping the tick (None: not read).
+    pub tick: Option<crate::tick::Tally>,
 }
 
 impl CpuCounters {
@@ -46,6 +48,7 @@ impl CpuCounters {
             tsc: false,
             wakeup: None,
             steal: None,
+            tick: None,
         }
     }
 

@@ -89,6 +89,9 @@ pub struct CpuRow {
     /// (stats/periodic.rs), largest cause first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub periodic: Vec<PeriodicRow>,
+    /// Why the tick ran, as the kernel said at each attempt to stop it
+    /// (timer:tick_stop, on nohz_full CPUs); null where it never said.
+    pub tick: Option<crate::tick::State>,
     /// Every cause summed by its kind (irq, softirq, task…), most time
     /// first: the per-class totals rtla osnoise prints.
     pub by_kind: Vec<KindRow>,
@@ -341,6 +344,12 @@ impl Summary {
                         p99_ns: st.p99(),
                     })
                     .collect(),
+                tick: c.probe.tick.filter(|t| t.verdicts() > 0).map(|t| {
+                    // Beside the watched task under SCHED: the CPU's largest task.
+                    let behind =
+                        s.top_causes(Some(c.cpu)).into_iter().find(|(k, _)| k.cause.kind() == Kind::Task).map(|(k, _)| k.cause.label());
+                    crate::tick::state(&t, behind)
+                }),
                 periodic: s
                     .top_causes(Some(c.cpu))
                     .into_iter()

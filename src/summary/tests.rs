@@ -139,3 +139,35 @@ fn a_cause_that_recurs_is_said_with_its_period() {
     assert!(text.contains("recurs: softirq:TIMER every 4.000 ms (100% of its last"), "{text}");
     assert!(!text.contains("recurs: unexplained"), "{text}");
 }
+
+/// Why the tick ran: the kernel's verdicts reach the JSON and the text,
+/// with the dependency's meaning and, for SCHED, the task beside.
+#[test]
+fn the_tick_s_verdicts_are_said_with_what_stands_behind() {
+    let mut s = Stats::new(&[3], 0);
+    s.record(&hiccup(3, 10, vec![(Cause::Task { comm: comm(b"stress"), pid: Some(42) }, 900)], 0));
+    let mut raw = Counters::new(&[3]);
+    let mut t = crate::tick::Tally { stops: 1, refusals: 700, last_dep: 1 << 2, ..Default::default() };
+    t.deps[2] = 699;
+    t.deps[4] = 1;
+    raw.cpus[0].tick = Some(t);
+    s.update_counters(raw, 1_000_000);
+    let sum = Summary::from_stats(&s, &Default::default(), "probe");
+    let mut json = Vec::new();
+    sum.write_json(&mut json).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let tick = &v["cpus"][0]["tick"];
+    assert_eq!(tick["state"], "running");
+    assert_eq!(tick["dependencies"], serde_json::json!(["SCHED", "RCU"]));
+    assert_eq!((tick["last"].as_str(), tick["behind"].as_str()), (Some("SCHED"), Some("task:stress[42]")));
+    let mut text = Vec::new();
+    sum.write_text(&mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("  tick: running at the end (1 stops, 700 attempts refused): SCHED, more than one runnable task"), "{text}");
+    assert!(text.contains("; also kept by RCU; beside the watched task: task:stress[42]"), "{text}");
+    // Where the kernel never said (not nohz_full): null, no line.
+    let mut s = Stats::new(&[3], 0);
+    s.update_counters(Counters::new(&[3]), 1_000_000);
+    let sum = Summary::from_stats(&s, &Default::default(), "probe");
+    assert!(sum.cpus[0].tick.is_none());
+}

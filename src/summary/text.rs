@@ -82,6 +82,16 @@ impl Summary {
                     .collect();
                 writeln!(out, "  by sender: {}", by.join("; "))?;
             }
+            if let Some(t) = &c.tick {
+                let why = match t.last {
+                    Some(d) => format!(": {d}, {}", crate::tick::why(d).unwrap_or("")),
+                    None => String::new(),
+                };
+                let also: Vec<&str> = t.dependencies.iter().copied().filter(|d| Some(*d) != t.last).collect();
+                let also = if also.is_empty() { String::new() } else { format!("; also kept by {}", also.join(", ")) };
+                let behind = t.behind.as_ref().map_or(String::new(), |b| format!("; beside the watched task: {b}"));
+                writeln!(out, "  tick: {} at the end ({} stops, {} attempts refused){why}{also}{behind}", t.state, t.stops, t.refusals)?;
+            }
             for p in &c.periodic {
                 writeln!(
                     out,

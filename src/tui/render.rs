@@ -142,6 +142,15 @@ fn header_lines(app: &App, th: Theme, width: u16) -> Vec<Line<'static>> {
         vec![Span::raw(format!("kernel {}", app.info.kernel))],
     ];
     facts.extend(app.info.cpus_in_words().into_iter().map(|w| vec![Span::raw(w)]));
+    // What the kernel said at its last attempt to stop each CPU's tick
+    // (nohz_full CPUs only): `tick now CPU 7: on (SCHED)`, a tick kept on
+    // flagged as a warning.
+    for c in &v.cpus {
+        if let Some(w) = c.probe.tick.as_ref().and_then(crate::tick::words) {
+            let style = if w == "off" { Style::new() } else { th.warn() };
+            facts.push(vec![Span::styled(format!("tick now CPU {}: {w}", c.cpu), style)]);
+        }
+    }
     // A sibling open to other work slows the watched CPU: flagged.
     facts.push(vec![Span::styled(app.info.topology.clone(), if app.info.sibling_open { th.warn() } else { Style::new() })]);
     facts.push(vec![Span::raw(format!("threshold {}", thresholds(app)))]);

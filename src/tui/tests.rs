@@ -135,6 +135,24 @@ fn large_terminal_shows_all_panes() {
     assert!(s.contains("(no kernel event"), "{s}");
 }
 
+/// The kernel's last verdict on each CPU's tick reaches the header, a
+/// tick kept on flagged with its dependency.
+#[test]
+fn the_header_says_why_the_tick_runs() {
+    let mut snap = Snapshot::of(&stats());
+    let mut on = crate::tick::Tally { refusals: 40, last_dep: 1 << 2, ..Default::default() };
+    on.deps[2] = 40;
+    snap.cpus[1].probe.tick = Some(on);
+    snap.cpus[0].probe.tick = Some(crate::tick::Tally { stops: 2, last_success: true, ..Default::default() });
+    let b = draw(&App::new(info(), snap, true), 160, 48);
+    let t = text(&b);
+    assert!(t.contains("tick now CPU 7: on (SCHED)") && t.contains("tick now CPU 6: off"), "{t}");
+    let first = t.lines().position(|l| l.contains("tick now CPU 7")).unwrap();
+    let line = t.lines().nth(first).unwrap();
+    let at = line[..line.find("tick now CPU 7").unwrap()].chars().count();
+    assert_eq!(b.content[first * 160 + at].bg, Color::Red, "{line}");
+}
+
 /// A cause whose stalls recur says its period beside its name.
 #[test]
 fn a_periodic_culprit_shows_its_period() {

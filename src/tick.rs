@@ -1,0 +1,123 @@
+//! Why the tick runs on a CPU, as the kernel says it: `timer:tick_stop`
+//! fires on a nohz_full CPU at each attempt to stop the scheduler tick,
+//! with the dependency that kept it running (TICK_DEP_MASK_*), and when it
+//! stops. The BPF side tallies the verdicts per watched CPU
+//! (`struct jw_tick`); this is what they mean. Pure: no BPF.
+
+use serde::Serialize;
+
+/// The kernel's tick dependencies by bit (include/linux/tick.h's
+/// TICK_DEP_BIT_*), and what stands behind each.
+pub const DEPENDENCIES: [(&str, &str); 6] = [
+    ("POSIX_TIMER", "a POSIX CPU timer (timer_create on a CPU clock, setitimer ITIMER_PROF/VIRTUAL, RLIMIT_CPU) of a task here"),
+    ("PERF_EVENTS", "a perf event that needs the tick (a frequency-based sampling event: perf record/top without -c)"),
+    ("SCHED", "more than one runnable task on the CPU (or a SCHED_RR task): the scheduler needs the tick to share it"),
+    ("CLOCK_UNSTABLE", "the sched clock is unstable (the TSC not trusted)"),
+    ("RCU", "RCU needs this CPU for a grace period (a callback queued here, rcu_nocbs= not covering it)"),
+    ("RCU_EXP", "an expedited RCU grace period waits on this CPU"),
+];
+
+/// One CPU's tally, as read from the BPF side.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub stops: u64,
+    pub refusals: u64,
+    pub deps: [u64; 8],
+    pub last_ns: u64,
+    pub last_success: bool,
+    pub last_dep: u32,
+}
+
+impl Tally {
+    /// Verdicts so far.
+    pub fn verdicts(&self) -> u64 {
+        self.stops + self.refusals
+    }
+}
+
+/// What the tally says, for the summary and the screen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct State {
+    /// `stopped` (the last attempt stopped it), `running` (the last one
+    /// could not: `dependencies` say why), or `no verdict` (the kernel
+    /// never tried: a CPU not in nohz_full, or one that never left its
+    /// task and had nothing to stop).
+    pub state: &'static str,
+    /// Every dependency that kept the tick during the run, most often first.
+    pub dependencies: Vec<&'static str>,
+    /// The one that kept it last (None when it stopped, or no verdict).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last: Option<&'static str>,
+    pub stops: u64,
+    pub refusals: u64,
+    /// For SCHED: what ran beside the watched task (its largest task
+    /// culprit), when one was seen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub behind: Option<String>,
+}
+
+/// The name of a dependency mask's lowest bit set (the kernel reports one).
+pub fn name_of(mask: u32) -> Option<&'static str> {
+    (0..DEPENDENCIES.len()).find(|&i| mask & (1 << i) != 0).map(|i| DEPENDENCIES[i].0)
+}
+
+/// What stands behind a dependency, by its name.
+pub fn why(name: &str) -> Option<&'static str> {
+    DEPENDENCIES.iter().find(|d| d.0 == name).map(|d| d.1)
+}
+
+pub fn state(t: &Tally, behind: Option<String>) -> State {
+    let mut deps: Vec<(u64, usize)> = (0..DEPENDENCIES.len()).filter(|&i| t.deps[i] > 0).map(|i| (t.deps[i], i)).collect();
+    deps.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let dependencies: Vec<&'static str> = deps.iter().map(|&(_, i)| DEPENDENCIES[i].0).collect();
+    let (state, last) = match (t.verdicts(), t.last_success) {
+        (0, _) => ("no verdict", None),
+        (_, true) => ("stopped", None),
+        (_, false) => ("running", name_of(t.last_dep)),
+    };
+    let behind = behind.filter(|_| dependencies.contains(&"SCHED"));
+    State { state, dependencies, last, stops: t.stops, refusals: t.refusals, behind }
+}
+
+/// The screen's words: `off`, `on (SCHED)`, or None without a verdict.
+pub fn words(t: &Tally) -> Option<String> {
+    let s = state(t, None);
+    match s.state {
+        "stopped" => Some("off".to_string()),
+        "running" => Some(format!("on ({})", s.last.unwrap_or("?"))),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verdicts_read_as_the_kernel_means_them() {
+        let none = Tally::default();
+        assert_eq!(state(&none, None).state, "no verdict");
+        assert_eq!(words(&none), None);
+        // Two busy tasks: SCHED at every attempt.
+        let mut t = Tally { refusals: 900, last_dep: 1 << 2, ..Tally::default() };
+        t.deps[2] = 900;
+        t.deps[4] = 3;
+        let s = state(&t, Some("task:stress[42]".into()));
+        assert_eq!((s.state, s.last), ("running", Some("SCHED")));
+        assert_eq!(s.dependencies, ["SCHED", "RCU"]);
+        assert_eq!(s.behind.as_deref(), Some("task:stress[42]"));
+        assert_eq!(words(&t).as_deref(), Some("on (SCHED)"));
+        // One task alone: the tick stopped at the last attempt.
+        let t = Tally { stops: 3, refusals: 1, last_success: true, ..t };
+        assert_eq!(state(&t, None).state, "stopped");
+        assert_eq!(words(&t).as_deref(), Some("off"));
+        // A task behind is said only where SCHED kept the tick.
+        let mut p = Tally { refusals: 5, last_dep: 1, ..Tally::default() };
+        p.deps[0] = 5;
+        let s = state(&p, Some("task:x".into()));
+        assert_eq!((s.last, s.behind), (Some("POSIX_TIMER"), None));
+        assert_eq!(name_of(1 << 5), Some("RCU_EXP"));
+        assert_eq!(name_of(0), None);
+        assert!(why("SCHED").unwrap().contains("runnable task"));
+    }
+}
