@@ -20,7 +20,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -210,6 +210,9 @@ pub fn take(p: &Place, cpus: &[usize]) -> Result<CpuLocks> {
         if !try_flock(&f, libc::LOCK_EX).with_context(|| format!("cannot lock {}", path.display()))? {
             return Err(taken(cpu, &holder(&mut f)));
         }
+        // Readable by every run that checks it, whatever the umask (the
+        // unit's is 0077): one that cannot read it must take it as held.
+        f.set_permissions(fs::Permissions::from_mode(0o644))?;
         // Who holds it, for the message above; the lock is what counts.
         f.set_len(0)?;
         f.rewind()?;
@@ -250,7 +253,6 @@ pub fn held_by_others(p: &Place, except: &[usize]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     /// A base owned by whoever runs the test: `in_base` plays root, the
     /// other plays a user with its subdirectory.
@@ -308,6 +310,7 @@ mod tests {
         assert!(e.contains("CPU 1 is already watched") && e.contains(&format!("(pid {})", std::process::id())), "{e}");
         let u = take(&user, &[2]).unwrap();
         assert!(dir.join("svc/cpu2.lock").exists() && !dir.join("cpu2.lock").exists());
+        assert_eq!(fs::metadata(dir.join("svc/cpu2.lock")).unwrap().mode() & 0o777, 0o644, "readable by the others' checks");
         // And the other way round: root is refused the user's CPU, and
         // both see each other's.
         let e = take(&root, &[2]).err().unwrap().to_string();
