@@ -8,29 +8,42 @@ use anyhow::{bail, Context, Result};
 
 use crate::cpulist;
 
-const CAP_SYS_ADMIN: u32 = 21;
-const CAP_PERFMON: u32 = 38;
-const CAP_BPF: u32 = 39;
+use crate::caps::{self, Caps, Host, Wants};
 
 /// The effective capability set of this process.
-fn cap_eff() -> Result<u64> {
+pub fn cap_eff() -> Result<Caps> {
     let status = fs::read_to_string("/proc/self/status").context("cannot read /proc/self/status")?;
-    let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:")).context("/proc/self/status has no CapEff line")?;
-    u64::from_str_radix(hex.trim(), 16).context("malformed CapEff in /proc/self/status")
+    Caps::from_status(&status).context("/proc/self/status has no readable CapEff line")
 }
 
-/// Loading tracing programs takes CAP_BPF + CAP_PERFMON (or CAP_SYS_ADMIN).
-pub fn privileges() -> Result<()> {
+fn rlimit(resource: libc::__rlimit_resource_t) -> libc::rlimit {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: a valid rlimit to fill.
+    unsafe { libc::getrlimit(resource, &mut r) };
+    r
+}
+
+/// What `caps::check` reads of this host and process.
+fn host() -> Host {
+    let memlock = rlimit(libc::RLIMIT_MEMLOCK).rlim_max;
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    Host {
+        // SAFETY: geteuid cannot fail.
+        euid: unsafe { libc::geteuid() },
+        rtprio: rlimit(libc::RLIMIT_RTPRIO).rlim_cur,
+        memlock_max: (memlock != libc::RLIM_INFINITY).then_some(memlock),
+        // Unknown: taken as new (memory-cgroup accounting, no memlock).
+        kernel: caps::kernel_version(&release).unwrap_or((u32::MAX, 0)),
+    }
+}
+
+/// Loading tracing programs takes CAP_BPF + CAP_PERFMON (or
+/// CAP_SYS_ADMIN), and what `wants` asks for its own capability: the
+/// first missing one is one line. Returns the set, for later checks.
+pub fn privileges(wants: Wants) -> Result<Caps> {
     let caps = cap_eff()?;
-    let has = |c: u32| caps & (1 << c) != 0;
-    if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
-        return Ok(());
-    }
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("jitterwatch must run as root (or with CAP_BPF and CAP_PERFMON) to load its BPF programs: run it with sudo");
-    }
-    bail!("jitterwatch lacks CAP_BPF and CAP_PERFMON (root without them, e.g. in a container): grant them or run on the host");
+    caps::check(caps, host(), wants).map_err(anyhow::Error::msg)?;
+    Ok(caps)
 }
 
 pub fn btf(root: &Path) -> Result<()> {

@@ -48,10 +48,14 @@ pub fn hold(device: &Path, us: u32) -> Result<Hold> {
     if us > MAX_US {
         bail!("--dma-latency {us}: {}", range());
     }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(device)
-        .with_context(|| format!("--dma-latency: cannot open {} (run as root, on a kernel with PM QoS)", device.display()))?;
+    let mut file = match std::fs::OpenOptions::new().write(true).open(device) {
+        Ok(f) => f,
+        // The device is root's, mode 0600: the kernel checks nothing more.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            bail!("{}", crate::caps::dma_latency_denied(&device.display().to_string()))
+        }
+        Err(e) => return Err(e).with_context(|| format!("--dma-latency: cannot open {} (on a kernel with PM QoS)", device.display())),
+    };
     file.write_all(&request(us)).with_context(|| format!("--dma-latency: writing {}", device.display()))?;
     Ok(Hold { _file: file, us })
 }

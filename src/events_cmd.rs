@@ -31,7 +31,7 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
         (EventsFormat::Perfetto, Some(_)) => Some(Format::Perfetto),
         (EventsFormat::Json, Some(_)) => Some(Format::Json),
     };
-    let prep = startup::prepare(cpus, false)?;
+    let prep = startup::prepare(cpus, false, crate::caps::Wants::default())?;
     // Checked before attaching: a file that cannot be written fails first.
     let whole = match (trace_format, file) {
         (Some(f), Some(path)) => Some(RefCell::new(Whole::new(path, f, &prep.cpus, false, now_ns())?)),

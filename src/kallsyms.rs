@@ -47,7 +47,6 @@ impl Kallsyms {
         Self { syms, names }
     }
 
-    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.syms.len()
     }

@@ -8,6 +8,7 @@
 //! the few public ones below.
 
 mod bpf;
+mod caps;
 mod cause;
 mod checks;
 mod cli;

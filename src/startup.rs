@@ -9,6 +9,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use crate::caps::Wants;
 use crate::cpulock::{self, CpuLocks};
 use crate::engine::{IdleStates, Namer};
 use crate::kallsyms::Kallsyms;
@@ -24,23 +25,29 @@ pub struct Prepared {
     pub locks: Option<CpuLocks>,
 }
 
-/// `own`: the command will spin on the CPUs, so it takes their locks.
-pub fn prepare(cpus_arg: Option<&str>, own: bool) -> Result<Prepared> {
+/// `own`: the command will spin on the CPUs, so it takes their locks;
+/// `wants`: what else it will do that takes a capability.
+pub fn prepare(cpus_arg: Option<&str>, own: bool, wants: Wants) -> Result<Prepared> {
     let root = Path::new("/");
     let cpus = checks::watched_cpus(root, cpus_arg)?;
-    checks::privileges()?;
+    let caps = checks::privileges(wants)?;
     checks::btf(root)?;
-    let dir = Path::new(cpulock::DIR);
-    let locks = if own { Some(cpulock::take(dir, &cpus)?) } else { None };
+    // SAFETY: geteuid cannot fail.
+    let place = cpulock::Place::system(unsafe { libc::geteuid() });
+    let locks = if own { Some(cpulock::take(&place, &cpus)?) } else { None };
     let mut housekeeping = cpulist::housekeeping(&checks::online_cpus(root)?, &cpus);
     // Off the CPUs other instances watch, when that leaves any.
-    let others = cpulock::held_by_others(dir, &cpus);
+    let others = cpulock::held_by_others(&place, &cpus);
     if housekeeping.iter().any(|c| !others.contains(c)) {
         housekeeping.retain(|c| !others.contains(c));
     }
     sys::pin_to(&housekeeping).context("cannot pin jitterwatch to the unwatched CPUs")?;
-    // Without it every function shows as an address: degraded, not fatal.
+    // Unreadable, every function shows as an address: degraded, not
+    // fatal. Readable but all zeros is a missing CAP_SYSLOG: refused.
     let kallsyms = Kallsyms::load(&root.join("proc/kallsyms")).unwrap_or_else(|_| Kallsyms::empty());
+    if let Some(notice) = crate::caps::symbols(caps, kallsyms.len()).map_err(anyhow::Error::msg)? {
+        say!("{notice}");
+    }
     let namer = Namer::new(kallsyms, IdleStates::read(root));
     Ok(Prepared { cpus, housekeeping, namer, locks })
 }

@@ -97,6 +97,7 @@ impl Endpoint {
         let (sa, e) = first_err.expect("at least one address was tried");
         Err(match e.kind() {
             io::ErrorKind::AddrInUse => anyhow!("--prometheus {sa}: the port is in use; pick another (9464 is the usual one)"),
+            io::ErrorKind::PermissionDenied if sa.port() < 1024 => anyhow!("{}", crate::caps::low_port_denied(&sa.to_string())),
             io::ErrorKind::AddrNotAvailable => anyhow!("--prometheus {sa}: no interface of this machine has that address"),
             _ => anyhow!("--prometheus {sa}: cannot listen there: {e}"),
         })

@@ -78,7 +78,8 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
 fn plan(args: &WatchArgs, mode: Mode, serve: bool) -> Result<(Plan, Box<dyn Source>, startup::Prepared)> {
     let root = Path::new("/");
     let planned = mode.plan(root, args)?;
-    let prep = startup::prepare(planned.cpus_arg.as_deref(), planned.spins())?;
+    let prep =
+        startup::prepare(planned.cpus_arg.as_deref(), planned.spins(), crate::caps::Wants { rt: args.rt, bpf_stats: args.bpf_stats })?;
     let source = planned.source(root, args, &prep.cpus)?;
     let plan = Plan {
         mode,

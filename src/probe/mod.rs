@@ -269,7 +269,13 @@ impl Drop for Probes {
 fn setup(cpu: u32, cfg: ProbeConfig) -> anyhow::Result<()> {
     crate::sys::pin_to(&[cpu as usize]).map_err(|e| anyhow::anyhow!("cannot pin the probe to CPU {cpu}: {e}"))?;
     if let Some(prio) = cfg.rt_prio {
-        crate::sys::set_fifo(prio).map_err(|e| anyhow::anyhow!("cannot make the probe SCHED_FIFO {prio}: {e}"))?;
+        crate::sys::set_fifo(prio).map_err(|e| match e.raw_os_error() {
+            // Checked at start-up: here when a seccomp filter refuses it.
+            Some(libc::EPERM) => anyhow::anyhow!(
+                "needs CAP_SYS_NICE for --rt: the kernel refused the probe SCHED_FIFO {prio} (or a seccomp filter did: systemd's RestrictRealtime=yes): grant it, or leave --rt out"
+            ),
+            _ => anyhow::anyhow!("cannot make the probe SCHED_FIFO {prio}: {e}"),
+        })?;
     }
     // Prefault the stack the loop will use, so no page fault lands in it.
     let mut stack = [0u8; 64 * 1024];

@@ -10,7 +10,11 @@
 //! modules for it), or when the .deb declares a dependency. `--check` then
 //! runs the binary from a directory with no build tree (`--version`,
 //! `doctor`, a 2 s watch as root), installs the .deb with dpkg, verifies its
-//! unit with systemd-analyze, and removes the package.
+//! unit with systemd-analyze (and its exposure, `unit`), runs the unit's
+//! command without root as the unit would and scrapes /metrics, and
+//! removes the package.
+
+mod unit;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -207,13 +211,21 @@ fn check(bin: &Path, deb: &Path) -> Result<()> {
     let hiccups = serde_json::from_str::<serde_json::Value>(&watch).context("the watch's JSON summary")?["cpus"][0]["hiccups"].clone();
     println!("dist check: a 2 s watch of CPU {cpu}: {hiccups} hiccups");
     proc::check(Command::new("dpkg").arg("-i").arg(deb))?;
-    let verified = output(Command::new("systemd-analyze").args(["verify", "/lib/systemd/system/jitterwatch.service"]));
+    let installed_unit = Path::new("/lib/systemd/system/jitterwatch.service");
+    let verified = output(Command::new("systemd-analyze").arg("verify").arg(installed_unit));
+    let exposure = unit::security(installed_unit);
+    let served = unit::serve(installed_unit, last);
     let installed = output(Command::new("dpkg").args(["-L", "jitterwatch"]));
     let man = Path::new("/usr/share/man/man1/jitterwatch.1.gz").exists();
     proc::check(Command::new("dpkg").args(["--purge", "jitterwatch"]))?;
     let _ = std::fs::remove_dir_all(&away);
     verified.context("systemd-analyze verify jitterwatch.service")?;
     println!("dist check: the .deb installed ({} paths), its unit verified, removed", installed?.lines().count());
+    println!("dist check: the unit's exposure (systemd-analyze security): {} (at most {})", exposure?, unit::MAX_EXPOSURE);
+    let bytes = served.context("the unit's ExecStart without root")?;
+    println!(
+        "dist check: the unit's ExecStart as uid 65534 with only its capabilities served /metrics ({bytes} bytes) and stopped on SIGTERM"
+    );
     if !man {
         bail!("the .deb installed no man page");
     }

@@ -1,7 +1,9 @@
 //! The VM's whole root file system: an initramfs (newc cpio, written here)
 //! with busybox-static, the dist binary and the shared libraries `ldd` says
 //! it needs (the host's glibc: the binary links it dynamically), the guest
-//! script as /init, a busy loop named `jwbusy` for passive mode, and the
+//! script as /init, a busy loop named `jwbusy` for passive mode, util-linux's
+//! setpriv with its libraries (busybox's cannot change the uid and keep
+//! capabilities: the run without root needs both), and the
 //! kernel's config in /boot, where doctor looks for it. No disk, no modules:
 //! the serial console and everything jitterwatch reads are built in.
 
@@ -19,6 +21,9 @@ const JWBUSY: &str = "#!/bin/sh\nwhile :; do :; done\n";
 
 /// Where busybox-static puts its binary.
 const BUSYBOX: &str = "/bin/busybox";
+
+/// util-linux's setpriv, at the same path in the guest.
+const SETPRIV: &str = "/usr/bin/setpriv";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
@@ -47,8 +52,16 @@ pub fn base(jitterwatch: &Path) -> Result<Vec<(String, Entry)>> {
         ("bin/jitterwatch".to_string(), exe(std::fs::read(jitterwatch).with_context(|| format!("reading {}", jitterwatch.display()))?)),
         ("dev/console".to_string(), Entry::CharDev(5, 1)),
     ];
-    let out = Command::new("ldd").arg(jitterwatch).output().context("running ldd")?;
-    for lib in needed_libs(&String::from_utf8_lossy(&out.stdout)) {
+    files.push((
+        SETPRIV.trim_start_matches('/').to_string(),
+        exe(std::fs::read(SETPRIV).with_context(|| format!("reading {SETPRIV} (util-linux)"))?),
+    ));
+    let mut libs = BTreeSet::new();
+    for bin in [jitterwatch, Path::new(SETPRIV)] {
+        let out = Command::new("ldd").arg(bin).output().context("running ldd")?;
+        libs.extend(needed_libs(&String::from_utf8_lossy(&out.stdout)));
+    }
+    for lib in libs {
         let data = std::fs::read(&lib).with_context(|| format!("reading {lib}"))?;
         files.push((lib.trim_start_matches('/').to_string(), exe(data)));
     }
