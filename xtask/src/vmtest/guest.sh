@@ -206,6 +206,30 @@ case "$(uname -r)" in
 	;;
 esac
 
+# Why the tick runs (timer:tick_stop). Tuned (nohz_full): the probe alone
+# lets the kernel stop the tick; with a second busy task on the CPU it says
+# SCHED. Untuned: the kernel never checks a dependency (it stops the tick
+# only in idle), so none is said.
+flat() { tr -d ' \n' <"$1"; }
+case $MODE in
+tuned)
+	taskset -c "$CPU" /bin/jwbusy &
+	B=$!
+	jitterwatch --cpus "$CPU" --duration 3s --no-tui --json >/tmp/t2.json 2>/tmp/t2.err
+	RC=$?
+	kill $B
+	ALONE=$(flat /tmp/run.json | grep -o '"tick":{[^}]*}' | head -n 1)
+	TWO=$(flat /tmp/t2.json | grep -o '"tick":{[^}]*}' | head -n 1)
+	[ "$RC" = 0 ] && echo "$ALONE" | grep -q '"stops":[1-9]'  && echo "$TWO" | grep -q '"dependencies":\[[^]]*"SCHED"'
+	check tick-why $? "alone: $(echo "${ALONE:-none}" | cut -c1-100); two tasks: $(echo "${TWO:-none}" | cut -c1-140)"
+	;;
+*)
+	T=$(flat /tmp/run.json | grep -o '"tick":[^}]*' | head -n 1)
+	echo "$T" | grep -q '"tick":null\|"dependencies":\[\]'
+	check tick-why $? "untuned: $(echo "${T:-none}" | cut -c1-160)"
+	;;
+esac
+
 # Beside rtla (kernels with the osnoise and timerlat tracers: the guest
 # then carries the suite's rtla): passive mode on the tracer's own thread,
 # attached first and waiting for its name, so it sees the thread's whole
