@@ -145,3 +145,32 @@ fn the_tick_is_found_to_recur_at_its_period() {
     assert!([1_000_000, 3_333_333, 4_000_000, 10_000_000].contains(&period), "{tick}");
     assert!(tick["share"].as_f64().unwrap() > 0.9, "{tick}");
 }
+
+/// Why the tick runs, on a real run: the wake-up probe sleeps 20 ms at a
+/// time, and in those sleeps the kernel stops the CPU's tick (idle, on any
+/// CPU with NO_HZ_IDLE as Debian's kernels have): the tally read from the
+/// programs says so, with no dependency (this CPU is not nohz_full, so the
+/// kernel never checks one). Counted while watching, and read before the
+/// programs' memory is cleared at the end.
+#[test]
+fn the_tick_s_stops_in_idle_reach_the_summary() {
+    if !require_root_btf("the_tick_s_stops_in_idle_reach_the_summary") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let nohz = std::fs::read_to_string("/sys/devices/system/cpu/nohz_full").unwrap_or_default();
+    let nohz_full = jitterwatch::cpulist::parse(nohz.trim()).is_ok_and(|l| l.contains(&cpu));
+    let (status, stdout, err) = run_bin(
+        &["--cpus", &cpu.to_string(), "--no-tui", "--duration", "2s", "--probe", "wakeup", "--period", "20ms", "--json"],
+        std::time::Duration::from_secs(60),
+    );
+    assert!(status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let tick = &v["cpus"][0]["tick"];
+    assert!(tick["stops"].as_u64().unwrap_or(0) >= 10, "about 100 sleeps of 20 ms: {tick}");
+    if !nohz_full {
+        assert_eq!(tick["dependencies"], serde_json::json!([]), "{tick}");
+        assert_eq!(tick["refusals"], 0, "{tick}");
+    }
+}

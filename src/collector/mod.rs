@@ -242,6 +242,7 @@ fn collect(
                 started = true;
             }
         }
+        own.note_ticks(tracer, &cfg.cpus);
         let snapshot_due = cfg.snapshots.is_some() && drained >= next_snapshot;
         if snapshot_due || drain.sinks.wants_counters(drained) || last {
             next_snapshot = drained + SNAPSHOT_NS;
@@ -282,13 +283,10 @@ struct Own {
 }
 
 impl Own {
-    /// Every count as its source keeps it, since the start: the kernel's
-    /// and the collector's here, each CPU's source's by the source.
-    fn counters(&mut self, drain: &Drain, tracer: &Tracer<'_>, cpus: &[usize], source: &dyn Source, bpf_stats: bool) -> Counters {
-        match tracer.drops() {
-            Ok(d) => self.drops = d,
-            Err(_) => self.drop_read_failures += 1,
-        }
+    /// The tick's verdicts as the programs tallied them (a read of their
+    /// memory, no system call): after every drain, because the programs'
+    /// memory is cleared as they stop watching, before the last counters.
+    fn note_ticks(&mut self, tracer: &Tracer<'_>, cpus: &[usize]) {
         let ticks = tracer.ticks(cpus);
         if self.ticks.len() != ticks.len() {
             self.ticks = vec![None; ticks.len()];
@@ -299,6 +297,16 @@ impl Own {
                 *kept = now;
             }
         }
+    }
+
+    /// Every count as its source keeps it, since the start: the kernel's
+    /// and the collector's here, each CPU's source's by the source.
+    fn counters(&mut self, drain: &Drain, tracer: &Tracer<'_>, cpus: &[usize], source: &dyn Source, bpf_stats: bool) -> Counters {
+        match tracer.drops() {
+            Ok(d) => self.drops = d,
+            Err(_) => self.drop_read_failures += 1,
+        }
+        self.note_ticks(tracer, cpus);
         let window = drain.engine.window_stats();
         let stats = &drain.sinks.stats;
         Counters {

@@ -8,8 +8,21 @@ use super::check::Check;
 use super::rtla::{Class, Gaps};
 
 /// The checks, in the table's column order.
-pub const CHECKS: &[&str] =
-    &["load", "events", "csv", "doctor", "passive-running", "passive-new", "wakeup-probe", "nonroot", "memlock", "exit", "ticks", "tick-why", "rtla"];
+pub const CHECKS: &[&str] = &[
+    "load",
+    "events",
+    "csv",
+    "doctor",
+    "passive-running",
+    "passive-new",
+    "wakeup-probe",
+    "nonroot",
+    "memlock",
+    "exit",
+    "ticks",
+    "tick-why",
+    "rtla",
+];
 
 /// Checks only some kernels have (rtla: those with the osnoise and timerlat
 /// tracers); where a kernel should have one, the caller adds it, failed if
