@@ -94,7 +94,11 @@ impl Sinks {
     /// once, dropped and recorded in the outcome; the others go on. Returns
     /// whether one failed just now (the run ends: the collector stops it).
     pub fn on_hiccup(&mut self, h: &Hiccup) -> bool {
-        let stop = self.stop_above.filter(|&limit| h.gap >= limit && self.outcome.stopped_on.is_none());
+        // A softirq of a watched thread's own system call is its work, not
+        // a stall (not counted as lost): it stops nothing, as it breaks no
+        // --fail-above bound.
+        let stall = h.source != crate::interval::Source::InSyscall;
+        let stop = self.stop_above.filter(|&limit| stall && h.gap >= limit && self.outcome.stopped_on.is_none());
         if let Some(limit_ns) = stop {
             self.outcome.stopped_on = Some(StopStall { cpu: h.cpu, time_ns: h.t0, gap_ns: h.gap, limit_ns });
         }

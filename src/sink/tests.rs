@@ -25,6 +25,13 @@ fn the_sinks_keep_the_first_stall_that_stops_the_run() {
     assert_eq!(sinks.stats.cpus[0].hiccups, 3);
     let st = sinks.outcome.stopped_on.expect("stopped");
     assert_eq!((st.cpu, st.time_ns, st.gap_ns, st.limit_ns), (2, 90, 70, 60));
+    // A thread's own system call's softirq stops nothing, and breaks no bound.
+    let mut sinks = Sinks::new(Stats::new(&[2], 0), Vec::new(), Some(60)).failing_above(Some(60));
+    let mut own = hiccup(2, 10, vec![(Cause::Softirq(3), 500)], 0);
+    own.source = crate::interval::Source::InSyscall;
+    sinks.on_hiccup(&own);
+    assert!(sinks.outcome.stopped_on.is_none());
+    assert_eq!(sinks.outcome.broken.map(|b| b.count), Some(0));
 }
 
 /// --fail-above counts every stall at or over its bound and keeps the
