@@ -85,22 +85,35 @@ fn a_probe_at_rt_90_is_not_delayed_by_a_prio_50_hog() {
     let rows: Vec<&Row> = rows.iter().filter(|r| r.source == "wakeup-probe").collect();
     // It may run while a late timer interrupt has not come yet (timer
     // latency: the probe is not awake to be delayed); it never delays the
-    // probe's switch-in once the timer has fired.
-    let mut hog_rows = 0;
+    // probe's switch-in once the timer has fired. The switch out of it runs
+    // in its context: a few µs, unless the host pauses the vCPU there (the
+    // guest books the pause to the hog: 46 µs seen once on CI). A hog that
+    // delayed the switch-in would run out its 2 ms burst, in most bursts.
+    const SWITCH_OUT_NS: u64 = 20_000;
+    const HOST_PAUSE_NS: u64 = 200_000;
+    let (mut hog_rows, mut paused) = (0, 0);
     for r in &rows {
         if let Some(c) = r.causes.iter().find(|c| c.0 == "task" && c.1 == me) {
             hog_rows += 1;
             let (timer, _, _) = r.parts.expect("parts");
-            // The switch out of it runs in its context: a few µs at most.
             assert!(
-                c.2 <= timer + 20_000,
+                c.2 <= timer + HOST_PAUSE_NS,
                 "{me} ran {} ns after the timer fired ({timer} ns of timer latency): it delayed the RT probe",
                 c.2
             );
+            if c.2 > timer + SWITCH_OUT_NS {
+                paused += 1;
+                eprintln!("{me} ran {} ns after the timer fired ({timer} ns of timer latency): a host pause?", c.2 - timer);
+            }
         }
     }
     eprintln!("{} late wake-ups, {hog_rows} of them with {me}: {w}", rows.len());
     assert!(!rows.is_empty(), "no late wake-up reported: nothing was checked ({w})");
+    // Without --rt 90 the hog is named in nearly every burst (90% asked by
+    // late_wakeups_name_a_fifo_hog); here in at most a tenth of them, and
+    // its long switch-outs are rare.
+    assert!(hog_rows * 10 <= BURSTS, "{me} named in {hog_rows} late wake-ups of {BURSTS} bursts: the RT probe waited for it");
+    assert!(paused <= 2, "{paused} of {hog_rows} rows have {me} run over {SWITCH_OUT_NS} ns after the timer fired");
 }
 
 /// A 200 µs timer slack: the wake-ups are that late, and each late one
