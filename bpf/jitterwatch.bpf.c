@@ -29,6 +29,25 @@ enum jw_sentinel _jw_sentinel = 0;
  */
 const volatile __u8 floor_only = 0;
 
+/*
+ * --stacks-above: a task that leaves a watched CPU after running this
+ * long (ns) in one go has its kernel stack taken (0: never). Read-only,
+ * so with stacks off the verifier drops the code that takes them.
+ */
+const volatile __u64 stacks_above_ns = 0;
+
+/*
+ * Those stacks, by id (bpf_get_stackid). Userspace reads each as its
+ * JW_STACK record arrives and deletes it, so a bucket is free again by
+ * the next long run; sized to 1 entry when stacks are off.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 1024);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, JW_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
 /* Watched CPUs: set from userspace before attach; one lookup on every CPU. */
 __u8 watched[JW_MAX_CPUS] = {};
 

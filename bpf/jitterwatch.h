@@ -18,6 +18,7 @@ enum jw_limits {
 	JW_IRQ_NAME_LEN = 24,
 	JW_BATCH_ITEMS = 16, /* a batch record's items at most */
 	JW_MAX_IRQS = 4096, /* IRQ numbers whose name is sent once, not with each entry */
+	JW_STACK_DEPTH = 32, /* frames of a kernel stack kept (--stacks-above) */
 };
 
 /* A __u32 duration that could not be read (an enum: it reaches BTF too). */
@@ -48,6 +49,7 @@ enum jw_kind {
 	JW_RENAME, /* passive mode: the running task renamed itself (exec, prctl): wk holds it with its new comm */
 	JW_BATCH, /* struct jw_batch: a watched CPU's events of one interruption, in one record */
 	JW_IRQ_NAME, /* an IRQ's action name, sent when it changes: irq.irq and irq.name */
+	JW_STACK, /* --stacks-above: the kernel stack of a task leaving a watched CPU after a long run: fn.func its pid, fn.obj its id in the stacks map; right after its switch */
 };
 
 enum jw_origin_kind {

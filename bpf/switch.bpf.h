@@ -106,6 +106,31 @@ static __always_inline __u32 task_state(struct task_struct *t)
 }
 
 /*
+ * --stacks-above: after prev's switch record, the kernel stack it leaves
+ * the CPU with (where it blocked, or where it was preempted), if it ran
+ * that long in one go: such a task is what a long stall's time went to.
+ * A record of its own (JW_STACK: pid, stack id), so a switch record stays
+ * its size; only long runs pay for the unwinding.
+ */
+static __always_inline void take_stack(void *ctx, struct task_struct *prev, __u32 ran_ns)
+{
+	struct jw_event *e;
+	long id;
+
+	if (!stacks_above_ns || ran_ns < stacks_above_ns || !prev->pid)
+		return;
+	id = bpf_get_stackid(ctx, &stacks, 0);
+	if (id < 0)
+		return;
+	e = reserve(JW_STACK, 0);
+	if (!e)
+		return;
+	e->u.fn.func = prev->pid;
+	e->u.fn.obj = id;
+	submit(e);
+}
+
+/*
  * Needs bpf_get_current_task_btf (5.11+): userspace loads it only where
  * the kernel has that helper, and takes the tracepoint elsewhere.
  */
@@ -116,7 +141,7 @@ int on_switch_out(struct bpf_perf_event_data *ctx)
 	struct cfs_rq *cfs = prev->se.cfs_rq;
 	struct rq *rq;
 	struct task_struct *next;
-	__u32 state;
+	__u32 state, ran;
 	struct jw_event *e;
 
 	if (floor_only || !cfs)
@@ -136,7 +161,9 @@ int on_switch_out(struct bpf_perf_event_data *ctx)
 		return 0;
 	/* Fired after sched_info_arrive: next's reading has its wait in. */
 	fill_switch(e, prev, next, state, ran_since_arrival(prev, rq), JW_UNKNOWN);
+	ran = e->u.sw.prev_ran_ns;
 	submit(e);
+	take_stack(ctx, prev, ran);
 	return 0;
 }
 
@@ -147,6 +174,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
 {
 	struct jw_event *e;
 	struct rq *rq;
+	__u32 ran;
 
 	if (!watched_here())
 		return 0;
@@ -156,7 +184,9 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
 		return 0;
 	rq = rq_of(prev);
 	fill_switch(e, prev, next, prev_state, ran_since_arrival(prev, rq), run_delay(next));
+	ran = e->u.sw.prev_ran_ns;
 	submit(e);
+	take_stack(ctx, prev, ran);
 	return 0;
 }
 
@@ -171,6 +201,7 @@ int BPF_PROG(on_sched_switch_old, bool preempt, struct task_struct *prev,
 {
 	struct jw_event *e;
 	struct rq *rq;
+	__u32 ran;
 
 	if (!watched_here())
 		return 0;
@@ -180,7 +211,9 @@ int BPF_PROG(on_sched_switch_old, bool preempt, struct task_struct *prev,
 		return 0;
 	rq = rq_of(prev);
 	fill_switch(e, prev, next, task_state(prev), ran_since_arrival(prev, rq), run_delay(next));
+	ran = e->u.sw.prev_ran_ns;
 	submit(e);
+	take_stack(ctx, prev, ran);
 	return 0;
 }
 

@@ -122,6 +122,22 @@ pub struct Tracer<'obj> {
     pub switch_hook: SwitchHook,
 }
 
+/// The kernel stacks the switch programs take (`--stacks-above`), by the
+/// id their JW_STACK record names.
+pub struct StackMap(libbpf_rs::MapHandle);
+
+impl StackMap {
+    /// Stack `id`'s frames, innermost first, read once: its entry is freed
+    /// for the next long run.
+    pub fn take(&self, id: u32) -> Option<Vec<u64>> {
+        let key = id.to_ne_bytes();
+        let raw = self.0.lookup(&key, MapFlags::ANY).ok().flatten()?;
+        let _ = self.0.delete(&key);
+        // 8-byte addresses; the kernel zeroes those past the stack's depth.
+        Some(raw.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes"))).take_while(|&a| a != 0).collect())
+    }
+}
+
 /// How sched switches are hooked. The per-CPU perf event leaves unwatched
 /// CPUs out of BPF entirely; the tracepoint runs a program on every CPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,6 +193,9 @@ pub struct Programs {
     pub origins: bool,
     /// And who wakes tasks there (a program on every wake-up).
     pub wake_origins: bool,
+    /// `--stacks-above`: take the kernel stack of a task that leaves a
+    /// watched CPU after running this long in one go (0: never).
+    pub stacks_above_ns: u64,
 }
 
 impl<'obj> Tracer<'obj> {
@@ -196,7 +215,7 @@ impl<'obj> Tracer<'obj> {
 
     /// Opens and loads the programs this kernel can run.
     fn load(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &[usize], programs: Programs) -> Result<Loaded<'obj>, TracerError> {
-        let Programs { passive, wakeups, origins, wake_origins } = programs;
+        let Programs { passive, wakeups, origins, wake_origins, stacks_above_ns } = programs;
         let btf = Btf::from_vmlinux().map_err(|e| TracerError::Btf(e.to_string()))?;
         let has = |tp: &str| btf.type_by_name::<Typedef<'_>>(&format!("btf_trace_{tp}")).is_some();
         if !has("sched_switch") {
@@ -217,6 +236,11 @@ impl<'obj> Tracer<'obj> {
         // The benchmark's floor: every program returns after its CPU test.
         if std::env::var_os(FLOOR.0).is_some_and(|v| v == FLOOR.1) {
             open.maps.rodata_data.as_deref_mut().expect("the object has a .rodata").floor_only = 1;
+        }
+        open.maps.rodata_data.as_deref_mut().expect("the object has a .rodata").stacks_above_ns = stacks_above_ns;
+        if stacks_above_ns == 0 {
+            // Unused: the smallest map the kernel takes.
+            open.maps.stacks.set_max_entries(1).map_err(bpf("sizing the stacks map"))?;
         }
         let bss = open.maps.bss_data.as_deref_mut().expect("the object has a .bss");
         for &c in cpus {
@@ -321,6 +345,11 @@ impl<'obj> Tracer<'obj> {
         let mut b = RingBufferBuilder::new();
         b.add(&self.skel.maps.events, cb).map_err(bpf("opening the ring buffer"))?;
         b.build().map_err(bpf("opening the ring buffer"))
+    }
+
+    /// `--stacks-above`: the stacks map, for any thread to read.
+    pub fn stacks(&self) -> Result<StackMap, TracerError> {
+        Ok(StackMap(libbpf_rs::MapHandle::try_from(&self.skel.maps.stacks).map_err(bpf("opening the stacks map"))?))
     }
 
     /// Stops every program from recording (they return after their lookup).

@@ -179,6 +179,10 @@ pub struct WatchArgs {
     #[arg(help_heading = heading::WATCH)]
     #[arg(long, value_name = "DUR", value_parser = crate::duration::positive_ns)]
     pub stop_above: Option<u64>,
+    /// Stalls at or over DUR whose largest cause is a task that ran DUR or more in one go carry that task's kernel stack as it left the CPU (the CSV's stack column, the summary, the screen's stall on Enter, traces); off by default: each such run costs one kernel stack walk
+    #[arg(help_heading = heading::RECORDING)]
+    #[arg(long, value_name = "DUR", value_parser = crate::duration::positive_ns)]
+    pub stacks_above: Option<u64>,
     /// Run to the end, then exit with status 3 if any stall was at or over DUR (the summary names the worst): a CI gate
     #[arg(help_heading = heading::WATCH)]
     #[arg(long, value_name = "DUR", value_parser = crate::duration::positive_ns)]

@@ -159,6 +159,7 @@ impl Printer {
             Payload::Freq { khz } => ("cpu_frequency", format!("{khz} kHz"), None),
             Payload::Rename(t) => ("task_rename", format!("{}[{}]", visible_bytes(&t.comm), t.pid), None),
             Payload::Steal { ns } => ("steal_clock", format!("{ns} ns"), None),
+            Payload::Stack { pid, id } => ("stack", format!("pid {pid} left with stack {id}"), None),
             Payload::Origin { kind, sender, from_cpu, callsite, func, woken } => {
                 let who = format!("by {}[{}] on cpu {from_cpu}", visible_bytes(&sender.comm), sender.pid);
                 match kind {

@@ -22,8 +22,11 @@ use crate::interval::Hiccup;
 /// ORIGIN `comm[pid] on cpu N` (a task elsewhere, or this CPU's), or
 /// `(kind:name)` for this CPU's own interrupt-level code, then ` via
 /// FUNCTION` for an IPI's call site; escaped as names are, empty when none
-/// was seen.
-pub const HEADER: [&str; 14] = [
+/// was seen. Then `stack` (`--stacks-above`): the kernel stack of the
+/// row's largest cause, a task that left the CPU inside it, innermost
+/// frame first, `function+0xoffset` joined by `;` (escaped as names are);
+/// empty without one.
+pub const HEADER: [&str; 15] = [
     "time_ns",
     "cpu",
     "gap_ns",
@@ -38,6 +41,7 @@ pub const HEADER: [&str; 14] = [
     "parts",
     "freq_khz",
     "origins",
+    "stack",
 ];
 
 /// A cause's name as it appears in the CSV: as every view shows it
@@ -96,6 +100,7 @@ pub struct CsvSink<W: Write> {
     victim: String,
     parts: String,
     freq: String,
+    stack: String,
     scratch: String,
 }
 
@@ -154,6 +159,7 @@ impl<W: Write> CsvSink<W> {
             victim: String::new(),
             parts: String::new(),
             freq: String::new(),
+            stack: String::new(),
             scratch: String::new(),
         })
     }
@@ -218,6 +224,15 @@ impl<W: Write> CsvSink<W> {
             push_origin(o, &mut self.scratch);
             push_field_escaped(&self.scratch, &mut self.origins);
         }
+        self.stack.clear();
+        if let Some(st) = &h.stack {
+            for (i, f) in st.frames.iter().enumerate() {
+                if i > 0 {
+                    self.stack.push(';');
+                }
+                push_field_escaped(&crate::sanitize::visible(f), &mut self.stack);
+            }
+        }
         self.w.write_record([
             a.format(h.t0),
             b.format(h.cpu),
@@ -233,6 +248,7 @@ impl<W: Write> CsvSink<W> {
             self.parts.as_str(),
             self.freq.as_str(),
             self.origins.as_str(),
+            self.stack.as_str(),
         ])?;
         Ok(())
     }
@@ -346,7 +362,7 @@ mod tests {
         let mut sink = CsvSink::new(Vec::new()).unwrap();
         sink.write(&hiccup(0, 5, vec![], 9)).unwrap();
         let s = String::from_utf8(sink.into_inner()).unwrap();
-        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,0,9,unexplained,,9,unexplained:=9,probe,,,,");
+        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,0,9,unexplained,,9,unexplained:=9,probe,,,,,");
     }
 
     /// Passive mode's rows say what kind of hiccup and whose, the victim's
@@ -362,11 +378,14 @@ mod tests {
         let s = String::from_utf8(sink.into_inner()).unwrap();
         assert!(
             s.starts_with(
-                "time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes,source,victim,parts,freq_khz,origins\n"
+                "time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes,source,victim,parts,freq_khz,origins,stack\n"
             ),
             "{s}"
         );
-        assert_eq!(s.lines().nth(1).unwrap(), "5,0,9,9,0,work,vmstat_update,9,work:vmstat_update=9,preempted,\"a,pp\\\\\\u{202e}[42]\",,,");
+        assert_eq!(
+            s.lines().nth(1).unwrap(),
+            "5,0,9,9,0,work,vmstat_update,9,work:vmstat_update=9,preempted,\"a,pp\\\\\\u{202e}[42]\",,,,"
+        );
     }
 
     /// The origins column: each origin escaped as names are, then for the
@@ -381,7 +400,24 @@ mod tests {
         let mut sink = CsvSink::new(Vec::new()).unwrap();
         sink.write(&h).unwrap();
         let s = String::from_utf8(sink.into_inner()).unwrap();
-        let last = s.lines().nth(1).unwrap().rsplit(',').next().unwrap().to_string();
-        assert_eq!(last, r"ipi:flush_tlb_func=a\;b\=c\\\x1b[7] on cpu 0 via flush_tlb_mm_range");
+        let origins = s.lines().nth(1).unwrap().rsplit(',').nth(1).unwrap().to_string();
+        assert_eq!(origins, r"ipi:flush_tlb_func=a\;b\=c\\\x1b[7] on cpu 0 via flush_tlb_mm_range");
+    }
+
+    /// The stack column: frames innermost first, joined by `;`, each escaped
+    /// as names are (a module's symbol is anyone's text).
+    #[test]
+    fn the_stack_column_lists_frames_escaped() {
+        let hog = Cause::Task { comm: comm(b"hog"), pid: Some(50) };
+        let mut h = hiccup(0, 5, vec![(hog.clone(), 9)], 0);
+        h.stack = Some(crate::interval::Stack {
+            cause: hog,
+            frames: vec![Symbol::from("__schedule+0x2c4"), Symbol::from("evil;x=1\u{1b}"), Symbol::from("0xdead")].into(),
+        });
+        let mut sink = CsvSink::new(Vec::new()).unwrap();
+        sink.write(&h).unwrap();
+        let s = String::from_utf8(sink.into_inner()).unwrap();
+        let stack = s.lines().nth(1).unwrap().rsplit(',').next().unwrap().to_string();
+        assert_eq!(stack, r"__schedule+0x2c4;evil\;x\=1\x1b;0xdead");
     }
 }

@@ -123,6 +123,19 @@ pub struct Hiccup {
     /// Who caused some of its causes (an IPI's sender, a work item's
     /// queuer, a task's waker), where the sending was seen.
     pub origins: Vec<(Cause, crate::cause::Origin)>,
+    /// `--stacks-above`: the kernel stack of its largest cause (a task
+    /// that left the CPU inside it).
+    pub stack: Option<Stack>,
+}
+
+/// `--stacks-above`: the kernel stack of a stall's largest cause,
+/// innermost frame first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stack {
+    /// Whose: the stall's largest cause, a task.
+    pub cause: Cause,
+    /// `function+0xoffset` (or the address), as kallsyms names them.
+    pub frames: std::sync::Arc<[crate::cause::Symbol]>,
 }
 
 /// Nothing yet: what the engine fills in (and reuses).
@@ -139,6 +152,7 @@ impl Default for Hiccup {
             parts: None,
             freq: None,
             origins: Vec::new(),
+            stack: None,
         }
     }
 }
@@ -167,7 +181,7 @@ impl Hiccup {
 #[cfg(test)]
 pub(crate) fn hiccup(cpu: u32, t0: u64, causes: Vec<(Cause, u64)>, unexplained: u64) -> Hiccup {
     let gap = causes.iter().map(|c| c.1).sum::<u64>() + unexplained;
-    Hiccup { cpu, t0, gap, source: Source::Probe, victim: None, causes, unexplained, parts: None, freq: None, origins: Vec::new() }
+    Hiccup { cpu, t0, gap, causes, unexplained, ..Hiccup::default() }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 
 use crate::bpf::{Programs, Tracer};
 use crate::clock::{now_ns, thread_cpu_ns};
-use crate::engine::{Engine, Namer};
+use crate::engine::{Engine, Namer, Stacks};
 use crate::outcome::Outcome;
 use crate::sink::{Sink, Sinks};
 use crate::snapshot::Snapshot;
@@ -63,6 +63,9 @@ pub struct Config {
     pub stop_above: Option<u64>,
     /// --fail-above: stalls at or over it fail the run at its end.
     pub fail_above: Option<u64>,
+    /// --stacks-above: stalls at or over it carry their culprit's kernel
+    /// stack (0: off).
+    pub stacks_above: u64,
 }
 
 /// What the collector tells the main thread as the run begins.
@@ -101,7 +104,12 @@ impl Collector {
             .spawn(move || {
                 crate::sys::pin_to(&cfg.housekeeping).context("cannot pin the collector to the unwatched CPUs")?;
                 let mut storage = MaybeUninit::uninit();
-                let programs = Programs { origins: cfg.origins, wake_origins: cfg.wake_origins, ..source.programs() };
+                let programs = Programs {
+                    origins: cfg.origins,
+                    wake_origins: cfg.wake_origins,
+                    stacks_above_ns: cfg.stacks_above,
+                    ..source.programs()
+                };
                 let tracer = match Tracer::attach(&mut storage, &cfg.cpus, programs) {
                     Ok(t) => t,
                     Err(e) => {
@@ -155,6 +163,10 @@ fn collect(
 ) -> Result<Finished> {
     let attach_ns = now_ns();
     let mut engine = Engine::new(&cfg.cpus, attach_ns, WINDOW, namer);
+    if cfg.stacks_above > 0 {
+        let map = tracer.stacks()?;
+        engine.set_stacks(Stacks::new(cfg.stacks_above, Box::new(move |id| map.take(id))));
+    }
     source.attach(attach_ns, &mut engine);
     let mut ring = ring::Ring::open(tracer)?;
     let mut sinks =

@@ -71,7 +71,7 @@ fn raw_run(dir: &Path, name: &str, secs: u64, cpus: &[(u32, u64)], lines: &[Stri
 
 /// A row on `cpu`: a gap and its causes field as given.
 fn line(cpu: u32, gap: u64, causes: &str) -> String {
-    format!("1000,{cpu},{gap},0,{gap},unexplained,,{gap},{causes},probe,,,,\n")
+    format!("1000,{cpu},{gap},0,{gap},unexplained,,{gap},{causes},probe,,,,,\n")
 }
 
 /// Causes adding up past u64 wrapped to a small sum that passed the
@@ -200,8 +200,8 @@ fn another_files_contents_are_never_echoed() {
     // Past a right header: neither a field nor a cause is quoted.
     let header = crate::export::HEADER.join(",");
     for (row, what) in [
-        (format!("1000,{secret},5000,0,5000,unexplained,,5000,unexplained:=5000,probe,,,,"), "line 2: cpu is not a number"),
-        (format!("1000,1,5000,0,5000,unexplained,,5000,{secret},probe,,,,"), "line 2: a cause is not kind:name=ns"),
+        (format!("1000,{secret},5000,0,5000,unexplained,,5000,unexplained:=5000,probe,,,,,"), "line 2: cpu is not a number"),
+        (format!("1000,1,5000,0,5000,unexplained,,5000,{secret},probe,,,,,"), "line 2: a cause is not kind:name=ns"),
     ] {
         std::fs::write(&shadow, format!("{header}\n{row}\n")).unwrap();
         let e = err(&summary("to-shadow", &shadow, 1_000_000_000u64.into()));

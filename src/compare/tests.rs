@@ -26,7 +26,7 @@ impl Fixture<'_> {
         for (cpu, gap, causes, victim) in &self.rows {
             let named: u64 = crate::export::split_causes(causes).map(|c| c.unwrap()).filter(|c| c.0 != "unexplained").map(|c| c.2).sum();
             let source = if victim.is_empty() { "probe" } else { "preempted" };
-            text += &format!("1000,{cpu},{gap},{named},{},task,x,1,{causes},{source},{victim},,,\n", gap - named);
+            text += &format!("1000,{cpu},{gap},{named},{},task,x,1,{causes},{source},{victim},,,,\n", gap - named);
         }
         std::fs::write(&csv, text).unwrap();
         let cpus: Vec<serde_json::Value> = self

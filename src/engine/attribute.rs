@@ -4,11 +4,12 @@
 //! gap is ready; this is what it does with it.
 
 use crate::cause::{Cause, Origin, Sender};
-use crate::interval::{Hiccup, Interval, Source};
+use crate::interval::{Hiccup, Interval, Source, Stack};
 use crate::record::OriginKind;
 
 use super::namer::Namer;
 use super::origins::{self, OriginLog};
+use super::stacks::StackLog;
 use super::{wakeup, Context, Engine};
 
 impl Engine {
@@ -103,7 +104,28 @@ impl Engine {
         h.unexplained = unexplained;
         h.parts = parts;
         h.freq = cpu.freqs.within(g.t0, g.t1);
+        h.stack = match &self.stacks {
+            Some(s) if h.gap >= s.above_ns => stack_of(&h.causes, &cpu.stacks, &self.namer, g.t0, g.t1),
+            _ => None,
+        };
     }
+}
+
+/// `--stacks-above`: the stack of the stall's largest cause, if that is a
+/// task whose stack was taken as it left the CPU inside the stall.
+fn stack_of(causes: &[(Cause, u64)], log: &StackLog, namer: &Namer, t0: u64, t1: u64) -> Option<Stack> {
+    let (cause, _) = causes.first()?;
+    let Cause::Task { pid: Some(pid), .. } = cause else { return None };
+    let frames = log.find(*pid, t0, t1)?;
+    let named = frames.iter().map(|&a| namer.symbol(a)).skip_while(|f| ours(f));
+    Some(Stack { cause: cause.clone(), frames: named.collect() })
+}
+
+/// Frames of the program that took the stack, above the task's own: the
+/// tracepoint hook's dispatch and the JIT-ed program (an address kallsyms
+/// may not name). The perf-event hook has none.
+fn ours(frame: &str) -> bool {
+    frame.starts_with("0x") || frame.starts_with("bpf_prog_") || frame.starts_with("bpf_trace_run") || frame.starts_with("__bpf_trace_")
 }
 
 /// The origins of the causes in `scratch` (a stall on the CPU whose

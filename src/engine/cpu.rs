@@ -9,6 +9,7 @@ use crate::interval::Interval;
 
 use super::freq::FreqLog;
 use super::origins::OriginLog;
+use super::stacks::StackLog;
 use super::steal::Steal;
 use super::timeline::Timeline;
 
@@ -39,6 +40,8 @@ pub(super) struct CpuState {
     pub steal: Steal,
     /// Who sent IPIs to it, queued work on it, woke tasks on it.
     pub origins: OriginLog,
+    /// `--stacks-above`: the stacks of tasks that left it after long runs.
+    pub stacks: StackLog,
 }
 
 // The engine runs per kernel event: the methods it calls per event are
@@ -56,6 +59,7 @@ impl CpuState {
             probe_wakes: VecDeque::with_capacity(PROBE_WAKES),
             steal: Steal::default(),
             origins: OriginLog::default(),
+            stacks: StackLog::default(),
         }
     }
 

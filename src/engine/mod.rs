@@ -11,6 +11,7 @@ mod freq;
 mod namer;
 mod origins;
 mod spill;
+mod stacks;
 mod steal;
 mod timeline;
 mod wakeup;
@@ -23,6 +24,7 @@ use crate::record::{Event, OriginKind, Payload};
 pub use context::Context;
 use cpu::CpuState;
 pub use namer::{IdleStates, Namer};
+pub use stacks::Stacks;
 pub use steal::StealTotals;
 
 /// A CPU's events come in order but for BPF programs nested in others
@@ -55,6 +57,8 @@ pub struct Engine {
     pub foreign_events: u64,
     /// The sources have stopped: nothing waits for a later steal reading.
     finishing: bool,
+    /// `--stacks-above`: where stacks come from (None: off).
+    stacks: Option<Stacks>,
 }
 
 impl Engine {
@@ -72,7 +76,14 @@ impl Engine {
             namer,
             foreign_events: 0,
             finishing: false,
+            stacks: None,
         }
+    }
+
+    /// Gives stalls of `stacks.above_ns` or more the stack of their
+    /// largest cause (a task), read through `stacks`.
+    pub fn set_stacks(&mut self, stacks: Stacks) {
+        self.stacks = Some(stacks);
     }
 
     fn slot(&self, cpu: u32) -> Option<usize> {
@@ -145,6 +156,13 @@ impl Engine {
         // Before anything is attributed up to this event: the stretch since
         // the CPU's previous record is not known.
         c.on_dropped(ev.dropped, ev.ts);
+        // Read now, whatever stall it is for: reading frees its entry.
+        if let Payload::Stack { pid, id } = ev.payload {
+            if let Some(frames) = self.stacks.as_mut().and_then(|s| s.take(id)) {
+                c.stacks.push(ev.ts, pid, frames);
+            }
+            return;
+        }
         // Once the window is filling, attribute a gap as soon as its CPU's
         // events have passed it, while the window surely still holds it: a
         // consumer that fell behind drains a burst that would slide the

@@ -304,7 +304,7 @@ impl Timeline {
                 }
             }
             // Handled by the engine (engine/freq.rs): no context changes.
-            Payload::Wakeup { .. } | Payload::Freq { .. } | Payload::Steal { .. } | Payload::Origin { .. } => {}
+            Payload::Wakeup { .. } | Payload::Freq { .. } | Payload::Steal { .. } | Payload::Origin { .. } | Payload::Stack { .. } => {}
         }
         if ev.own_ns > 0 {
             self.own(ts, ev.own_ns);

@@ -22,6 +22,7 @@ fn hiccup(gap: u64, causes: Vec<(Cause, u64)>, victim: Option<Victim>) -> Hiccup
         parts: None,
         freq: None,
         origins: Vec::new(),
+        stack: None,
     }
 }
 

@@ -120,6 +120,7 @@ fn start_collector(
         wake_origins: args.wake_origins,
         stop_above: args.stop_above,
         fail_above: args.fail_above,
+        stacks_above: args.stacks_above.unwrap_or(0),
     };
     let collector = Collector::spawn(cfg, source, namer, ready_tx)?;
     match ready_rx.recv() {

@@ -259,7 +259,12 @@ impl Tracker {
                 }
             }
             Payload::Rename(task) => self.rename(cpu, ts, &task),
-            Payload::WorkStart { .. } | Payload::WorkEnd { .. } | Payload::Idle { .. } | Payload::Freq { .. } | Payload::Origin { .. } => {}
+            Payload::WorkStart { .. }
+            | Payload::WorkEnd { .. }
+            | Payload::Idle { .. }
+            | Payload::Freq { .. }
+            | Payload::Origin { .. }
+            | Payload::Stack { .. } => {}
         }
     }
 

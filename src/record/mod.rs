@@ -176,6 +176,12 @@ pub enum Payload {
         func: u64,
         woken: u32,
     },
+    /// `--stacks-above`: task `pid` just left this CPU after a long run;
+    /// its kernel stack there is `id` in the BPF stacks map (read once).
+    Stack {
+        pid: u32,
+        id: u32,
+    },
     /// Passive mode: `task` was woken onto this event's CPU (`target_cpu`,
     /// the same), from `waker_cpu`. Not in its CPU's order: written there.
     Wakeup {
@@ -252,6 +258,7 @@ impl Event {
                 jw_kind::JW_IDLE => Payload::Idle { state: e.u.r#fn.obj as u32 },
                 jw_kind::JW_FREQ => Payload::Freq { khz: e.u.r#fn.obj as u32 },
                 jw_kind::JW_STEAL => Payload::Steal { ns: e.u.r#fn.obj },
+                jw_kind::JW_STACK => Payload::Stack { pid: e.u.r#fn.func as u32, id: e.u.r#fn.obj as u32 },
                 jw_kind::JW_ORIGIN => {
                     let o = e.u.org;
                     let kind = match jw_origin_kind(e.sub.into()) {
@@ -354,6 +361,9 @@ pub(crate) mod tests {
             u: jw_payload { r#fn: jw_func { func: 0xffff_ffff_8100_0000, obj: 0x1234 } },
         };
         assert_eq!(Event::decode(&raw(&e)).unwrap().payload, Payload::WorkStart { func: 0xffff_ffff_8100_0000, work: 0x1234 });
+        e.kind = jw_kind::JW_STACK.0 as u8;
+        e.u.r#fn = jw_func { func: 4242, obj: 17 };
+        assert_eq!(Event::decode(&raw(&e)).unwrap().payload, Payload::Stack { pid: 4242, id: 17 });
         e.kind = jw_kind::JW_VECTOR_EXIT.0 as u8;
         e.sub = jw_vector::JW_VEC_IRQ_WORK.0 as u8;
         assert_eq!(Event::decode(&raw(&e)).unwrap().payload, Payload::VectorExit(Vector::IrqWork));

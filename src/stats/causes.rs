@@ -109,6 +109,9 @@ pub struct CauseStats {
     /// Its period as last looked for, and when (the collector's clock).
     pub period: Option<super::periodic::Period>,
     pub period_looked_ns: u64,
+    /// `--stacks-above`: its kernel stack in the stall where it took the
+    /// most with one (that time, the frames innermost first).
+    pub stack: Option<(u64, std::sync::Arc<[crate::cause::Symbol]>)>,
 }
 
 impl Default for CauseStats {
@@ -122,6 +125,7 @@ impl Default for CauseStats {
             starts: None,
             period: None,
             period_looked_ns: 0,
+            stack: None,
         }
     }
 }
@@ -149,8 +153,18 @@ impl CauseStats {
         }
     }
 
+    /// Its stack in a stall where it took `ns`: kept if it took the most.
+    pub(super) fn note_stack(&mut self, ns: u64, frames: &std::sync::Arc<[crate::cause::Symbol]>) {
+        if self.stack.as_ref().is_none_or(|(most, _)| ns >= *most) {
+            self.stack = Some((ns, frames.clone()));
+        }
+    }
+
     /// Takes in a folded cause's figures.
     fn absorb(&mut self, other: CauseStats) {
+        if let Some((ns, frames)) = &other.stack {
+            self.note_stack(*ns, frames);
+        }
         self.count += other.count;
         self.total_ns += other.total_ns;
         self.max_ns = self.max_ns.max(other.max_ns);

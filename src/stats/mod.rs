@@ -288,6 +288,9 @@ impl Stats {
         for (cause, ns) in h.all_causes() {
             self.add_cause(h.cpu, cause, ns, h.t0);
         }
+        if let Some(st) = &h.stack {
+            self.note_stack(h, st);
+        }
         self.threads.record(h);
         self.by_sender.record(h);
         self.note_worst(h);
@@ -319,6 +322,24 @@ impl Stats {
         if let Cause::Task { comm, pid: None } = *cause {
             causes::absorb_pids(&mut self.causes, cpu, comm);
             *entries = self.causes.keys().filter(|k| k.cpu == cpu).count();
+        }
+    }
+
+    /// `--stacks-above`: the stall's stack, on its cause (or the program
+    /// its pids were folded into).
+    fn note_stack(&mut self, h: &Hiccup, st: &crate::interval::Stack) {
+        let Some(&(_, ns)) = h.causes.iter().find(|(c, _)| *c == st.cause) else { return };
+        let folded = match st.cause {
+            Cause::Task { comm, .. } => Some(Cause::Task { comm, pid: None }),
+            _ => None,
+        };
+        let key = CauseKey { cpu: h.cpu, cause: st.cause.clone() };
+        let found = match self.causes.get_mut(&key) {
+            Some(s) => Some(s),
+            None => folded.and_then(|cause| self.causes.get_mut(&CauseKey { cpu: h.cpu, cause })),
+        };
+        if let Some(s) = found {
+            s.note_stack(ns, &st.frames);
         }
     }
 

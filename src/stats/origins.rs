@@ -143,6 +143,7 @@ mod tests {
             parts: None,
             freq: None,
             origins: vec![(cause, Origin { sender, via: None })],
+            stack: None,
         }
     }
 

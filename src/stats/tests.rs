@@ -150,3 +150,21 @@ fn no_percentile_above_the_max() {
     }
     assert_eq!(c.pct(0.999), 7_201);
 }
+
+/// `--stacks-above`: a cause keeps the stack of the stall where it took
+/// the most with one; a smaller one later does not replace it.
+#[test]
+fn a_cause_keeps_the_stack_of_its_largest_stall_with_one() {
+    let mut s = Stats::new(&[1], 0);
+    let with = |at: u64, ns: u64, frame: &str| {
+        let mut h = hiccup(1, at, vec![(task("hog", 5), ns)], 0);
+        h.stack = Some(crate::interval::Stack { cause: task("hog", 5), frames: vec![Symbol::from(frame)].into() });
+        h
+    };
+    s.record(&with(1_000, 2_000_000, "first"));
+    s.record(&with(9_000_000, 3_000_000, "largest"));
+    s.record(&with(20_000_000, 2_500_000, "smaller"));
+    s.record(&hiccup(1, 30_000_000, vec![(task("hog", 5), 9_000_000)], 0));
+    let st = s.causes[&key(1, task("hog", 5))].stack.as_ref().expect("a stack");
+    assert_eq!((st.0, &*st.1[0]), (3_000_000, "largest"));
+}

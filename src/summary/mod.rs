@@ -191,6 +191,10 @@ pub struct CauseRow {
     pub total_ns: u64,
     pub max_ns: u64,
     pub p99_ns: u64,
+    /// `--stacks-above`: its kernel stack in the stall where it took the
+    /// most with one, innermost frame first (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack: Option<Vec<String>>,
 }
 
 /// jitterwatch's own cost and start-up, for users and `cargo xtask bench`.
@@ -342,6 +346,7 @@ impl Summary {
                         total_ns: st.total_ns,
                         max_ns: st.max_ns,
                         p99_ns: st.p99(),
+                        stack: st.stack.as_ref().map(|(_, f)| f.iter().map(|s| crate::sanitize::visible(s).into_owned()).collect()),
                     })
                     .collect(),
                 tick: c.probe.tick.filter(|t| t.verdicts() > 0).map(|t| {

@@ -171,3 +171,28 @@ fn the_tick_s_verdicts_are_said_with_what_stands_behind() {
     let sum = Summary::from_stats(&s, &Default::default(), "probe");
     assert!(sum.cpus[0].tick.is_none());
 }
+
+/// `--stacks-above`: a top cause's stack in the text (under its row) and
+/// the JSON, frames escaped; a cause without one has no `stack`.
+#[test]
+fn a_top_cause_carries_its_stack_escaped() {
+    let mut s = Stats::new(&[1], 0);
+    let hog = Cause::Task { comm: comm(b"hog"), pid: Some(5) };
+    let mut h = hiccup(1, 10, vec![(hog.clone(), 2_000_000)], 100);
+    h.stack = Some(crate::interval::Stack {
+        cause: hog,
+        frames: vec![crate::cause::Symbol::from("schedule+0x23"), crate::cause::Symbol::from("evil\u{202e}")].into(),
+    });
+    s.record(&h);
+    let sum = Summary::from_stats(&s, &Default::default(), "probe");
+    let mut text = Vec::new();
+    sum.write_text(&mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("stack: schedule+0x23 ← evil\\u{202e}"), "{text}");
+    let mut json = Vec::new();
+    sum.write_json(&mut json).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let top = &v["cpus"][0]["top_causes"];
+    assert_eq!(top[0]["stack"], serde_json::json!(["schedule+0x23", "evil\\u{202e}"]));
+    assert!(top[1].get("stack").is_none(), "{top}");
+}

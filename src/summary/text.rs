@@ -156,6 +156,10 @@ impl Summary {
                     _ => &k.name,
                 };
                 writeln!(out, "  {:<11} {:>8} {:>14} {:>12} {:>12}  {}", k.kind.as_str(), k.count, k.total_ns, k.max_ns, k.p99_ns, name)?;
+                // --stacks-above: where it was, innermost frame first (escaped).
+                if let Some(frames) = &k.stack {
+                    writeln!(out, "  {:<11} stack: {}", "", frames.join(" ← "))?;
+                }
             }
         }
         let o = &self.overhead;

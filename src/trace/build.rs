@@ -182,7 +182,7 @@ impl<'n> Builder<'n> {
                     }
                     steal = Some(ns);
                 }
-                Payload::Wakeup { .. } | Payload::Freq { .. } | Payload::Rename(_) => {}
+                Payload::Wakeup { .. } | Payload::Freq { .. } | Payload::Rename(_) | Payload::Stack { .. } => {}
             }
             // Only this CPU's own events order its slices (a sender's
             // timestamp comes from another CPU's clock reading).
@@ -395,6 +395,12 @@ pub fn stall_args(h: &Hiccup) -> Vec<Arg> {
             })
             .collect();
         args.push(Arg { name: "origins", value: Value::List(origins) });
+    }
+    // --stacks-above: whose stack, then its frames innermost first.
+    if let Some(st) = &h.stack {
+        args.push(Arg::str("stack_of", st.cause.label()));
+        let frames = st.frames.iter().map(|f| vec![Arg::str("frame", crate::sanitize::visible(f))]).collect();
+        args.push(Arg { name: "stack", value: Value::List(frames) });
     }
     args
 }

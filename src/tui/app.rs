@@ -74,7 +74,10 @@ pub enum Action {
     BySender,
     Reset,
     Help,
+    /// Closes the help or the stall overlay.
     CloseHelp,
+    /// Opens (or closes) the selected stall in full.
+    Detail,
     Scroll(isize),
     Top,
 }
@@ -107,6 +110,8 @@ pub struct App {
     /// that has not run on a watched CPU yet is in no snapshot.
     pub found: Vec<(u32, String)>,
     pub help: bool,
+    /// The recent-stalls pane's selected stall (its top line) shown in full.
+    pub detail: bool,
     /// No new snapshot for a while (the collector stalled or ended).
     pub stale: bool,
     scroll: [usize; 4],
@@ -130,6 +135,7 @@ impl App {
             origins: true,
             found: Vec::new(),
             help: false,
+            detail: false,
             stale: false,
             scroll: [0; 4],
             rate_ref: None,
@@ -279,6 +285,18 @@ impl App {
         self.view().worst.iter().filter(|h| self.cpu_filter.is_none_or(|c| h.cpu == c))
     }
 
+    /// The stall at the top of the recent-stalls pane (where it is
+    /// scrolled to): the one Enter shows in full.
+    pub fn selected_stall(&self) -> Option<&Hiccup> {
+        let n = self.stalls().count();
+        self.stalls().nth(self.scroll(Pane::Stalls).min(n.saturating_sub(1)))
+    }
+
+    /// An overlay is open (help, or a stall): Esc closes it.
+    pub fn overlay_open(&self) -> bool {
+        self.help || self.detail
+    }
+
     pub fn scroll(&self, pane: Pane) -> usize {
         self.scroll[pane.index()]
     }
@@ -324,7 +342,11 @@ impl App {
             }
             Action::Reset => self.scroll = [0; 4],
             Action::Help => self.help = !self.help,
-            Action::CloseHelp => self.help = false,
+            Action::CloseHelp => {
+                self.help = false;
+                self.detail = false;
+            }
+            Action::Detail => self.detail = !self.detail,
             Action::Scroll(d) => {
                 let max = self.len(self.focus).saturating_sub(1);
                 let s = &mut self.scroll[self.focus.index()];

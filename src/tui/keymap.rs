@@ -18,13 +18,14 @@ pub const KEYS: &[(&str, &str)] = &[
     ("↑↓ PgUp PgDn", "scroll the pane"),
     ("Home", "back to the top"),
     ("Shift-Tab", "previous pane"),
-    ("Esc", "close help"),
+    ("Enter", "the top stall in full"),
+    ("Esc", "close help or stall"),
 ];
 
 /// How many of `KEYS` the footer shows.
 pub const FOOTER_KEYS: usize = 7;
 
-pub fn action(k: KeyEvent, help_open: bool) -> Option<Action> {
+pub fn action(k: KeyEvent, overlay_open: bool) -> Option<Action> {
     if k.kind == KeyEventKind::Release {
         return None;
     }
@@ -41,7 +42,8 @@ pub fn action(k: KeyEvent, help_open: bool) -> Option<Action> {
         KeyCode::Char('o' | 'O') => Action::BySender,
         KeyCode::Char('r' | 'R') => Action::Reset,
         KeyCode::Char('?' | 'h') | KeyCode::F(1) => Action::Help,
-        KeyCode::Esc if help_open => Action::CloseHelp,
+        KeyCode::Esc if overlay_open => Action::CloseHelp,
+        KeyCode::Enter => Action::Detail,
         KeyCode::Up | KeyCode::Char('k') => Action::Scroll(-1),
         KeyCode::Down | KeyCode::Char('j') => Action::Scroll(1),
         KeyCode::PageUp => Action::Scroll(-10),

@@ -5,6 +5,7 @@
 //! screen has not taken).
 
 mod app;
+mod detail;
 mod fmt;
 #[cfg(test)]
 mod glance_tests;
@@ -96,7 +97,7 @@ pub fn run(
         match input {
             keyreader::Input::Keys(ks) => {
                 for k in ks {
-                    let Some(a) = keymap::action(k, app.help) else { continue };
+                    let Some(a) = keymap::action(k, app.overlay_open()) else { continue };
                     match a {
                         Action::Quit => {
                             lifecycle::request_stop();

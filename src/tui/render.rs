@@ -104,6 +104,9 @@ impl Widget for &App {
             panes::stalls(self, th, stalls, buf);
         }
         footer(self, th, foot, buf);
+        if self.detail {
+            super::detail::render(self, th, area, buf);
+        }
         if self.help {
             help(self, th, area, buf);
         }

@@ -10,7 +10,7 @@ use ratatui::Terminal;
 use super::app::App;
 use super::sysinfo::{Isolation, SysInfo};
 use crate::cause::{Cause, Symbol};
-use crate::interval::{Hiccup, Source};
+use crate::interval::Hiccup;
 use crate::record::Vector;
 use crate::snapshot::Snapshot;
 use crate::stats::{Counters, Stats};
@@ -48,7 +48,7 @@ fn task(name: &[u8], pid: u32) -> Cause {
 fn stall(cpu: u32, t0: u64, mut causes: Vec<(Cause, u64)>, unexplained: u64) -> Hiccup {
     causes.sort_by_key(|c| std::cmp::Reverse(c.1));
     let gap = causes.iter().map(|c| c.1).sum::<u64>() + unexplained;
-    Hiccup { cpu, t0, gap, source: Source::Probe, victim: None, causes, unexplained, parts: None, freq: None, origins: Vec::new() }
+    Hiccup { cpu, t0, gap, causes, unexplained, ..Hiccup::default() }
 }
 
 /// A scripted run's stalls on `cpu` over `secs` seconds from `start`.

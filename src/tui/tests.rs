@@ -379,3 +379,42 @@ fn the_wakeup_probe_shows_latencies() {
     assert!(t.contains("Wake-up latency, log2 buckets") && t.contains("lat ≥") && !t.contains("Loop gaps"), "{t}");
     assert!(line_with(&t, "hiccups").contains(" min ") && line_with(&t, "   6       1").contains("61.0µs"), "{t}");
 }
+
+/// Enter shows the selected stall in full, with the kernel stack of its
+/// largest cause (frames escaped); Esc closes it; without a stack it
+/// says how to get one.
+#[test]
+fn enter_shows_the_top_stall_with_its_stack() {
+    let mut s = stats();
+    let hog = task(b"hog", 50);
+    let mut h = hiccup(6, START + 6 * S, vec![(hog.clone(), 3_000_000)], 0);
+    h.stack = Some(crate::interval::Stack {
+        cause: hog,
+        frames: vec![Symbol::from("__schedule+0x2c4"), Symbol::from("evil\x1b[2J"), Symbol::from("do_nanosleep+0x7b")].into(),
+    });
+    s.record(&h);
+    let mut a = App::new(info(), Snapshot::of(&s), true);
+    a.apply(Action::Detail);
+    let b = draw(&a, 100, 30);
+    let t = text(&b);
+    assert!(t.contains("Kernel stack of task:hog[50] as it left the CPU"), "{t}");
+    let schedule = t.find("  __schedule+0x2c4").expect("innermost frame");
+    let sleep = t.find("  do_nanosleep+0x7b").expect("outer frame");
+    assert!(schedule < sleep, "innermost first\n{t}");
+    assert!(t.contains("evil\\x1b[2J"), "{t}");
+    assert!(!b.content.iter().any(|c| c.symbol().chars().any(|ch| ch.is_control())), "raw control character on screen");
+    assert!(a.overlay_open());
+    a.apply(Action::CloseHelp);
+    assert!(!text(&draw(&a, 100, 30)).contains("Kernel stack of"));
+    // The next stall down has none.
+    a.apply(Action::NextPane);
+    a.apply(Action::NextPane);
+    while a.focus != Pane::Stalls {
+        a.apply(Action::NextPane);
+    }
+    a.apply(Action::Scroll(1));
+    a.apply(Action::Detail);
+    let t = text(&draw(&a, 100, 30));
+    assert!(t.contains("No kernel stack.") && t.contains("--stacks-above DUR takes one") && t.contains("task:evil\\x1b[2J[666]"), "{t}");
+    assert!(!t.contains("\\\\x1b"), "escaped twice\n{t}");
+}

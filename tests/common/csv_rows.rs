@@ -20,6 +20,8 @@ pub struct Row {
     pub parts: Option<(u64, u64, u64)>,
     /// Who caused some causes: (kind, name, origin), unescaped.
     pub origins: Vec<(String, String, String)>,
+    /// `--stacks-above`: the largest cause's kernel stack, innermost frame first.
+    pub stack: Vec<String>,
 }
 
 /// Splits `kind:name=ORIGIN;...` as `causes` is split.
@@ -118,7 +120,8 @@ pub fn read_csv(path: &std::path::Path) -> Vec<Row> {
             "victim",
             "parts",
             "freq_khz",
-            "origins"
+            "origins",
+            "stack"
         ]
     );
     r.records()
@@ -137,7 +140,10 @@ pub fn read_csv(path: &std::path::Path) -> Vec<Row> {
                 victim: rec[10].to_string(),
                 parts: parse_parts(&rec[11]),
                 origins: parse_origins(&rec[13]),
+                stack: if rec[14].is_empty() { Vec::new() } else { split_unescaped(&rec[14], ';') },
             };
+            // A stack is its largest cause's, a task's.
+            assert!(row.stack.is_empty() || row.causes.first().is_some_and(|c| c.0 == "task"), "{rec:?}");
             // Every origin is for one of the row's causes.
             for (k, n, _) in &row.origins {
                 assert!(row.causes.iter().any(|c| &c.0 == k && &c.1 == n), "origin of a cause not in the row: {rec:?}");

@@ -66,3 +66,24 @@ pub fn stall_causes(s: &TraceSlice) -> Vec<(String, String, u64)> {
         })
         .collect()
 }
+
+/// A stall slice's `--stacks-above` stack: whose (`stack_of`), and its
+/// frames innermost first (empty without one).
+pub fn stall_stack(s: &TraceSlice) -> (String, Vec<String>) {
+    use pb::debug_annotation::{NameField, Value as V};
+    let named = |a: &pb::DebugAnnotation, k: &str| matches!(&a.name_field, Some(NameField::Name(n)) if n == k);
+    let of = match s.annotations.iter().find(|a| named(a, "stack_of")).and_then(|a| a.value.clone()) {
+        Some(V::StringValue(v)) => v,
+        _ => String::new(),
+    };
+    let Some(list) = s.annotations.iter().find(|a| named(a, "stack")) else { return (of, Vec::new()) };
+    let frames = list
+        .array_values
+        .iter()
+        .filter_map(|d| match d.dict_entries.iter().find(|e| named(e, "frame")).and_then(|e| e.value.clone()) {
+            Some(V::StringValue(f)) => Some(f),
+            _ => None,
+        })
+        .collect();
+    (of, frames)
+}

@@ -11,7 +11,7 @@ const CPU: u32 = 1;
 const PROBE: u32 = 999;
 const WORK_FN: u64 = 0xffff_ffff_8100_1000;
 const TICK_FN: u64 = 0xffff_ffff_8100_2000;
-const SYMS: &str = "ffffffff81001000 t vmstat_update\nffffffff81002000 t tick_nohz_handler\n";
+const SYMS: &str = "ffffffff81001000 t vmstat_update\nffffffff81002000 t tick_nohz_handler\nffffffff81003000 T bpf_trace_run4\n";
 
 fn comm(s: &str) -> Comm {
     crate::cause::comm(s.as_bytes())
@@ -244,6 +244,7 @@ fn idle_is_its_state_and_its_exit_never_a_task() {
 
 mod origins;
 mod smi;
+mod stacks;
 mod steal;
 mod wakeup;
 mod window;

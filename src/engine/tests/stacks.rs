@@ -1,0 +1,79 @@
+//! `--stacks-above`: a stall over the threshold gets the stack of its
+//! largest cause when that is a task whose stack was taken inside it.
+
+use super::*;
+
+/// Our program's frames first (the JIT-ed program, unnamed; the hook's
+/// dispatch), then the task's.
+const STACK: [u64; 5] = [0xffff_ffff_c002_67cc, 0xffff_ffff_8100_3010, 0xffff_ffff_8100_2010, 0xffff_ffff_8100_1000, 0xdead];
+
+/// A hog (pid 50) that runs from 1,000 to 3,000 ns and leaves with stack 7.
+fn hog_leaves() -> Vec<Event> {
+    let hog = task(50, "hog");
+    vec![switch(1_000, probe(), hog), switch_ran(3_000, hog, probe(), 2_000), ev(3_000, Payload::Stack { pid: 50, id: 7 })]
+}
+
+/// `events` fed to `e`, then the probe's gap from 900 to 3,100 ns, explained.
+fn explained(mut e: Engine, events: &[Event]) -> Hiccup {
+    for x in events {
+        e.on_event(x);
+    }
+    e.on_interval(gap(900, 3_100));
+    let mut got = Vec::new();
+    e.attribute_ready(10_000, |h| got.push(h.clone()));
+    got.remove(0)
+}
+
+/// An engine with stacks from `above_ns`; stack 7 is STACK, any other one
+/// frame; the ids it read go to `read`.
+fn with_stacks(above_ns: u64, read: &std::sync::Arc<std::sync::Mutex<Vec<u32>>>) -> Engine {
+    let mut e = engine();
+    let seen = read.clone();
+    e.set_stacks(Stacks::new(
+        above_ns,
+        Box::new(move |id| {
+            seen.lock().unwrap().push(id);
+            Some(if id == 7 { STACK.to_vec() } else { vec![1] })
+        }),
+    ));
+    e
+}
+
+#[test]
+fn a_long_stall_has_its_largest_task_s_stack() {
+    let read = Default::default();
+    let mut events = vec![ev(500, Payload::Stack { pid: 51, id: 8 })];
+    events.extend(hog_leaves());
+    let h = explained(with_stacks(2_000, &read), &events);
+    assert_eq!(*read.lock().unwrap(), [8, 7], "every stack read as it comes (which frees it)");
+    let st = h.stack.as_ref().expect("a stack");
+    assert_eq!(st.cause.label(), "task:hog[50]");
+    let frames: Vec<&str> = st.frames.iter().map(|f| &**f).collect();
+    assert_eq!(frames, ["tick_nohz_handler+0x10", "vmstat_update", "0xdead"], "ours left out, the task's kept");
+}
+
+#[test]
+fn a_stall_under_the_threshold_has_none() {
+    let h = explained(with_stacks(2_201, &Default::default()), &hog_leaves());
+    assert_eq!((h.gap, h.stack), (2_200, None));
+}
+
+#[test]
+fn no_stack_when_the_largest_cause_is_not_a_task_with_one() {
+    // The work item is the largest cause; the stack is another pid's.
+    let events = [
+        ev(1_000, Payload::WorkStart { func: WORK_FN, work: 1 }),
+        ev(3_000, Payload::WorkEnd { func: WORK_FN, work: 1 }),
+        ev(3_000, Payload::Stack { pid: 50, id: 7 }),
+    ];
+    let h = explained(with_stacks(1, &Default::default()), &events);
+    assert_eq!(h.causes[0].0.label(), "work:vmstat_update");
+    assert_eq!(h.stack, None);
+}
+
+#[test]
+fn without_stacks_a_stack_event_is_ignored() {
+    let h = explained(engine(), &hog_leaves());
+    assert_eq!(h.causes[0].0.label(), "task:hog[50]");
+    assert_eq!(h.stack, None);
+}

@@ -1,0 +1,56 @@
+//! The stall overlay (Enter): the recent-stalls pane's selected stall in
+//! full, its causes one a line, their origins, and with `--stacks-above`
+//! the kernel stack of its largest cause, where that task was as it left
+//! the CPU.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Widget};
+
+use super::app::App;
+use super::fmt;
+use super::theme::Theme;
+use crate::sanitize::visible;
+
+/// Draws the overlay over `area`, or nothing when no stall is selected.
+pub fn render(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
+    let Some(h) = app.selected_stall() else { return };
+    let now = app.view().now_ns;
+    let mut lines = vec![Line::styled(
+        format!("{} on cpu {}, {} ago ({})", fmt::dur(h.gap), h.cpu, fmt::age(now.saturating_sub(h.t0)), h.source.as_str()),
+        th.head(),
+    )];
+    if let Some(v) = &h.victim {
+        lines.push(Line::raw(format!("  taken from {}", v.name())));
+    }
+    for (cause, ns) in h.all_causes() {
+        lines.push(Line::from(vec![
+            Span::raw(format!("  {:>8}  ", fmt::dur(ns))),
+            // Names are escaped already, as every view shows them.
+            Span::styled(cause.label(), th.kind(cause.kind())),
+        ]));
+    }
+    for (cause, o) in &h.origins {
+        let mut s = String::new();
+        crate::export::push_origin(o, &mut s);
+        lines.push(Line::styled(format!("  {} from {s}", cause.label()), th.dim()));
+    }
+    match &h.stack {
+        Some(st) => {
+            lines.push(Line::styled(format!("Kernel stack of {} as it left the CPU", st.cause.label()), th.head()));
+            for f in st.frames.iter() {
+                lines.push(Line::raw(format!("  {}", visible(f))));
+            }
+        }
+        None => {
+            lines.push(Line::styled("No kernel stack.", th.dim()));
+            lines.push(Line::styled("  --stacks-above DUR takes one when the largest cause is a task that ran DUR in one go.", th.dim()));
+        }
+    }
+    let w = area.width.saturating_sub(4).min(100);
+    let h = (lines.len() as u16 + 2).min(area.height.saturating_sub(2));
+    let r = Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h };
+    Clear.render(r, buf);
+    Paragraph::new(lines).block(th.block(" Stall (Enter or Esc closes) ".into(), true, w)).render(r, buf);
+}

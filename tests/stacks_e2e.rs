@@ -1,0 +1,103 @@
+//! Root, end to end: `--stacks-above 1ms` during a SCHED_FIFO hog's 2 ms
+//! bursts on the last CPU. The rows the hog tops carry its kernel stack as
+//! it left the CPU (it goes to sleep: the scheduler, inside nanosleep), in
+//! the CSV, the summary's top causes and the stall's trace.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+#[test]
+fn a_fifo_hog_s_stalls_show_its_kernel_stack() {
+    if require_root_btf("a_fifo_hog_s_stalls_show_its_kernel_stack") {
+        hog_with_stacks(&[]);
+    }
+}
+
+/// The same through the tracepoint the switch hook falls back to (5.10,
+/// kernels without CONFIG_FAIR_GROUP_SCHED): its own frames are left out.
+#[test]
+fn the_tracepoint_hook_takes_the_same_stacks() {
+    if require_root_btf("the_tracepoint_hook_takes_the_same_stacks") {
+        hog_with_stacks(&[("JITTERWATCH_SWITCH_HOOK", "tracepoint")]);
+    }
+}
+
+fn hog_with_stacks(env: &[(&str, &str)]) {
+    let _g = lock();
+    let cpu = last_cpu();
+    let traces = tempfile::tempdir().unwrap();
+    let name = random_name("jwstk");
+    let (child, _dir, csv) = watch_csv(
+        &[
+            "--cpus",
+            &cpu.to_string(),
+            "--no-tui",
+            "--json",
+            "--duration",
+            "3s",
+            "--stacks-above",
+            "1ms",
+            "--trace-dir",
+            traces.path().to_str().unwrap(),
+            "--trace-above",
+            "1ms",
+        ],
+        env,
+    );
+    let (tid, bursts) = fifo_bursts(cpu, name.clone(), Duration::from_millis(1000), 5, 2_000_000).join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let me = format!("{name}[{tid}]");
+    // The scheduler's entry, inside the sleep the hog goes to.
+    let where_it_sleeps = |frames: &[String]| {
+        frames.iter().any(|f| f.starts_with("__schedule") || f.starts_with("schedule")) && frames.iter().any(|f| f.contains("nanosleep"))
+    };
+
+    let rows = read_csv(&csv);
+    // By its tid: the first burst may run under the thread's old name.
+    let its = format!("[{tid}]");
+    let hog_rows: Vec<&Row> = rows.iter().filter(|r| r.causes.first().is_some_and(|c| c.0 == "task" && c.1.ends_with(&its))).collect();
+    let with_stack: Vec<&&Row> = hog_rows.iter().filter(|r| !r.stack.is_empty()).collect();
+    eprintln!(
+        "{} rows topped by {me} ({} bursts), {} with a stack; one: {:?}",
+        hog_rows.len(),
+        bursts.len(),
+        with_stack.len(),
+        with_stack.first().map(|r| &r.stack)
+    );
+    assert!(with_stack.len() * 10 >= bursts.len() * 8, "{} of {} bursts have a stack", with_stack.len(), bursts.len());
+    for r in &with_stack {
+        assert!(r.gap_ns >= 1_000_000, "a stack on a stall under --stacks-above: {:?}", r.stack);
+        assert!(where_it_sleeps(&r.stack), "not where the hog sleeps: {:?}", r.stack);
+    }
+    // Other rows' stacks are other long-running tasks' (the kernel's own
+    // threads), never on a row under the threshold.
+    for r in rows.iter().filter(|r| !r.stack.is_empty()) {
+        eprintln!("{} ns, {:?}: {:?}", r.gap_ns, r.causes.first(), r.stack);
+        assert!(r.gap_ns >= 1_000_000, "a stack on a stall under --stacks-above");
+    }
+
+    // The summary: the hog's top-cause row with its stack.
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    let top = v["cpus"][0]["top_causes"].as_array().unwrap().iter().find(|c| c["kind"] == "task" && c["name"] == me.as_str()).cloned();
+    let top = top.unwrap_or_else(|| panic!("{me} not among the top causes: {}", v["cpus"][0]["top_causes"]));
+    let frames: Vec<String> =
+        top["stack"].as_array().expect("a stack in the summary").iter().map(|f| f.as_str().unwrap().to_string()).collect();
+    assert!(where_it_sleeps(&frames), "{frames:?}");
+
+    // A stall's trace: the stack, whose it is, innermost first.
+    let mut traced = 0;
+    for e in std::fs::read_dir(traces.path()).unwrap() {
+        let slices = read_trace(&e.unwrap().path());
+        for s in slices.iter().filter(|s| s.track == format!("cpu {cpu} probe")) {
+            let (of, frames) = stall_stack(s);
+            if of == format!("task:{me}") {
+                assert!(where_it_sleeps(&frames), "{frames:?}");
+                traced += 1;
+            }
+        }
+    }
+    assert!(traced >= 1, "no trace has {me}'s stack");
+}
