@@ -7,14 +7,38 @@
 use serde::Serialize;
 
 /// The kernel's tick dependencies by bit (include/linux/tick.h's
-/// TICK_DEP_BIT_*), and what stands behind each.
-pub const DEPENDENCIES: [(&str, &str); 6] = [
-    ("POSIX_TIMER", "a POSIX CPU timer (timer_create on a CPU clock, setitimer ITIMER_PROF/VIRTUAL, RLIMIT_CPU) of a task here"),
-    ("PERF_EVENTS", "a perf event that needs the tick (a frequency-based sampling event: perf record/top without -c)"),
-    ("SCHED", "more than one runnable task on the CPU (or a SCHED_RR task): the scheduler needs the tick to share it"),
-    ("CLOCK_UNSTABLE", "the sched clock is unstable (the TSC not trusted)"),
-    ("RCU", "RCU needs this CPU for a grace period (a callback queued here, rcu_nocbs= not covering it)"),
-    ("RCU_EXP", "an expedited RCU grace period waits on this CPU"),
+/// TICK_DEP_BIT_*), what stands behind each, and what removes it.
+pub const DEPENDENCIES: [(&str, &str, &str); 6] = [
+    (
+        "POSIX_TIMER",
+        "a POSIX CPU timer (timer_create on a CPU clock, setitimer ITIMER_PROF/VIRTUAL, RLIMIT_CPU) of a task here",
+        "find it (`jitterwatch doctor` lists the CPU-clock timers in /proc/PID/timers of the tasks here; setitimer's are not listed) and time on CLOCK_MONOTONIC instead",
+    ),
+    (
+        "PERF_EVENTS",
+        "a perf event that needs the tick (a frequency-based sampling event: perf record/top without -c)",
+        "stop the frequency-based perf session on this CPU, or sample by count (perf record -c N)",
+    ),
+    (
+        "SCHED",
+        "more than one runnable task on the CPU (or a SCHED_RR task): the scheduler needs the tick to share it",
+        "leave one runnable task on the CPU: move the others to the housekeeping CPUs (taskset -pc CPUS PID, or CPUAffinity= in systemd), use SCHED_FIFO rather than SCHED_RR",
+    ),
+    (
+        "CLOCK_UNSTABLE",
+        "the sched clock is unstable (the TSC not trusted)",
+        "see why the kernel distrusts the TSC (dmesg | grep -i tsc); tsc=reliable only where it truly is (an invariant TSC, one socket or synchronised sockets)",
+    ),
+    (
+        "RCU",
+        "RCU needs this CPU for a grace period (a callback queued here, rcu_nocbs= not covering it)",
+        "boot with rcu_nocbs= covering the nohz_full CPUs (nohz_full= implies it since 5.x only where CONFIG_RCU_NOCB_CPU=y), and avoid system calls that queue RCU callbacks on them",
+    ),
+    (
+        "RCU_EXP",
+        "an expedited RCU grace period waits on this CPU",
+        "find what expedites grace periods (module loads, network namespace teardown); rcupdate.rcu_normal=1 on the kernel command line makes them normal ones",
+    ),
 ];
 
 /// One CPU's tally, as read from the BPF side.
@@ -54,6 +78,10 @@ pub struct State {
     /// culprit), when one was seen.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub behind: Option<String>,
+    /// What removes the dependency that kept it last, else the one that
+    /// kept it most often (None when none did).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<&'static str>,
 }
 
 /// The name of a dependency mask's lowest bit set (the kernel reports one).
@@ -66,6 +94,11 @@ pub fn why(name: &str) -> Option<&'static str> {
     DEPENDENCIES.iter().find(|d| d.0 == name).map(|d| d.1)
 }
 
+/// What removes a dependency, by its name.
+pub fn fix(name: &str) -> Option<&'static str> {
+    DEPENDENCIES.iter().find(|d| d.0 == name).map(|d| d.2)
+}
+
 pub fn state(t: &Tally, behind: Option<String>) -> State {
     let mut deps: Vec<(u64, usize)> = (0..DEPENDENCIES.len()).filter(|&i| t.deps[i] > 0).map(|i| (t.deps[i], i)).collect();
     deps.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -76,7 +109,8 @@ pub fn state(t: &Tally, behind: Option<String>) -> State {
         (_, false) => ("running", name_of(t.last_dep)),
     };
     let behind = behind.filter(|_| dependencies.contains(&"SCHED"));
-    State { state, dependencies, last, stops: t.stops, refusals: t.refusals, behind }
+    let fix = last.or(dependencies.first().copied()).and_then(fix);
+    State { state, dependencies, last, stops: t.stops, refusals: t.refusals, behind, fix }
 }
 
 /// The screen's words: `off`, `on (SCHED)`, or None without a verdict.
@@ -119,5 +153,20 @@ mod tests {
         assert_eq!(name_of(1 << 5), Some("RCU_EXP"));
         assert_eq!(name_of(0), None);
         assert!(why("SCHED").unwrap().contains("runnable task"));
+    }
+
+    /// The fix named is for the dependency that kept the tick last, else
+    /// for the most frequent one; none without a dependency.
+    #[test]
+    fn the_fix_follows_the_dependency() {
+        let mut t = Tally { refusals: 9, last_dep: 1 << 4, ..Tally::default() };
+        t.deps[2] = 8;
+        t.deps[4] = 1;
+        assert_eq!(state(&t, None).fix, fix("RCU"));
+        assert!(fix("RCU").unwrap().contains("rcu_nocbs="));
+        let t = Tally { stops: 1, last_success: true, ..t };
+        assert_eq!(state(&t, None).fix, fix("SCHED"));
+        assert_eq!(state(&Tally { stops: 4, last_success: true, ..Tally::default() }, None).fix, None);
+        assert!(DEPENDENCIES.iter().all(|d| !d.2.is_empty()));
     }
 }

@@ -7,6 +7,7 @@
 
 mod boot;
 mod cmdline;
+mod cputimers;
 mod hints;
 mod irqs;
 mod power;
@@ -138,6 +139,9 @@ pub fn audit(root: &Path, cpus: &[usize]) -> Report {
     let threads = tasks::check(&mut cx);
     topology::check(&mut cx, &threads);
     timers::check(&mut cx);
+    // The kernel's own tickless mask (boot/nohz_rcu.rs says why not the command line's).
+    let nohz = cx.read_quiet("sys/devices/system/cpu/nohz_full").and_then(|s| cpulist::parse(s.trim()).ok()).unwrap_or_default();
+    cputimers::check(&mut cx, &threads, &nohz);
     power::check(&mut cx);
     virt::check(&mut cx);
     Report { cpus: cx.cpus, findings: cx.findings, unreadable: cx.unreadable }

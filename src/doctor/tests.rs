@@ -77,3 +77,23 @@ fn no_probe_only_hint_in_passive_mode() {
     let passive = hints_for(&r, &idle, false);
     assert!(!passive.iter().any(|h| h.contains("RT throttling") || h.contains("fair server")), "{passive:?}");
 }
+
+/// A task on a watched nohz_full CPU with a timer on a CPU clock keeps
+/// the tick (POSIX_TIMER): WARN with the fix; none is OK; a CPU that is
+/// not nohz_full is not checked.
+#[test]
+fn posix_cpu_timers_on_a_nohz_full_cpu_are_found() {
+    let fx = fixture::Fx::tuned();
+    fx.write("proc/500/timers", "ID: 0\nsignal: 14/0000000000000000\nnotify: signal/pid.500\nClockID: 1\n");
+    let r = audit(fx.path(), &[3]);
+    let f = r.find("posix_cpu_timers").expect("checked");
+    assert_eq!(f.status, Status::Ok, "{f:?}");
+    fx.write("proc/500/timers", "ID: 0\nsignal: 27/0000000000000000\nnotify: signal/pid.500\nClockID: 2\n");
+    let r = audit(fx.path(), &[3]);
+    let f = r.find("posix_cpu_timers").unwrap();
+    assert_eq!(f.status, Status::Warn, "{f:?}");
+    assert_eq!(f.evidence, ["spinner[500]: 1 CPU-clock timer(s) in /proc/500/timers"]);
+    assert!(f.fix.as_deref().unwrap().contains("CLOCK_MONOTONIC"), "{f:?}");
+    // Not nohz_full: its tick runs anyway, nothing to say.
+    assert!(audit(fixture::Fx::untuned().path(), &[1]).find("posix_cpu_timers").is_none());
+}

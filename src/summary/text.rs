@@ -91,6 +91,9 @@ impl Summary {
                 let also = if also.is_empty() { String::new() } else { format!("; also kept by {}", also.join(", ")) };
                 let behind = t.behind.as_ref().map_or(String::new(), |b| format!("; beside the watched task: {b}"));
                 writeln!(out, "  tick: {} at the end ({} stops, {} attempts refused){why}{also}{behind}", t.state, t.stops, t.refusals)?;
+                if let Some(f) = t.fix {
+                    writeln!(out, "    fix: {f}")?;
+                }
             }
             for p in &c.periodic {
                 writeln!(
