@@ -242,7 +242,6 @@ int BPF_PROG(on_tick_stop, int success, int dependency)
 			if (dependency & (1 << i))
 				t->deps[i] += 1;
 	}
-	t->last_ns = bpf_ktime_get_ns();
 	t->last_success = success;
 	t->last_dep = dependency;
 	return 0;

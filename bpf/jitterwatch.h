@@ -169,7 +169,6 @@ struct jw_tick {
 	__u64 stops;    /* the tick stopped (success) */
 	__u64 refusals; /* it could not stop */
 	__u64 deps[JW_TICK_DEPS];
-	__u64 last_ns;  /* the last verdict's time (bpf_ktime_get_ns) */
 	__u32 last_success;
 	__u32 last_dep;
 };

@@ -374,7 +374,6 @@ impl<'obj> Tracer<'obj> {
                     stops: t.stops,
                     refusals: t.refusals,
                     deps: t.deps,
-                    last_ns: t.last_ns,
                     last_success: t.last_success != 0,
                     last_dep: t.last_dep,
                 })

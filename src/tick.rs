@@ -47,7 +47,6 @@ pub struct Tally {
     pub stops: u64,
     pub refusals: u64,
     pub deps: [u64; 8],
-    pub last_ns: u64,
     pub last_success: bool,
     pub last_dep: u32,
 }
