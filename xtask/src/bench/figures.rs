@@ -95,7 +95,7 @@ pub mod method {
     }
 
     pub fn bpf(reps: usize, secs: f64) -> String {
-        format!("v1: --bpf-stats --wake-origins under perf bench sched pipe -T, on the watched then the other CPU, {reps} × {secs} s")
+        format!("v2: --bpf-stats --wake-origins under perf bench sched pipe -T, on the watched then the other CPU, then the watched with --stacks-above 1ns, {reps} × {secs} s")
     }
     pub fn capacity(secs: f64, strong: &str) -> String {
         format!("v2: context-switch storms stepped up and down, then with an IPI storm from the housekeeping CPU, {secs} s each, strong storms {strong}")
@@ -177,10 +177,12 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
     );
     let b = &r.bpf;
     let switch = b.watched.iter().find(|p| p.name == "on_switch_out" || p.name == "on_sched_switch");
+    let (_, stacked) = b.switch_ns();
     o.insert(
         Id::BpfRunTime,
         Figure::new(q(method::bpf(b.reps, b.secs)))
             .with("switch_ns_per_run", switch.and_then(|p| med(&p.ns_per_run)))
+            .with("switch_stack_ns_per_run", stacked)
             .with("events_per_sec", med(&b.watched_events_per_sec)),
     );
     let c = &r.cap;

@@ -173,6 +173,22 @@ pub struct BpfCost {
     pub watched_events_per_sec: Spread,
     /// Load on the housekeeping CPU: mostly the early return.
     pub unwatched: Vec<ProgCost>,
+    /// Load on the watched CPU with `--stacks-above 1ns`: a kernel stack
+    /// taken at every switch, what one stack costs the switch program.
+    pub stacked: Vec<ProgCost>,
+}
+
+impl BpfCost {
+    /// The switch program's ns/run: without stacks, and with one at every switch.
+    pub fn switch_ns(&self) -> (Option<f64>, Option<f64>) {
+        let of = |v: &[ProgCost]| {
+            v.iter()
+                .find(|p| p.name == "on_switch_out" || p.name == "on_sched_switch")
+                .filter(|p| p.ns_per_run.n > 0)
+                .map(|p| p.ns_per_run.median)
+        };
+        (of(&self.watched), of(&self.stacked))
+    }
 }
 
 /// The programs each kind of interrupt runs: its entry and exit, and what
@@ -248,9 +264,9 @@ fn prog_costs(runs: &[serde_json::Value]) -> Vec<ProgCost> {
 pub fn bpf_cost(cx: &Ctx) -> Result<BpfCost> {
     let reps = cx.reps(3);
     let secs = if cx.quick { 1.0 } else { 3.0 };
-    let (mut on_w, mut on_h) = (vec![], vec![]);
+    let (mut on_w, mut on_h, mut stacked) = (vec![], vec![], vec![]);
     for _ in 0..reps {
-        for cpu in [cx.watched, cx.house] {
+        for (cpu, stacks) in [(cx.watched, false), (cx.house, false), (cx.watched, true)] {
             let _load = Bg::spawn(
                 Command::new("taskset")
                     .args(["-c", &cpu.to_string(), "perf", "bench", "sched", "pipe", "-T", "-l", "1000000000"])
@@ -260,8 +276,16 @@ pub fn bpf_cost(cx: &Ctx) -> Result<BpfCost> {
             std::thread::sleep(Duration::from_millis(300));
             // With the opt-in programs, so their cost is measured too
             // (figure 2 counts the default ones only).
-            let run = util::jw_run(&cx.bin, cx.watched, secs, &["--bpf-stats", "--wake-origins"], None)?;
-            if cpu == cx.watched { &mut on_w } else { &mut on_h }.push(run.json);
+            // --stacks-above 1ns: every switch out of the watched CPU takes a stack.
+            let args: &[&str] =
+                if stacks { &["--bpf-stats", "--wake-origins", "--stacks-above", "1ns"] } else { &["--bpf-stats", "--wake-origins"] };
+            let run = util::jw_run(&cx.bin, cx.watched, secs, args, None)?;
+            match (cpu == cx.watched, stacks) {
+                (_, true) => &mut stacked,
+                (true, false) => &mut on_w,
+                (false, false) => &mut on_h,
+            }
+            .push(run.json);
         }
     }
     Ok(BpfCost {
@@ -270,6 +294,7 @@ pub fn bpf_cost(cx: &Ctx) -> Result<BpfCost> {
         watched: prog_costs(&on_w),
         watched_events_per_sec: Spread::of(&on_w.iter().map(|v| num(v, "/events_per_sec")).collect::<Vec<_>>()),
         unwatched: prog_costs(&on_h),
+        stacked: prog_costs(&stacked),
     })
 }
 
@@ -286,7 +311,8 @@ mod tests {
             prog("on_softirq_entry", &[]),
             prog("on_softirq_exit", &[200.0]),
         ];
-        let b = BpfCost { reps: 3, secs: 3.0, watched, watched_events_per_sec: Spread::of(&[1.0]), unwatched: Vec::new() };
+        let b =
+            BpfCost { reps: 3, secs: 3.0, watched, watched_events_per_sec: Spread::of(&[1.0]), unwatched: Vec::new(), stacked: Vec::new() };
         let got = b.inside_irq();
         assert_eq!(got[0], ("a device IRQ (one handler)", Some(750.0)));
         assert_eq!(got[1].1, None, "the tick's programs never ran");

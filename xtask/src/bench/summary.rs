@@ -88,9 +88,10 @@ pub fn measured(id: Id, f: &Figures) -> String {
             )
         }
         Id::BpfRunTime => format!(
-            "switch program {} ns/run at {} events/s (every program in section 3)",
+            "switch program {} ns/run at {} events/s (every program in section 3); with a kernel stack at each switch (--stacks-above) {}",
             n(v("switch_ns_per_run"), 0),
-            g(v("events_per_sec"))
+            g(v("events_per_sec")),
+            v("switch_stack_ns_per_run").map_or("not measured".to_string(), |s| format!("{s:.0} ns/run"))
         ),
         Id::RingCapacity => format!(
             "0 drops up to {} events/s (highest reached {}; {})",

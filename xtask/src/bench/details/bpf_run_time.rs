@@ -42,6 +42,19 @@ pub fn section(o: &mut String, b: &BpfCost, w: usize, h: usize) {
         .into_iter()
         .map(|(what, ns)| format!("{what}: {}", ns.map_or("not measured (a program did not run)".to_string(), |n| format!("{n:.0} ns"))))
         .collect();
+    let (plain, stacked) = b.switch_ns();
+    let show = |x: Option<f64>| x.map_or("not measured".to_string(), |n| format!("{n:.0} ns/run"));
+    let _ = writeln!(
+        o,
+        "\n`--stacks-above` (the same load on CPU {w}, `--stacks-above 1ns`, so every switch out of it takes a kernel stack; \
+         by default only a run of DUR or more does): the switch program {} with a stack at each switch, against {} without{}.",
+        show(stacked),
+        show(plain),
+        match (plain, stacked) {
+            (Some(p), Some(s)) => format!(": one stack costs {:.0} ns", s - p),
+            _ => String::new(),
+        }
+    );
     let _ = writeln!(
         o,
         "\nWhat our programs add inside one interrupt on the watched CPU (the medians above, summed over the programs it \

@@ -70,6 +70,7 @@ fn results(sampled: bool) -> Results {
             watched: (0..rows(1)).map(|_| ProgCost { name: "on_switch_out".into(), run_cnt: s(3e5), ns_per_run: s(271.0) }).collect(),
             watched_events_per_sec: s(178_789.0),
             unwatched: (0..rows(1)).map(|_| ProgCost { name: "on_irq_entry".into(), run_cnt: s(3e4), ns_per_run: s(300.0) }).collect(),
+            stacked: (0..rows(1)).map(|_| ProgCost { name: "on_switch_out".into(), run_cnt: s(3e5), ns_per_run: s(1_900.0) }).collect(),
         },
         cap: Capacity {
             secs: 3.0,
@@ -225,7 +226,11 @@ fn the_seed_carries_todays_methods() {
          programs' early returns from figure 3); bpftrace's BPF run time; end to end 7 × 5 conditions"
     );
     assert_ne!(m(Id::UnwatchedCost), method::unwatched(7, 3), "figure 2's hook part read inverted in v1");
-    assert_eq!(m(Id::BpfRunTime), method::bpf(3, 3.0));
+    assert_eq!(
+        m(Id::BpfRunTime),
+        "v1: --bpf-stats --wake-origins under perf bench sched pipe -T, on the watched then the other CPU, 3 × 3 s"
+    );
+    assert_ne!(m(Id::BpfRunTime), method::bpf(3, 3.0), "figure 3 added --stacks-above's run (v2)");
     assert_eq!(m(Id::RingCapacity), "v1: context-switch storms stepped up and down, 3 s each, strong storms SCHED_FIFO 1");
     assert_ne!(m(Id::RingCapacity), method::capacity(3.0, "SCHED_FIFO 1"), "figure 4 added the IPI storm (v2)");
     assert_eq!(m(Id::RecorderCost), method::recorder(12));
