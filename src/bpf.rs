@@ -239,8 +239,10 @@ impl<'obj> Tracer<'obj> {
         }
         open.maps.rodata_data.as_deref_mut().expect("the object has a .rodata").stacks_above_ns = stacks_above_ns;
         if stacks_above_ns == 0 {
-            // Unused: the smallest map the kernel takes.
+            // Unused: the smallest map the kernel takes (one frame: never
+            // over a lowered kernel.perf_event_max_stack, which would refuse it).
             open.maps.stacks.set_max_entries(1).map_err(bpf("sizing the stacks map"))?;
+            open.maps.stacks.set_value_size(8).map_err(bpf("sizing the stacks map"))?;
         }
         let bss = open.maps.bss_data.as_deref_mut().expect("the object has a .bss");
         for &c in cpus {

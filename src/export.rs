@@ -410,10 +410,10 @@ mod tests {
     fn the_stack_column_lists_frames_escaped() {
         let hog = Cause::Task { comm: comm(b"hog"), pid: Some(50) };
         let mut h = hiccup(0, 5, vec![(hog.clone(), 9)], 0);
-        h.stack = Some(crate::interval::Stack {
+        h.stack = Some(std::sync::Arc::new(crate::interval::Stack {
             cause: hog,
             frames: vec![Symbol::from("__schedule+0x2c4"), Symbol::from("evil;x=1\u{1b}"), Symbol::from("0xdead")].into(),
-        });
+        }));
         let mut sink = CsvSink::new(Vec::new()).unwrap();
         sink.write(&h).unwrap();
         let s = String::from_utf8(sink.into_inner()).unwrap();

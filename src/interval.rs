@@ -125,7 +125,9 @@ pub struct Hiccup {
     pub origins: Vec<(Cause, crate::cause::Origin)>,
     /// `--stacks-above`: the kernel stack of its largest cause (a task
     /// that left the CPU inside it).
-    pub stack: Option<Stack>,
+    /// Behind a pointer: a stall is moved and kept in thousands (spares,
+    /// held for a steal reading), and most have none.
+    pub stack: Option<std::sync::Arc<Stack>>,
 }
 
 /// `--stacks-above`: the kernel stack of a stall's largest cause,
@@ -187,6 +189,15 @@ pub(crate) fn hiccup(cpu: u32, t0: u64, causes: Vec<(Cause, u64)>, unexplained: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Thousands of stalls are kept at once (the engine's spares, those
+    /// held for a steal reading): one that grows costs every run memory.
+    #[test]
+    fn a_stall_stays_small() {
+        let size = std::mem::size_of::<Hiccup>();
+        eprintln!("a Hiccup is {size} bytes");
+        assert!(size <= 272, "a Hiccup is {size} bytes");
+    }
 
     #[test]
     fn every_source_is_at_its_index_in_all() {

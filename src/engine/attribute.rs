@@ -113,12 +113,12 @@ impl Engine {
 
 /// `--stacks-above`: the stack of the stall's largest cause, if that is a
 /// task whose stack was taken as it left the CPU inside the stall.
-fn stack_of(causes: &[(Cause, u64)], log: &StackLog, namer: &Namer, t0: u64, t1: u64) -> Option<Stack> {
+fn stack_of(causes: &[(Cause, u64)], log: &StackLog, namer: &Namer, t0: u64, t1: u64) -> Option<std::sync::Arc<Stack>> {
     let (cause, _) = causes.first()?;
     let Cause::Task { pid: Some(pid), .. } = cause else { return None };
     let frames = log.find(*pid, t0, t1)?;
     let named = frames.iter().map(|&a| namer.symbol(a)).skip_while(|f| ours(f));
-    Some(Stack { cause: cause.clone(), frames: named.collect() })
+    Some(std::sync::Arc::new(Stack { cause: cause.clone(), frames: named.collect() }))
 }
 
 /// Frames of the program that took the stack, above the task's own: the

@@ -242,7 +242,7 @@ impl Engine {
     }
 
     /// `h` shown to `out` at once, or moved to its CPU's steal clock to
-    /// wait for a reading (and `h` replaced by a spare): a stall (264 bytes)
+    /// wait for a reading (and `h` replaced by a spare): a stall (272 bytes)
     /// moves only when it is held.
     fn hand_out(&mut self, h: &mut Hiccup, out: &mut impl FnMut(&Hiccup)) {
         let i = self.slots.get(h.cpu).expect("hiccups are on watched CPUs");

@@ -158,7 +158,7 @@ fn a_cause_keeps_the_stack_of_its_largest_stall_with_one() {
     let mut s = Stats::new(&[1], 0);
     let with = |at: u64, ns: u64, frame: &str| {
         let mut h = hiccup(1, at, vec![(task("hog", 5), ns)], 0);
-        h.stack = Some(crate::interval::Stack { cause: task("hog", 5), frames: vec![Symbol::from(frame)].into() });
+        h.stack = Some(std::sync::Arc::new(crate::interval::Stack { cause: task("hog", 5), frames: vec![Symbol::from(frame)].into() }));
         h
     };
     s.record(&with(1_000, 2_000_000, "first"));

@@ -179,10 +179,10 @@ fn a_top_cause_carries_its_stack_escaped() {
     let mut s = Stats::new(&[1], 0);
     let hog = Cause::Task { comm: comm(b"hog"), pid: Some(5) };
     let mut h = hiccup(1, 10, vec![(hog.clone(), 2_000_000)], 100);
-    h.stack = Some(crate::interval::Stack {
+    h.stack = Some(std::sync::Arc::new(crate::interval::Stack {
         cause: hog,
         frames: vec![crate::cause::Symbol::from("schedule+0x23"), crate::cause::Symbol::from("evil\u{202e}")].into(),
-    });
+    }));
     s.record(&h);
     let sum = Summary::from_stats(&s, &Default::default(), "probe");
     let mut text = Vec::new();
@@ -195,4 +195,24 @@ fn a_top_cause_carries_its_stack_escaped() {
     let top = &v["cpus"][0]["top_causes"];
     assert_eq!(top[0]["stack"], serde_json::json!(["schedule+0x23", "evil\\u{202e}"]));
     assert!(top[1].get("stack").is_none(), "{top}");
+}
+
+/// POSIX_TIMER kept the tick: the audit's processes with CPU-clock timers
+/// stand behind it, in the JSON and the text.
+#[test]
+fn the_audit_s_cpu_timers_stand_behind_posix_timer() {
+    let mut s = Stats::new(&[3], 0);
+    let mut raw = Counters::new(&[3]);
+    let mut t = crate::tick::Tally { refusals: 4, last_dep: 1, ..Default::default() };
+    t.deps[0] = 4;
+    raw.cpus[0].tick = Some(t);
+    s.update_counters(raw, 1_000_000);
+    let fx = crate::doctor::fixture_tuned_with_cpu_timer();
+    let sum = Summary::from_stats(&s, &Default::default(), "probe").with_hints(&crate::doctor::audit(fx.path(), &[3]));
+    let tick = sum.cpus[0].tick.as_ref().expect("a tick state");
+    assert_eq!(tick.behind.as_deref(), Some("spinner[500]: 1 CPU-clock timer(s) in /proc/500/timers"));
+    let mut text = Vec::new();
+    sum.write_text(&mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("POSIX_TIMER") && text.contains("; CPU-clock timers: spinner[500]") && text.contains("fix: find it"), "{text}");
 }

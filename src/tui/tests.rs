@@ -388,10 +388,10 @@ fn enter_shows_the_top_stall_with_its_stack() {
     let mut s = stats();
     let hog = task(b"hog", 50);
     let mut h = hiccup(6, START + 6 * S, vec![(hog.clone(), 3_000_000)], 0);
-    h.stack = Some(crate::interval::Stack {
+    h.stack = Some(std::sync::Arc::new(crate::interval::Stack {
         cause: hog,
         frames: vec![Symbol::from("__schedule+0x2c4"), Symbol::from("evil\x1b[2J"), Symbol::from("do_nanosleep+0x7b")].into(),
-    });
+    }));
     s.record(&h);
     let mut a = App::new(info(), Snapshot::of(&s), true);
     a.apply(Action::Detail);
