@@ -74,7 +74,9 @@ pub struct State {
     pub stops: u64,
     pub refusals: u64,
     /// For SCHED: what ran beside the watched task (its largest task
-    /// culprit), when one was seen.
+    /// culprit), when one was seen; else for POSIX_TIMER the processes
+    /// with CPU-clock timers, for PERF_EVENTS those holding perf events,
+    /// that the audit at start found.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub behind: Option<String>,
     /// What removes the dependency that kept it last, else the one that

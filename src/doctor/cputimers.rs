@@ -1,6 +1,7 @@
-//! POSIX CPU timers on the watched CPUs' tasks: the kernel keeps the tick
-//! of a nohz_full CPU running while a task there has one armed (tick
-//! dependency POSIX_TIMER, as `timer:tick_stop` says during a run). The
+//! What keeps a nohz_full CPU's tick that a run's `timer:tick_stop` names
+//! but cannot point at. POSIX CPU timers on the watched CPUs' tasks: the
+//! kernel keeps the tick running while a task there has one armed (tick
+//! dependency POSIX_TIMER). The
 //! timers a process made with timer_create are listed in
 //! /proc/PID/timers; those on a CPU clock (CLOCK_PROCESS_CPUTIME_ID 2,
 //! CLOCK_THREAD_CPUTIME_ID 3, or a clock from clock_getcpuclockid, which
@@ -60,6 +61,38 @@ pub(super) fn check(cx: &mut Ctx, threads: &[Thread], nohz: &[usize]) {
         }
         f
     };
+    cx.push(f);
+}
+
+/// Perf events open anywhere (PERF_EVENTS: a frequency-based sampling
+/// event needs the tick of the CPUs it samples; which CPU an event is on
+/// is not shown): the processes holding them, by their fds.
+pub(super) fn perf_events(cx: &mut Ctx, threads: &[Thread], nohz: &[usize]) {
+    if !cx.cpus.iter().any(|c| nohz.contains(c)) {
+        return;
+    }
+    let me = (cx.root.canonicalize().ok().as_deref() == Some(std::path::Path::new("/"))).then(std::process::id);
+    let mut tgids: Vec<(u32, &str)> =
+        threads.iter().filter(|t| !t.kthread && Some(t.tgid) != me).map(|t| (t.tgid, t.comm.as_str())).collect();
+    tgids.sort_by_key(|t| t.0);
+    tgids.dedup_by_key(|t| t.0);
+    let mut holders = Vec::new();
+    for (tgid, comm) in tgids {
+        let Ok(fds) = std::fs::read_dir(cx.root.join(format!("proc/{tgid}/fd"))) else { continue };
+        let n = fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok()).filter(|l| l.as_os_str() == "anon_inode:[perf_event]").count();
+        if n > 0 {
+            holders.push(format!("{comm}[{tgid}]: {n} perf event(s)"));
+        }
+    }
+    if holders.is_empty() {
+        return;
+    }
+    let mut f = finding(CHECK, "perf_events", Status::Info, format!("perf events are open ({} processes)", holders.len()))
+        .why("a frequency-based sampling event keeps the tick of the CPUs it samples (PERF_EVENTS); the kernel does not show which CPUs an event is on")
+        .fix(crate::tick::fix("PERF_EVENTS").unwrap_or_default());
+    for h in holders.iter().take(LISTED) {
+        f = f.ev(h.clone());
+    }
     cx.push(f);
 }
 

@@ -21,6 +21,15 @@ mod workqueues;
 #[cfg(test)]
 mod fixture;
 
+/// The tuned fixture whose task on CPU 3 has a timer on a CPU clock, for
+/// the summary's tests.
+#[cfg(test)]
+pub(crate) fn fixture_tuned_with_cpu_timer() -> fixture::Fx {
+    let fx = fixture::Fx::tuned();
+    fx.write("proc/500/timers", "ID: 0\nsignal: 27/0000000000000000\nnotify: signal/pid.500\nClockID: 2\n");
+    fx
+}
+
 use std::io;
 use std::path::Path;
 
@@ -142,6 +151,7 @@ pub fn audit(root: &Path, cpus: &[usize]) -> Report {
     // The kernel's own tickless mask (boot/nohz_rcu.rs says why not the command line's).
     let nohz = cx.read_quiet("sys/devices/system/cpu/nohz_full").and_then(|s| cpulist::parse(s.trim()).ok()).unwrap_or_default();
     cputimers::check(&mut cx, &threads, &nohz);
+    cputimers::perf_events(&mut cx, &threads, &nohz);
     power::check(&mut cx);
     virt::check(&mut cx);
     Report { cpus: cx.cpus, findings: cx.findings, unreadable: cx.unreadable }

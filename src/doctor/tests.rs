@@ -88,7 +88,7 @@ fn posix_cpu_timers_on_a_nohz_full_cpu_are_found() {
     let r = audit(fx.path(), &[3]);
     let f = r.find("posix_cpu_timers").expect("checked");
     assert_eq!(f.status, Status::Ok, "{f:?}");
-    fx.write("proc/500/timers", "ID: 0\nsignal: 27/0000000000000000\nnotify: signal/pid.500\nClockID: 2\n");
+    let fx = fixture_tuned_with_cpu_timer();
     let r = audit(fx.path(), &[3]);
     let f = r.find("posix_cpu_timers").unwrap();
     assert_eq!(f.status, Status::Warn, "{f:?}");
@@ -96,4 +96,20 @@ fn posix_cpu_timers_on_a_nohz_full_cpu_are_found() {
     assert!(f.fix.as_deref().unwrap().contains("CLOCK_MONOTONIC"), "{f:?}");
     // Not nohz_full: its tick runs anyway, nothing to say.
     assert!(audit(fixture::Fx::untuned().path(), &[1]).find("posix_cpu_timers").is_none());
+}
+
+/// Processes holding perf events are named (INFO: the kernel does not say
+/// which CPUs an event samples), only where a watched CPU is nohz_full.
+#[test]
+fn perf_event_holders_are_named() {
+    let fx = fixture::Fx::tuned();
+    assert!(audit(fx.path(), &[3]).find("perf_events").is_none(), "none open");
+    std::fs::create_dir_all(fx.path().join("proc/500/fd")).unwrap();
+    std::os::unix::fs::symlink("anon_inode:[perf_event]", fx.path().join("proc/500/fd/3")).unwrap();
+    std::os::unix::fs::symlink("anon_inode:[perf_event]", fx.path().join("proc/500/fd/4")).unwrap();
+    std::os::unix::fs::symlink("/dev/null", fx.path().join("proc/500/fd/5")).unwrap();
+    let r = audit(fx.path(), &[3]);
+    let f = r.find("perf_events").expect("named");
+    assert_eq!((f.status, f.evidence.clone()), (Status::Info, vec!["spinner[500]: 2 perf event(s)".to_string()]));
+    assert!(f.fix.as_deref().unwrap().contains("perf record -c"), "{f:?}");
 }

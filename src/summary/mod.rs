@@ -418,6 +418,17 @@ impl Summary {
     /// Adds the audit's fixes for this run's top culprits (deduplicated).
     pub fn with_hints(mut self, report: &crate::doctor::Report) -> Self {
         const CULPRITS: usize = 5;
+        // What stands behind POSIX_TIMER, where the audit at start saw it:
+        // the processes on the watched nohz_full CPUs with CPU-clock timers.
+        // And behind PERF_EVENTS: the processes holding perf events.
+        for (key, dep) in [("posix_cpu_timers", "POSIX_TIMER"), ("perf_events", "PERF_EVENTS")] {
+            let Some(f) = report.find(key).filter(|f| f.status != crate::doctor::Status::Ok) else { continue };
+            for t in self.cpus.iter_mut().filter_map(|c| c.tick.as_mut()) {
+                if t.behind.is_none() && t.dependencies.contains(&dep) {
+                    t.behind = Some(f.evidence.join("; "));
+                }
+            }
+        }
         for c in &self.cpus {
             for k in c.top_causes.iter().take(CULPRITS) {
                 // Passive mode has no probe: no hint about parking one.

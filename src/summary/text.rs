@@ -89,7 +89,12 @@ impl Summary {
                 };
                 let also: Vec<&str> = t.dependencies.iter().copied().filter(|d| Some(*d) != t.last).collect();
                 let also = if also.is_empty() { String::new() } else { format!("; also kept by {}", also.join(", ")) };
-                let behind = t.behind.as_ref().map_or(String::new(), |b| format!("; beside the watched task: {b}"));
+                let beside = match t.dependencies.iter().find(|d| matches!(**d, "SCHED" | "POSIX_TIMER" | "PERF_EVENTS")) {
+                    Some(&"POSIX_TIMER") => "CPU-clock timers",
+                    Some(&"PERF_EVENTS") => "perf events",
+                    _ => "beside the watched task",
+                };
+                let behind = t.behind.as_ref().map_or(String::new(), |b| format!("; {beside}: {b}"));
                 writeln!(out, "  tick: {} at the end ({} stops, {} attempts refused){why}{also}{behind}", t.state, t.stops, t.refusals)?;
                 if let Some(f) = t.fix {
                     writeln!(out, "    fix: {f}")?;
