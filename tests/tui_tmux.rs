@@ -103,14 +103,15 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// Starts the binary watching `cpu` in a fresh 160×48 session; returns
-/// the session, the pane shell's pid and jitterwatch's pid once its screen is up.
-fn start(tag: &str, cpu: usize, exe: &Path) -> (Session, u32, u32) {
+/// Starts the binary watching `cpu` (with `extra` arguments) in a fresh
+/// 160×48 session; returns the session, the pane shell's pid and
+/// jitterwatch's pid once its screen is up.
+fn start(tag: &str, cpu: usize, exe: &Path, extra: &str) -> (Session, u32, u32) {
     let s = Session { name: format!("{tag}-{}", std::process::id()), hog: None };
     tmux(&s.name, &["new-session", "-d", "-s", &s.name, "-x", "160", "-y", "48", "sh"]);
     s.keys(&["-l", "PS1='jwprompt> '"]);
     s.keys(&["Enter"]);
-    s.keys(&["-l", &format!("{} --cpus {cpu}; echo EXIT=$?", exe.display())]);
+    s.keys(&["-l", &format!("{} --cpus {cpu} {extra}; echo EXIT=$?", exe.display())]);
     s.keys(&["Enter"]);
     let (up, screen) = s.wait_for(Duration::from_secs(10), |t| t.contains("Culprits") && t.contains("elapsed"));
     assert!(up, "the live screen did not come up:\n{screen}");
@@ -128,7 +129,7 @@ fn live_screen_names_a_pinned_hog_and_quits_cleanly() {
     let cpu = last_cpu();
     let tag = random_name("jwtui");
     let exe = Path::new(env!("CARGO_BIN_EXE_jitterwatch")).canonicalize().unwrap();
-    let (mut s, _, jw) = start(&tag, cpu, &exe);
+    let (mut s, _, jw) = start(&tag, cpu, &exe, "");
 
     // 5 ms of spinning every 25 ms for 3 s, on the watched CPU, under a name
     // nobody else has (prctl 15 = PR_SET_NAME).
@@ -167,7 +168,7 @@ fn a_vanished_terminal_ends_the_run() {
     }
     let _g = jitterwatch_test_lock();
     let exe = Path::new(env!("CARGO_BIN_EXE_jitterwatch")).canonicalize().unwrap();
-    let (s, _, jw) = start(&random_name("jwhup"), last_cpu(), &exe);
+    let (s, _, jw) = start(&random_name("jwhup"), last_cpu(), &exe, "");
     drop(s);
     let end = Instant::now() + Duration::from_secs(5);
     while alive(jw) && Instant::now() < end {
@@ -178,4 +179,41 @@ fn a_vanished_terminal_ends_the_run() {
         unsafe { libc::kill(jw as i32, libc::SIGKILL) };
         panic!("jitterwatch outlived its terminal by 5 s");
     }
+}
+
+/// `--stacks-above 1ms` on the live screen: a SCHED_FIFO hog's 10 ms
+/// bursts (started first: its interpreter's start-up is no stall) are the
+/// largest stalls, and Enter shows the one at the top of the recent-stalls
+/// pane with the hog's kernel stack; Esc closes it.
+#[test]
+fn enter_shows_a_hogs_kernel_stack_on_the_live_screen() {
+    if !can_run() {
+        return;
+    }
+    let _g = jitterwatch_test_lock();
+    let cpu = last_cpu();
+    let tag = random_name("jwstk");
+    let exe = Path::new(env!("CARGO_BIN_EXE_jitterwatch")).canonicalize().unwrap();
+    let script = format!(
+        "import ctypes,os,time\nctypes.CDLL(None).prctl(15, b'{tag}', 0, 0, 0)\n\
+         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))\nend = time.time() + 8\n\
+         while time.time() < end:\n    t = time.time() + 0.01\n    while time.time() < t: pass\n    time.sleep(0.03)\n"
+    );
+    let hog = Command::new("taskset").args(["-c", &cpu.to_string(), "python3", "-c", &script]).spawn().expect("spawning the hog");
+    sleep(Duration::from_secs(1));
+    let (mut s, _, _) = start(&tag, cpu, &exe, "--stacks-above 1ms");
+    s.hog = Some(hog);
+    let (named, screen) = s.wait_for(Duration::from_secs(6), |t| t.lines().any(|l| l.contains(&tag) && l.contains("task")));
+    assert!(named, "{tag} never showed among the culprits:\n{screen}");
+    s.keys(&["Enter"]);
+    let (shown, screen) = s.wait_for(Duration::from_secs(3), |t| t.contains("Kernel stack of task:") && t.contains("schedule"));
+    println!("{screen}");
+    assert!(shown, "no kernel stack on Enter:\n{screen}");
+    assert!(screen.lines().any(|l| l.contains("Kernel stack of task:") && l.contains(&tag)), "not the hog's stack:\n{screen}");
+    s.keys(&["Escape"]);
+    let (closed, screen) = s.wait_for(Duration::from_secs(3), |t| !t.contains("Kernel stack of"));
+    assert!(closed, "Esc did not close the stall:\n{screen}");
+    s.keys(&["q"]);
+    let (done, screen) = s.wait_for(Duration::from_secs(5), |t| t.contains("EXIT=0"));
+    assert!(done, "jitterwatch did not quit cleanly on q:\n{screen}");
 }

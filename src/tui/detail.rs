@@ -13,6 +13,10 @@ use super::fmt;
 use super::theme::Theme;
 use crate::sanitize::visible;
 
+/// Causes and origins listed at most: the stack below them must fit.
+const CAUSES: usize = 8;
+const ORIGINS: usize = 3;
+
 /// Draws the overlay over `area`, or nothing when no stall is selected.
 pub fn render(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let Some(h) = app.selected_stall() else { return };
@@ -24,14 +28,19 @@ pub fn render(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     if let Some(v) = &h.victim {
         lines.push(Line::raw(format!("  taken from {}", v.name())));
     }
-    for (cause, ns) in h.all_causes() {
+    for (cause, ns) in h.all_causes().take(CAUSES) {
         lines.push(Line::from(vec![
             Span::raw(format!("  {:>8}  ", fmt::dur(ns))),
-            // Names are escaped already, as every view shows them.
-            Span::styled(cause.label(), th.kind(cause.kind())),
+            // Names are escaped already, as every view shows them
+            // (`unexplained`, which has none, without its colon).
+            Span::styled(cause.label().trim_end_matches(':').to_string(), th.kind(cause.kind())),
         ]));
     }
-    for (cause, o) in &h.origins {
+    let rest: Vec<u64> = h.all_causes().skip(CAUSES).map(|(_, ns)| ns).collect();
+    if !rest.is_empty() {
+        lines.push(Line::styled(format!("  {:>8}  and {} more causes", fmt::dur(rest.iter().sum()), rest.len()), th.dim()));
+    }
+    for (cause, o) in h.origins.iter().take(ORIGINS) {
         let mut s = String::new();
         crate::export::push_origin(o, &mut s);
         lines.push(Line::styled(format!("  {} from {s}", cause.label()), th.dim()));

@@ -418,3 +418,21 @@ fn enter_shows_the_top_stall_with_its_stack() {
     assert!(t.contains("No kernel stack.") && t.contains("--stacks-above DUR takes one") && t.contains("task:evil\\x1b[2J[666]"), "{t}");
     assert!(!t.contains("\\\\x1b"), "escaped twice\n{t}");
 }
+
+/// A stall of many causes lists the largest few and sums the rest, so
+/// its stack still fits below them.
+#[test]
+fn a_stall_of_many_causes_still_shows_its_stack() {
+    let mut s = stats();
+    let causes: Vec<(Cause, u64)> = (0..20).map(|i| (task(b"bash", 100 + i), 3_000_000 - u64::from(i) * 1_000)).collect();
+    let mut h = hiccup(6, START + 6 * S, causes, 0);
+    h.stack = Some(std::sync::Arc::new(crate::interval::Stack {
+        cause: task(b"bash", 100),
+        frames: vec![Symbol::from("schedule+0x23"), Symbol::from("do_wait+0x1f"), Symbol::from("entry_SYSCALL_64+0x76")].into(),
+    }));
+    s.record(&h);
+    let mut a = App::new(info(), Snapshot::of(&s), true);
+    a.apply(Action::Detail);
+    let t = text(&draw(&a, 100, 30));
+    assert!(t.contains("and 12 more causes") && t.contains("  entry_SYSCALL_64+0x76"), "{t}");
+}
