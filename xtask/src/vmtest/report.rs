@@ -21,6 +21,7 @@ pub const CHECKS: &[&str] = &[
     "exit",
     "ticks",
     "tick-why",
+    "stacks",
     "rtla",
 ];
 
