@@ -270,6 +270,9 @@ static __always_inline void name_irq(int irq, struct irqaction *action)
 	e->u.irq.ret = 0;
 	if (bpf_probe_read_kernel_str(e->u.irq.name, sizeof(e->u.irq.name), action->name) < 0)
 		e->u.irq.name[0] = 0;
+	/* What --stacks-above shows for a stall an IRQ topped: its functions. */
+	e->u.irq.handler = (__u64)action->handler;
+	e->u.irq.thread_fn = (__u64)action->thread_fn;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	/* After the record: a CPU that sees the new action finds its name sent. */
 	if (key < JW_MAX_IRQS)

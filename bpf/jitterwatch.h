@@ -101,6 +101,9 @@ struct jw_irq {
 	__s32 irq;
 	__s32 ret; /* irq_handler_exit's return value */
 	char name[JW_IRQ_NAME_LEN];
+	/* JW_IRQ_NAME: the action's handler and threaded handler (0: none) */
+	__u64 handler;
+	__u64 thread_fn;
 };
 
 /* work items, hrtimers and csd callbacks: a kernel function pointer */

@@ -160,6 +160,10 @@ impl Printer {
             Payload::Rename(t) => ("task_rename", format!("{}[{}]", visible_bytes(&t.comm), t.pid), None),
             Payload::Steal { ns } => ("steal_clock", format!("{ns} ns"), None),
             Payload::Stack { pid, id } => ("stack", format!("pid {pid} left with stack {id}"), None),
+            Payload::IrqAction { irq, handler, thread_fn } => {
+                let f = if thread_fn == 0 { String::new() } else { format!(", thread {}", self.namer.symbol(thread_fn)) };
+                ("irq_action", format!("{irq} handler {}{f}", self.namer.symbol(handler)), None)
+            }
             Payload::Origin { kind, sender, from_cpu, callsite, func, woken } => {
                 let who = format!("by {}[{}] on cpu {from_cpu}", visible_bytes(&sender.comm), sender.pid);
                 match kind {

@@ -130,11 +130,11 @@ pub struct Hiccup {
     pub stack: Option<std::sync::Arc<Stack>>,
 }
 
-/// `--stacks-above`: the kernel stack of a stall's largest cause,
-/// innermost frame first.
+/// `--stacks-above`: where a stall's largest cause was, innermost frame
+/// first: a task's kernel stack as it left the CPU, an IRQ's functions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stack {
-    /// Whose: the stall's largest cause, a task.
+    /// Whose: the stall's largest cause, a task or an IRQ.
     pub cause: Cause,
     /// `function+0xoffset` (or the address), as kallsyms names them.
     pub frames: std::sync::Arc<[crate::cause::Symbol]>,

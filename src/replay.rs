@@ -82,8 +82,8 @@ fn cycle(cpu: u16, out: &mut Vec<jw_event>, gaps: &mut Vec<(u64, u64)>) {
         let mut name = [0i8; crate::record::IRQ_NAME_LEN];
         name.iter_mut().zip(b"virtio0-input.0").for_each(|(d, &b)| *d = b as i8);
         out.extend([
-            record(cpu, t + 200_000, jw_kind::JW_IRQ_ENTRY, 0, jw_payload { irq: jw_irq { irq: 24, ret: 0, name } }),
-            record(cpu, t + 202_000, jw_kind::JW_IRQ_EXIT, 0, jw_payload { irq: jw_irq { irq: 24, ret: 1, name } }),
+            record(cpu, t + 200_000, jw_kind::JW_IRQ_ENTRY, 0, jw_payload { irq: jw_irq { irq: 24, ret: 0, name, ..Default::default() } }),
+            record(cpu, t + 202_000, jw_kind::JW_IRQ_EXIT, 0, jw_payload { irq: jw_irq { irq: 24, ret: 1, name, ..Default::default() } }),
             record(cpu, t + 202_100, jw_kind::JW_SOFTIRQ_ENTRY, 3, func(0, 0)),
             record(cpu, t + 205_000, jw_kind::JW_SOFTIRQ_EXIT, 3, func(0, 0)),
             record(cpu, t + 400_000, jw_kind::JW_VECTOR_ENTRY, v(jw_vector::JW_VEC_CALL_FUNCTION), func(0, 0)),

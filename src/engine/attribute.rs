@@ -111,11 +111,20 @@ impl Engine {
     }
 }
 
-/// `--stacks-above`: the stack of the stall's largest cause, if that is a
-/// task whose stack was taken as it left the CPU inside the stall.
+/// `--stacks-above`: where the stall's largest cause was — a task's stack
+/// taken as it left the CPU inside the stall; an IRQ's functions (its
+/// handler, then its threaded handler). Other kinds are named by their
+/// function already.
 fn stack_of(causes: &[(Cause, u64)], log: &StackLog, namer: &Namer, t0: u64, t1: u64) -> Option<std::sync::Arc<Stack>> {
     let (cause, _) = causes.first()?;
-    let Cause::Task { pid: Some(pid), .. } = cause else { return None };
+    let pid = match cause {
+        Cause::Task { pid: Some(pid), .. } => pid,
+        Cause::Irq { irq, .. } => {
+            let frames = namer.irq_functions(*irq);
+            return (!frames.is_empty()).then(|| std::sync::Arc::new(Stack { cause: cause.clone(), frames: frames.into() }));
+        }
+        _ => return None,
+    };
     let frames = log.find(*pid, t0, t1)?;
     let named = frames.iter().map(|&a| namer.symbol(a)).skip_while(|f| ours(f));
     Some(std::sync::Arc::new(Stack { cause: cause.clone(), frames: named.collect() }))

@@ -156,6 +156,10 @@ impl Engine {
         // Before anything is attributed up to this event: the stretch since
         // the CPU's previous record is not known.
         c.on_dropped(ev.dropped, ev.ts);
+        if let Payload::IrqAction { irq, handler, thread_fn } = ev.payload {
+            self.namer.note_irq_action(irq, handler, thread_fn);
+            return;
+        }
         // Read now, whatever stall it is for: reading frees its entry.
         if let Payload::Stack { pid, id } = ev.payload {
             if let Some(frames) = self.stacks.as_mut().and_then(|s| s.take(id)) {

@@ -22,12 +22,20 @@ pub struct Namer {
     idle: Arc<IdleStates>,
     /// The one map of IRQ numbers to their action names (raw bytes).
     irq_names: Map<i32, Arc<[u8]>>,
+    /// IRQ numbers to their action's handler and threaded handler.
+    irq_actions: Map<i32, (u64, u64)>,
     cache: Map<Context, Cause>,
 }
 
 impl Namer {
     pub fn new(kallsyms: Kallsyms, idle: IdleStates) -> Self {
-        Self { kallsyms: Arc::new(kallsyms), idle: Arc::new(idle), irq_names: Map::default(), cache: Map::default() }
+        Self {
+            kallsyms: Arc::new(kallsyms),
+            idle: Arc::new(idle),
+            irq_names: Map::default(),
+            irq_actions: Map::default(),
+            cache: Map::default(),
+        }
     }
 
     /// A namer for another thread: the same symbols (shared) and the IRQ
@@ -37,6 +45,7 @@ impl Namer {
             kallsyms: Arc::clone(&self.kallsyms),
             idle: Arc::clone(&self.idle),
             irq_names: self.irq_names.clone(),
+            irq_actions: self.irq_actions.clone(),
             cache: Map::default(),
         }
     }
@@ -49,6 +58,17 @@ impl Namer {
             self.irq_names.insert(irq, Arc::from(name));
             self.cache.remove(&Context::Irq(irq));
         }
+    }
+
+    /// IRQ `irq`'s action: its handler and threaded handler (0: none).
+    pub fn note_irq_action(&mut self, irq: i32, handler: u64, thread_fn: u64) {
+        self.irq_actions.insert(irq, (handler, thread_fn));
+    }
+
+    /// The functions of IRQ `irq`'s action, handler first, as symbols.
+    pub fn irq_functions(&self, irq: i32) -> Vec<Symbol> {
+        let Some(&(handler, thread_fn)) = self.irq_actions.get(&irq) else { return Vec::new() };
+        [handler, thread_fn].into_iter().filter(|&f| f != 0).map(|f| self.symbol(f)).collect()
     }
 
     /// The cause of IRQ `irq`, named if its entry was seen.

@@ -304,7 +304,12 @@ impl Timeline {
                 }
             }
             // Handled by the engine (engine/freq.rs): no context changes.
-            Payload::Wakeup { .. } | Payload::Freq { .. } | Payload::Steal { .. } | Payload::Origin { .. } | Payload::Stack { .. } => {}
+            Payload::Wakeup { .. }
+            | Payload::Freq { .. }
+            | Payload::Steal { .. }
+            | Payload::Origin { .. }
+            | Payload::Stack { .. }
+            | Payload::IrqAction { .. } => {}
         }
         if ev.own_ns > 0 {
             self.own(ts, ev.own_ns);

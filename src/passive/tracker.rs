@@ -264,7 +264,8 @@ impl Tracker {
             | Payload::Idle { .. }
             | Payload::Freq { .. }
             | Payload::Origin { .. }
-            | Payload::Stack { .. } => {}
+            | Payload::Stack { .. }
+            | Payload::IrqAction { .. } => {}
         }
     }
 

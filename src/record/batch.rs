@@ -40,7 +40,9 @@ impl Decoder {
                 // SAFETY: as above.
                 let irq = unsafe { e.u.irq };
                 self.irq_names.insert(irq.irq, bytes(&irq.name));
-                Ok(0)
+                let payload = Payload::IrqAction { irq: irq.irq, handler: irq.handler, thread_fn: irq.thread_fn };
+                out.push(Event { ts: e.ts, cpu: e.cpu.into(), dropped: e.dropped, own_ns: 0, payload });
+                Ok(1)
             }
             _ => {
                 out.push(Event::decode(data)?);
@@ -192,14 +194,15 @@ mod tests {
             ts: 10,
             cpu: CPU,
             kind: jw_kind::JW_IRQ_NAME.0 as u8,
-            u: jw_payload { irq: jw_irq { irq: 24, ret: 0, name } },
+            u: jw_payload { irq: jw_irq { irq: 24, ret: 0, name, handler: 0xffff_ffff_8100_1000, thread_fn: 0 } },
             ..Default::default()
         };
         // SAFETY: reading the bytes of a plain-old-data struct.
         let raw = unsafe { std::slice::from_raw_parts((&named as *const jw_event).cast::<u8>(), std::mem::size_of::<jw_event>()) };
         let entry = item(0, 0, jw_kind::JW_IRQ_ENTRY, 0, 24, 0);
         d.decode(&raw_batch(5, 0, &[entry]), &mut out).unwrap();
-        assert_eq!(d.decode(raw, &mut out), Ok(0), "a name is no event");
+        assert_eq!(d.decode(raw, &mut out), Ok(1), "a name comes with its action's functions");
+        assert_eq!(out.last().unwrap().payload, Payload::IrqAction { irq: 24, handler: 0xffff_ffff_8100_1000, thread_fn: 0 });
         d.decode(&raw_batch(20, 0, &[entry, item(3_000, 0, jw_kind::JW_IRQ_EXIT, 0, 24, 1)]), &mut out).unwrap();
         let names: Vec<String> = out
             .iter()

@@ -176,6 +176,13 @@ pub enum Payload {
         func: u64,
         woken: u32,
     },
+    /// IRQ `irq`'s action: its handler and threaded handler (0: none),
+    /// sent with its name when the action changes.
+    IrqAction {
+        irq: i32,
+        handler: u64,
+        thread_fn: u64,
+    },
     /// `--stacks-above`: task `pid` just left this CPU after a long run;
     /// its kernel stack there is `id` in the BPF stacks map (read once).
     Stack {

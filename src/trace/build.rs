@@ -182,7 +182,7 @@ impl<'n> Builder<'n> {
                     }
                     steal = Some(ns);
                 }
-                Payload::Wakeup { .. } | Payload::Freq { .. } | Payload::Rename(_) | Payload::Stack { .. } => {}
+                Payload::Wakeup { .. } | Payload::Freq { .. } | Payload::Rename(_) | Payload::Stack { .. } | Payload::IrqAction { .. } => {}
             }
             // Only this CPU's own events order its slices (a sender's
             // timestamp comes from another CPU's clock reading).

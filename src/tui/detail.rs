@@ -47,14 +47,21 @@ pub fn render(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     }
     match &h.stack {
         Some(st) => {
-            lines.push(Line::styled(format!("Kernel stack of {} as it left the CPU", st.cause.label()), th.head()));
+            let what = match st.cause.kind() {
+                crate::cause::Kind::Irq => format!("Functions of {} (handler, threaded handler)", st.cause.label()),
+                _ => format!("Kernel stack of {} as it left the CPU", st.cause.label()),
+            };
+            lines.push(Line::styled(what, th.head()));
             for f in st.frames.iter() {
                 lines.push(Line::raw(format!("  {}", visible(f))));
             }
         }
         None => {
             lines.push(Line::styled("No kernel stack.", th.dim()));
-            lines.push(Line::styled("  --stacks-above DUR takes one when the largest cause is a task that ran DUR in one go.", th.dim()));
+            lines.push(Line::styled(
+                "  --stacks-above DUR takes one when the largest cause is a task that ran DUR in one go, or an IRQ.",
+                th.dim(),
+            ));
         }
     }
     let w = area.width.saturating_sub(4).min(100);

@@ -142,8 +142,8 @@ pub fn read_csv(path: &std::path::Path) -> Vec<Row> {
                 origins: parse_origins(&rec[13]),
                 stack: if rec[14].is_empty() { Vec::new() } else { split_unescaped(&rec[14], ';') },
             };
-            // A stack is its largest cause's, a task's.
-            assert!(row.stack.is_empty() || row.causes.first().is_some_and(|c| c.0 == "task"), "{rec:?}");
+            // A stack is its largest cause's, a task's or an IRQ's.
+            assert!(row.stack.is_empty() || row.causes.first().is_some_and(|c| c.0 == "task" || c.0 == "irq"), "{rec:?}");
             // Every origin is for one of the row's causes.
             for (k, n, _) in &row.origins {
                 assert!(row.causes.iter().any(|c| &c.0 == k && &c.1 == n), "origin of a cause not in the row: {rec:?}");

@@ -77,3 +77,21 @@ fn without_stacks_a_stack_event_is_ignored() {
     assert_eq!(h.causes[0].0.label(), "task:hog[50]");
     assert_eq!(h.stack, None);
 }
+
+/// An IRQ that tops a long stall: its handler and threaded handler, as
+/// its action said them.
+#[test]
+fn an_irq_s_stall_shows_its_functions() {
+    let events = [
+        ev(500, Payload::IrqAction { irq: 24, handler: 0xffff_ffff_8100_1000, thread_fn: 0xffff_ffff_8100_2004 }),
+        ev(1_000, Payload::IrqEntry { irq: 24, name: *b"virtio0-input.0\0\0\0\0\0\0\0\0\0" }),
+        ev(3_000, Payload::IrqExit { irq: 24, ret: 1 }),
+    ];
+    let h = explained(with_stacks(2_000, &Default::default()), &events);
+    let st = h.stack.as_ref().expect("its functions");
+    assert_eq!(st.cause.label(), "irq:24:virtio0-input.0");
+    let frames: Vec<&str> = st.frames.iter().map(|f| &**f).collect();
+    assert_eq!(frames, ["vmstat_update", "tick_nohz_handler+0x4"]);
+    // Without stacks asked for, none.
+    assert_eq!(explained(engine(), &events).stack, None);
+}
