@@ -68,6 +68,23 @@ pub fn base(jitterwatch: &Path) -> Result<Vec<(String, Entry)>> {
     Ok(files)
 }
 
+/// `files` with those under each `links` name (a top directory such as
+/// `lib` that becomes a link into /usr) moved to the link's target, and
+/// dropped where the tree to be added (`theirs`) has the same path.
+pub fn under_usr(files: Vec<(String, Entry)>, links: &[(String, String)], theirs: &[String]) -> Vec<(String, Entry)> {
+    files
+        .into_iter()
+        .filter_map(|(path, e)| {
+            let moved = links.iter().find_map(|(top, target)| path.strip_prefix(&format!("{top}/")).map(|rest| format!("{target}/{rest}")));
+            match moved {
+                Some(p) if theirs.contains(&p) => None,
+                Some(p) => Some((p, e)),
+                None => Some((path, e)),
+            }
+        })
+        .collect()
+}
+
 /// Every file and symbolic link under `root`, at its path below it (the
 /// directories come with them: `archive` adds the parents).
 pub fn tree(root: &Path) -> Result<Vec<(String, Entry)>> {
@@ -166,6 +183,26 @@ fn header(out: &mut Vec<u8>, ino: u32, name: &str, e: &Entry) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The host's /lib files go under /usr when /lib becomes a link there,
+    /// and the tree's own copy wins (trixie's rtla needs its glibc 2.38+,
+    /// not a bookworm host's 2.36 that setpriv brought).
+    #[test]
+    fn host_libraries_move_under_usr_and_the_suites_win() {
+        let f = |p: &str| (p.to_string(), Entry::File { data: p.as_bytes().to_vec(), mode: 0o755 });
+        let base = vec![
+            f("bin/jitterwatch"),
+            f("lib/x86_64-linux-gnu/libc.so.6"),
+            f("lib/x86_64-linux-gnu/libcap-ng.so.0"),
+            f("lib64/ld-linux-x86-64.so.2"),
+        ];
+        let links = [("lib".to_string(), "usr/lib".to_string()), ("lib64".to_string(), "usr/lib64".to_string())];
+        let theirs = ["usr/lib/x86_64-linux-gnu/libc.so.6".to_string(), "usr/lib64/ld-linux-x86-64.so.2".to_string()];
+        let got: Vec<String> = under_usr(base.clone(), &links, &theirs).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(got, ["bin/jitterwatch", "usr/lib/x86_64-linux-gnu/libcap-ng.so.0"]);
+        // Without links (a tree with its own /lib), nothing moves.
+        assert_eq!(under_usr(base.clone(), &[], &theirs).len(), base.len());
+    }
 
     #[test]
     fn ldd_lines_give_paths() {

@@ -90,8 +90,14 @@ pub fn run(opts: &Options) -> Result<()> {
         if let Some(root) = &with_rtla {
             let tree = initramfs::tree(root)?;
             let paths: Vec<String> = tree.iter().map(|(p, _)| p.clone()).collect();
+            let links = rtla::usr_links(&paths);
+            // The host's /lib files (setpriv's libraries, its libc and
+            // loader) would stand where the links go, and their older
+            // libc would be rtla's: they move under /usr, the suite's
+            // own copy kept where it has one.
+            files = initramfs::under_usr(files, &links, &paths);
             files.extend(tree);
-            files.extend(rtla::usr_links(&paths).into_iter().map(|(l, t)| (l, initramfs::Entry::Symlink(t))));
+            files.extend(links.into_iter().map(|(l, t)| (l, initramfs::Entry::Symlink(t))));
         }
         let initrd = run_dir.join(format!("{}.cpio", spec.name));
         std::fs::write(&initrd, initramfs::archive(&files)).with_context(|| format!("writing {}", initrd.display()))?;
