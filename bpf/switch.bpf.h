@@ -106,20 +106,25 @@ static __always_inline __u32 task_state(struct task_struct *t)
 }
 
 /*
- * --stacks-above: after prev's switch record, the kernel stack it leaves
- * the CPU with (where it blocked, or where it was preempted), if it ran
- * that long in one go: such a task is what a long stall's time went to.
- * A record of its own (JW_STACK: pid, stack id), so a switch record stays
- * its size; only long runs pay for the unwinding.
+ * --stacks-above: the kernel stack prev leaves the CPU with (where it
+ * blocked, or where it was preempted), if it ran that long in one go:
+ * such a task is what a long stall's time went to. Taken while the switch
+ * record is open, so the walk is in that record's own time (ours, never
+ * the kernel's); only long runs pay for it. Its id, or negative.
  */
-static __always_inline void take_stack(void *ctx, struct task_struct *prev, __u32 ran_ns)
+static __always_inline long stack_of_prev(void *ctx, struct task_struct *prev, __u32 ran_ns)
+{
+	if (!stacks_above_ns || ran_ns < stacks_above_ns || !prev->pid)
+		return -1;
+	return bpf_get_stackid(ctx, &stacks, 0);
+}
+
+/* After prev's switch record: which stack it left with (JW_STACK: pid, id),
+ * a record of its own so that a switch record stays its size. */
+static __always_inline void name_stack(struct task_struct *prev, long id)
 {
 	struct jw_event *e;
-	long id;
 
-	if (!stacks_above_ns || ran_ns < stacks_above_ns || !prev->pid)
-		return;
-	id = bpf_get_stackid(ctx, &stacks, 0);
 	if (id < 0)
 		return;
 	e = reserve(JW_STACK, 0);
@@ -143,6 +148,7 @@ int on_switch_out(struct bpf_perf_event_data *ctx)
 	struct task_struct *next;
 	__u32 state, ran;
 	struct jw_event *e;
+	long id;
 
 	if (floor_only || !cfs)
 		return 0;
@@ -159,11 +165,12 @@ int on_switch_out(struct bpf_perf_event_data *ctx)
 	e = reserve(JW_SWITCH, state == 0);
 	if (!e)
 		return 0;
+	ran = ran_since_arrival(prev, rq);
+	id = stack_of_prev(ctx, prev, ran);
 	/* Fired after sched_info_arrive: next's reading has its wait in. */
-	fill_switch(e, prev, next, state, ran_since_arrival(prev, rq), JW_UNKNOWN);
-	ran = e->u.sw.prev_ran_ns;
+	fill_switch(e, prev, next, state, ran, JW_UNKNOWN);
 	submit(e);
-	take_stack(ctx, prev, ran);
+	name_stack(prev, id);
 	return 0;
 }
 
@@ -175,6 +182,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
 	struct jw_event *e;
 	struct rq *rq;
 	__u32 ran;
+	long id;
 
 	if (!watched_here())
 		return 0;
@@ -183,10 +191,11 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
 	if (!e)
 		return 0;
 	rq = rq_of(prev);
-	fill_switch(e, prev, next, prev_state, ran_since_arrival(prev, rq), run_delay(next));
-	ran = e->u.sw.prev_ran_ns;
+	ran = ran_since_arrival(prev, rq);
+	id = stack_of_prev(ctx, prev, ran);
+	fill_switch(e, prev, next, prev_state, ran, run_delay(next));
 	submit(e);
-	take_stack(ctx, prev, ran);
+	name_stack(prev, id);
 	return 0;
 }
 
@@ -202,6 +211,7 @@ int BPF_PROG(on_sched_switch_old, bool preempt, struct task_struct *prev,
 	struct jw_event *e;
 	struct rq *rq;
 	__u32 ran;
+	long id;
 
 	if (!watched_here())
 		return 0;
@@ -210,10 +220,11 @@ int BPF_PROG(on_sched_switch_old, bool preempt, struct task_struct *prev,
 	if (!e)
 		return 0;
 	rq = rq_of(prev);
-	fill_switch(e, prev, next, task_state(prev), ran_since_arrival(prev, rq), run_delay(next));
-	ran = e->u.sw.prev_ran_ns;
+	ran = ran_since_arrival(prev, rq);
+	id = stack_of_prev(ctx, prev, ran);
+	fill_switch(e, prev, next, task_state(prev), ran, run_delay(next));
 	submit(e);
-	take_stack(ctx, prev, ran);
+	name_stack(prev, id);
 	return 0;
 }
 
