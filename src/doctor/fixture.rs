@@ -96,6 +96,14 @@ impl Fx {
         fx
     }
 
+    /// The tuned machine whose task on CPU 3 has a timer on a CPU clock
+    /// (POSIX_TIMER keeps the tick).
+    pub fn tuned_with_cpu_timer() -> Self {
+        let fx = Self::tuned();
+        fx.write("proc/500/timers", "ID: 0\nsignal: 27/0000000000000000\nnotify: signal/pid.500\nClockID: 2\n");
+        fx
+    }
+
     /// A 2-CPU VM like the development machine, watching CPU 1: mostly WARN.
     pub fn untuned() -> Self {
         let fx = Fx::empty();

@@ -20,15 +20,8 @@ mod workqueues;
 
 #[cfg(test)]
 mod fixture;
-
-/// The tuned fixture whose task on CPU 3 has a timer on a CPU clock, for
-/// the summary's tests.
 #[cfg(test)]
-pub(crate) fn fixture_tuned_with_cpu_timer() -> fixture::Fx {
-    let fx = fixture::Fx::tuned();
-    fx.write("proc/500/timers", "ID: 0\nsignal: 27/0000000000000000\nnotify: signal/pid.500\nClockID: 2\n");
-    fx
-}
+pub(crate) use fixture::Fx;
 
 use std::io;
 use std::path::Path;

@@ -88,7 +88,7 @@ fn posix_cpu_timers_on_a_nohz_full_cpu_are_found() {
     let r = audit(fx.path(), &[3]);
     let f = r.find("posix_cpu_timers").expect("checked");
     assert_eq!(f.status, Status::Ok, "{f:?}");
-    let fx = fixture_tuned_with_cpu_timer();
+    let fx = fixture::Fx::tuned_with_cpu_timer();
     let r = audit(fx.path(), &[3]);
     let f = r.find("posix_cpu_timers").unwrap();
     assert_eq!(f.status, Status::Warn, "{f:?}");

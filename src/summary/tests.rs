@@ -207,7 +207,7 @@ fn the_audit_s_cpu_timers_stand_behind_posix_timer() {
     t.deps[0] = 4;
     raw.cpus[0].tick = Some(t);
     s.update_counters(raw, 1_000_000);
-    let fx = crate::doctor::fixture_tuned_with_cpu_timer();
+    let fx = crate::doctor::Fx::tuned_with_cpu_timer();
     let sum = Summary::from_stats(&s, &Default::default(), "probe").with_hints(&crate::doctor::audit(fx.path(), &[3]));
     let tick = sum.cpus[0].tick.as_ref().expect("a tick state");
     assert_eq!(tick.behind.as_deref(), Some("spinner[500]: 1 CPU-clock timer(s) in /proc/500/timers"));
