@@ -21,7 +21,8 @@ use super::measure::Ctx;
 use super::spread::Spread;
 use super::util::{self, Bg};
 
-/// The loop and the IPI sender: `interrupts W H SECS PERIOD_US`.
+/// The loop and the IPI sender: `interrupts W H SECS PERIOD_US [MAP_ID
+/// OFFSET TOGGLE_MS]`.
 pub const SRC: &str = r#"
 /*
  * Spins on CPU W for SECS reading CLOCK_MONOTONIC and prints every gap of
@@ -29,22 +30,31 @@ pub const SRC: &str = r#"
  * function-call IPI every PERIOD_US (membarrier's private expedited
  * command: a cross-CPU call to the CPUs running this process's threads)
  * and prints when ("S time"). The spinning thread is named jwgaps.
+ *
+ * With MAP_ID, OFFSET and TOGGLE_MS: the loop itself turns jitterwatch's
+ * watched[W] (the byte at OFFSET of the BPF array map MAP_ID, its .bss,
+ * mmapped) off and on every TOGGLE_MS and prints when ("T time on"). It
+ * writes it from user space on W, so no interrupt of W is open at that
+ * moment: each interruption is seen whole by the programs, or not at all.
  */
 #define _GNU_SOURCE
+#include <linux/bpf.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define CAP (1 << 20)
-static uint64_t gap_at[CAP], gap_len[CAP], sent[CAP];
-static size_t ngaps, nsent;
+static uint64_t gap_at[CAP], gap_len[CAP], sent[CAP], toggled[CAP];
+static size_t ngaps, nsent, ntoggled;
 static volatile int done;
 static int w, h, period_us;
 static double secs;
@@ -78,11 +88,37 @@ static void *sender(void *arg)
 	return 0;
 }
 
+/* The byte at `offset` of BPF array map `id`'s first value, mapped writable. */
+static volatile uint8_t *map_byte(unsigned id, size_t offset)
+{
+	union bpf_attr a;
+	memset(&a, 0, sizeof(a));
+	a.map_id = id;
+	int fd = syscall(SYS_bpf, BPF_MAP_GET_FD_BY_ID, &a, sizeof(a));
+	if (fd < 0) {
+		perror("BPF_MAP_GET_FD_BY_ID");
+		exit(1);
+	}
+	size_t len = (offset / 4096 + 1) * 4096;
+	void *m = mmap(0, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		perror("mmap of the map");
+		exit(1);
+	}
+	return (volatile uint8_t *)m + offset;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 5)
 		return 2;
 	w = atoi(argv[1]), h = atoi(argv[2]), secs = atof(argv[3]), period_us = atoi(argv[4]);
+	volatile uint8_t *flag = 0;
+	uint64_t toggle_ns = 0;
+	if (argc >= 8) {
+		flag = map_byte(atoi(argv[5]), strtoull(argv[6], 0, 10));
+		toggle_ns = strtoull(argv[7], 0, 10) * 1000000u;
+	}
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0)) {
 		perror("membarrier");
 		return 1;
@@ -91,23 +127,35 @@ int main(int argc, char **argv)
 	prctl(PR_SET_NAME, "jwgaps", 0, 0, 0);
 	/* Touch what the loop writes, so no page fault lands in it. */
 	for (size_t i = 0; i < CAP; i += 512)
-		gap_at[i] = gap_len[i] = sent[i] = 0;
+		gap_at[i] = gap_len[i] = sent[i] = toggled[i] = 0;
 	pthread_t t;
 	pthread_create(&t, 0, sender, 0);
 	uint64_t t0 = now(), end = t0 + (uint64_t)(secs * 1e9), prev = t0, x;
+	uint64_t next_toggle = flag ? t0 : end;
+	uint8_t on = 1;
 	while ((x = now()) < end) {
 		if (x - prev >= 300 && ngaps < CAP) {
 			gap_at[ngaps] = prev;
 			gap_len[ngaps++] = x - prev;
 		}
+		if (x >= next_toggle && ntoggled < CAP) {
+			on ^= 1;
+			*flag = on;
+			toggled[ntoggled++] = x * 2 + on;
+			next_toggle = x + toggle_ns;
+		}
 		prev = x;
 	}
+	if (flag)
+		*flag = 1;
 	done = 1;
 	pthread_join(t, 0);
 	for (size_t i = 0; i < ngaps; i++)
 		printf("G %llu %llu\n", (unsigned long long)gap_at[i], (unsigned long long)gap_len[i]);
 	for (size_t i = 0; i < nsent; i++)
 		printf("S %llu\n", (unsigned long long)sent[i]);
+	for (size_t i = 0; i < ntoggled; i++)
+		printf("T %llu %u\n", (unsigned long long)(toggled[i] / 2), (unsigned)(toggled[i] % 2));
 	return 0;
 }
 "#;
@@ -118,21 +166,31 @@ const PERIOD_US: u64 = 2_000;
 const IPI_WITHIN_NS: u64 = 60_000;
 /// A tick's gap begins this close to its slot of the comb, ns.
 const TICK_WITHIN_NS: u64 = 10_000;
+/// How long each of the paired run's windows lasts, ms: long beside one
+/// interruption, short beside the host's drift, so neighbouring windows
+/// (one watched, one not) see the same host.
+const TOGGLE_MS: u64 = 50;
 
-/// One run's gaps: (start, length) in CLOCK_MONOTONIC ns, and the IPI sends.
+/// A gap: (start, length), ns.
+type Gap = (u64, u64);
+
+/// One run's gaps: (start, length) in CLOCK_MONOTONIC ns, the IPI sends,
+/// and (paired run) when watching was turned on (true) or off.
 #[derive(Default)]
 pub struct Gaps {
     pub gaps: Vec<(u64, u64)>,
     pub sent: Vec<u64>,
+    pub toggles: Vec<(u64, bool)>,
 }
 
 pub fn parse(text: &str) -> Gaps {
     let mut g = Gaps::default();
     for line in text.lines() {
         let mut w = line.split(' ');
-        match (w.next(), w.next().and_then(|x| x.parse().ok()), w.next().and_then(|x| x.parse().ok())) {
+        match (w.next(), w.next().and_then(|x| x.parse().ok()), w.next().and_then(|x| x.parse::<u64>().ok())) {
             (Some("G"), Some(at), Some(len)) => g.gaps.push((at, len)),
             (Some("S"), Some(at), None) => g.sent.push(at),
+            (Some("T"), Some(at), Some(on)) => g.toggles.push((at, on == 1)),
             _ => {}
         }
     }
@@ -165,9 +223,9 @@ pub fn tick_comb(gaps: &[(u64, u64)]) -> Option<(u64, u64)> {
     best.filter(|b| b.0 >= 0.8).map(|b| (b.1, b.2))
 }
 
-/// The tick's gaps and the IPIs' gaps (lengths, ns), apart: a gap near
+/// The tick's gaps and the IPIs' gaps, (start, length), apart: a gap near
 /// both is neither's.
-pub fn classify(g: &Gaps) -> (Vec<u64>, Vec<u64>) {
+fn classify_at(g: &Gaps) -> (Vec<Gap>, Vec<Gap>) {
     let after_send = |at: u64| {
         let i = g.sent.partition_point(|&s| s <= at);
         i > 0 && at - g.sent[i - 1] <= IPI_WITHIN_NS
@@ -182,14 +240,44 @@ pub fn classify(g: &Gaps) -> (Vec<u64>, Vec<u64>) {
         })
     };
     let (mut ticks, mut ipis) = (Vec::new(), Vec::new());
-    for &(at, len) in &g.gaps {
-        match (on_tick(at), after_send(at)) {
-            (true, false) => ticks.push(len),
-            (false, true) => ipis.push(len),
+    for &gap in &g.gaps {
+        match (on_tick(gap.0), after_send(gap.0)) {
+            (true, false) => ticks.push(gap),
+            (false, true) => ipis.push(gap),
             _ => {}
         }
     }
     (ticks, ipis)
+}
+
+/// The tick's gaps and the IPIs' gaps (lengths, ns), apart.
+pub fn classify(g: &Gaps) -> (Vec<u64>, Vec<u64>) {
+    let (t, i) = classify_at(g);
+    (t.into_iter().map(|g| g.1).collect(), i.into_iter().map(|g| g.1).collect())
+}
+
+/// Whether watching was on when a gap began at `at` (None: before the
+/// first toggle).
+fn watching_at(toggles: &[(u64, bool)], at: u64) -> Option<bool> {
+    let i = toggles.partition_point(|&(t, _)| t <= at);
+    (i > 0).then(|| toggles[i - 1].1)
+}
+
+/// A paired run's ticks and IPIs (lengths), split by whether watching was
+/// on when each began: ([ticks on, ticks off], [IPIs on, IPIs off]). Found
+/// on the whole run first, so the tick's comb holds every slot.
+pub fn classify_paired(g: &Gaps) -> ([Vec<u64>; 2], [Vec<u64>; 2]) {
+    let (t, i) = classify_at(g);
+    let split = |v: Vec<(u64, u64)>| {
+        let mut by = [Vec::new(), Vec::new()];
+        for (at, len) in v {
+            if let Some(on) = watching_at(&g.toggles, at) {
+                by[usize::from(!on)].push(len);
+            }
+        }
+        by
+    };
+    (split(t), split(i))
 }
 
 /// The `q` quantile of `v` (sorted in place); None if empty.
@@ -197,6 +285,9 @@ pub fn quantile(v: &mut [u64], q: f64) -> Option<f64> {
     v.sort_unstable();
     (!v.is_empty()).then(|| v[((v.len() - 1) as f64 * q).round() as usize] as f64)
 }
+
+/// The two quantiles each kind is read at: 25th percentile, median.
+const QS: [f64; 2] = [0.25, 0.5];
 
 /// What one condition read: per run, each kind's 25th percentile and median.
 #[derive(Default)]
@@ -210,12 +301,37 @@ pub struct Condition {
 
 impl Condition {
     fn add(&mut self, g: &Gaps) {
-        let (mut t, mut i) = classify(g);
+        let (t, i) = classify(g);
+        self.add_lengths(t, i);
+    }
+
+    fn add_lengths(&mut self, mut t: Vec<u64>, mut i: Vec<u64>) {
         self.ticks_seen.push(t.len() as f64);
         self.ipis_seen.push(i.len() as f64);
-        for (k, q) in [0.25, 0.5].into_iter().enumerate() {
+        for (k, q) in QS.into_iter().enumerate() {
             self.tick[k].extend(quantile(&mut t, q));
             self.ipi[k].extend(quantile(&mut i, q));
+        }
+    }
+}
+
+/// Per paired run, each kind's quantiles watched less not watched (ns).
+#[derive(Default)]
+pub struct Paired {
+    pub tick: [Vec<f64>; 2],
+    pub ipi: [Vec<f64>; 2],
+}
+
+impl Paired {
+    /// One run's ticks and IPIs, each [watched, not].
+    fn add(&mut self, t: &[Vec<u64>; 2], i: &[Vec<u64>; 2]) {
+        let diff = |v: &[Vec<u64>; 2], q: f64| {
+            let [mut on, mut off] = v.clone();
+            quantile(&mut on, q).zip(quantile(&mut off, q)).map(|(a, b)| a - b)
+        };
+        for (k, q) in QS.into_iter().enumerate() {
+            self.tick[k].extend(diff(t, q));
+            self.ipi[k].extend(diff(i, q));
         }
     }
 }
@@ -223,34 +339,58 @@ impl Condition {
 pub struct PerInterruption {
     pub reps: usize,
     pub secs: f64,
-    /// Nothing attached, the hooks alone, jitterwatch.
+    /// Nothing attached, the hooks alone (separate runs).
     pub none: Condition,
     pub floor: Condition,
+    /// The paired runs' windows: jitterwatch watching, and its programs
+    /// attached but returning at their first test (the CPU not watched).
     pub watched: Condition,
+    pub off: Condition,
+    /// Each paired run's watched less not-watched quantiles.
+    pub paired: Paired,
     /// jitterwatch's own time per tick and per IPI, by its `self` cause
     /// (ns; from the watched runs' CSVs).
     pub self_tick: Spread,
     pub self_ipi: Spread,
 }
 
-/// 3b: the three conditions, alternated, `reps` times each.
+/// 3b: the three runs, alternated, `reps` times each.
 pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
     let reps = cx.reps(8);
     let secs = if cx.quick { 1.5 } else { 3.0 };
-    let (mut none, mut floor, mut watched) = (Condition::default(), Condition::default(), Condition::default());
+    let (mut none, mut floor, mut watched, mut off) =
+        (Condition::default(), Condition::default(), Condition::default(), Condition::default());
+    let mut paired = Paired::default();
     let (mut self_tick, mut self_ipi) = (Vec::new(), Vec::new());
     let dir = tempfile_dir()?;
     for _ in 0..reps {
         none.add(&run(cx, exe, secs, None)?);
         floor.add(&run(cx, exe, secs, Some((true, &dir.join("floor.csv"))))?);
         let csv = dir.join("watched.csv");
-        watched.add(&run(cx, exe, secs, Some((false, &csv)))?);
+        // Twice as long: half of it is not watched.
+        let g = run(cx, exe, 2.0 * secs, Some((false, &csv)))?;
+        let (t, i) = classify_paired(&g);
+        paired.add(&t, &i);
+        let [t_on, t_off] = t;
+        let [i_on, i_off] = i;
+        watched.add_lengths(t_on, i_on);
+        off.add_lengths(t_off, i_off);
         let (t, i) = own_per_interruption(&std::fs::read_to_string(&csv).unwrap_or_default());
         self_tick.extend(t);
         self_ipi.extend(i);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(PerInterruption { reps, secs, none, floor, watched, self_tick: Spread::of(&self_tick), self_ipi: Spread::of(&self_ipi) })
+    Ok(PerInterruption {
+        reps,
+        secs,
+        none,
+        floor,
+        watched,
+        off,
+        paired,
+        self_tick: Spread::of(&self_tick),
+        self_ipi: Spread::of(&self_ipi),
+    })
 }
 
 fn tempfile_dir() -> Result<std::path::PathBuf> {
@@ -260,8 +400,10 @@ fn tempfile_dir() -> Result<std::path::PathBuf> {
 }
 
 /// One run of the loop; with `jw` = Some((floor, csv)), jitterwatch watches
-/// it in passive mode (its programs returning at once if `floor`).
+/// it in passive mode: its programs returning at once if `floor`, else the
+/// loop turns its watching off and on every TOGGLE_MS (the paired run).
 fn run(cx: &Ctx, exe: &Path, secs: f64, jw: Option<(bool, &Path)>) -> Result<Gaps> {
+    let mut args = vec![cx.watched.to_string(), cx.house.to_string(), format!("{secs}"), PERIOD_US.to_string()];
     let _jw = match jw {
         Some((floor, csv)) => {
             let mut c = Command::new(&cx.bin);
@@ -272,13 +414,41 @@ fn run(cx: &Ctx, exe: &Path, secs: f64, jw: Option<(bool, &Path)>) -> Result<Gap
             }
             let bg = Bg::spawn(&mut c)?;
             std::thread::sleep(Duration::from_millis(1500));
+            if !floor {
+                let (map, offset) = watched_byte().context("finding jitterwatch's watched[] to turn it off and on")?;
+                args.extend([map.to_string(), (offset + cx.watched as u64).to_string(), TOGGLE_MS.to_string()]);
+            }
             Some(bg)
         }
         None => None,
     };
-    let out =
-        util::output(Command::new(exe).args([cx.watched.to_string(), cx.house.to_string(), format!("{secs}"), PERIOD_US.to_string()]))?;
+    let out = util::output(Command::new(exe).args(&args))?;
     Ok(parse(&out))
+}
+
+/// The running jitterwatch's .bss map (the newest of that name) and the
+/// offset of `watched` in it, from bpftool.
+fn watched_byte() -> Result<(u64, u64)> {
+    let maps = util::output(Command::new("bpftool").args(["map", "show", "-j"]))?;
+    let (map, btf) = bss_map(&maps).context("no jitterwatch .bss map is loaded")?;
+    let dump = util::output(Command::new("bpftool").args(["btf", "dump", "id", &btf.to_string()]))?;
+    let offset = var_offset(&dump, "watched").context("no `watched` in the .bss map's BTF")?;
+    Ok((map, offset))
+}
+
+/// From `bpftool map show -j`: the newest map named jitterwatch's .bss
+/// (names are cut to 15 bytes: "jitterwa.bss"), its id and BTF id.
+pub fn bss_map(json: &str) -> Option<(u64, u64)> {
+    let maps: Vec<serde_json::Value> = serde_json::from_str(json).ok()?;
+    maps.iter().filter(|m| m["name"] == "jitterwa.bss").filter_map(|m| Some((m["id"].as_u64()?, m["btf_id"].as_u64()?))).max()
+}
+
+/// From `bpftool btf dump id N`: the offset of variable `name` in its
+/// DATASEC ("type_id=479 offset=516 size=1024 (VAR 'watched')").
+pub fn var_offset(dump: &str, name: &str) -> Option<u64> {
+    let tag = format!("(VAR '{name}')");
+    let line = dump.lines().find(|l| l.trim_end().ends_with(&tag))?;
+    line.split_whitespace().find_map(|w| w.strip_prefix("offset=")).and_then(|o| o.parse().ok())
 }
 
 /// From a passive run's CSV: the `self:jitterwatch` ns of each row that is
@@ -337,8 +507,43 @@ mod tests {
     }
 
     #[test]
+    fn a_paired_run_splits_its_gaps_by_the_watching_at_their_start() {
+        let mut g = run(0);
+        // Off, then on, every 50 ms.
+        g.toggles = (0..60u64).map(|k| (k * 50_000_000, k % 2 == 1)).collect();
+        let on = |at: u64| (at / 50_000_000) % 2 == 1;
+        for gap in &mut g.gaps {
+            if on(gap.0) && gap.1 < 30_000 {
+                gap.1 += 150;
+            }
+        }
+        let ([t_on, t_off], [i_on, i_off]) = classify_paired(&g);
+        assert!(t_on.len() > 100 && t_off.len() > 100 && i_on.len() > 200 && i_off.len() > 200);
+        // A stray gap (30 µs) may fall on the tick's comb or after a send.
+        let only = |v: &[u64], l: u64| v.iter().all(|&x| x == l || x == 30_000);
+        assert!(only(&t_on, 13_150) && only(&t_off, 13_000), "{t_on:?}");
+        assert!(only(&i_on, 4_150) && only(&i_off, 4_000));
+        assert_eq!(watching_at(&g.toggles, 0), Some(false));
+        assert_eq!(watching_at(&[(10, true)], 5), None, "before the first toggle: neither");
+    }
+
+    #[test]
+    fn the_watched_byte_is_found_from_bpftool() {
+        let maps = r#"[{"id":7,"name":"jitterwa.bss","btf_id":30},{"id":9,"name":"jitterwa.bss","btf_id":31},
+                      {"id":12,"name":"other.bss","btf_id":40}]"#;
+        assert_eq!(bss_map(maps), Some((9, 31)), "the newest of jitterwatch's");
+        assert_eq!(bss_map("[]"), None);
+        let dump = "[479] VAR 'watched' type_id=478, linkage=global\n[576] DATASEC '.bss' size=661312 vlen=15\n\
+                    \ttype_id=471 offset=512 size=4 (VAR '_jw_sentinel')\n\ttype_id=479 offset=516 size=1024 (VAR 'watched')\n\
+                    \ttype_id=491 offset=103948 size=256 (VAR 'watched_list')\n";
+        assert_eq!(var_offset(dump, "watched"), Some(516));
+        assert_eq!(var_offset(dump, "watched_list"), Some(103948));
+        assert_eq!(var_offset(dump, "nests"), None);
+    }
+
+    #[test]
     fn without_a_period_there_is_no_tick() {
-        let g = Gaps { gaps: (0..300u64).map(|k| (k * 6_543_210 + k * k, 30_000)).collect(), sent: vec![] };
+        let g = Gaps { gaps: (0..300u64).map(|k| (k * 6_543_210 + k * k, 30_000)).collect(), ..Gaps::default() };
         assert_eq!(tick_comb(&g.gaps), None);
         assert_eq!(classify(&g).0.len(), 0);
     }

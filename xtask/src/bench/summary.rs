@@ -154,11 +154,10 @@ pub fn measured(id: Id, f: &Figures) -> String {
                 let x = |c: &str| v(&format!("{k}_{c}_p50_ns"));
                 let d = |a: Option<f64>, b: Option<f64>| n(a.zip(b).map(|(a, b)| a - b), 0);
                 format!(
-                    "{}: +{} ns (the hooks alone +{}, ours +{}; self {} ns)",
+                    "{}: our programs' work {} ns paired (the hooks alone {} ns, separate runs); self {} ns",
                     if k == "tick" { "a tick with one hrtimer" } else { "a function-call IPI" },
-                    d(x("watched"), x("none")),
+                    n(x("paired"), 0),
                     d(x("floor"), x("none")),
-                    d(x("watched"), x("floor")),
                     n(v(&format!("self_{k}_ns")), 0)
                 )
             })

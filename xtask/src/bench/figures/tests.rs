@@ -154,6 +154,8 @@ fn results(sampled: bool) -> Results {
                 none: cond(14_000.0),
                 floor: cond(14_050.0),
                 watched: cond(14_120.0),
+                off: cond(14_040.0),
+                paired: interruption::Paired { tick: [vec![70.0], vec![80.0]], ipi: [vec![60.0], vec![70.0]] },
                 self_tick: s(300.0),
                 self_ipi: s(200.0),
             }
