@@ -10,7 +10,7 @@ use libbpf_rs::RingBuffer;
 
 use super::EventSource;
 use crate::bpf::Tracer;
-use crate::record::{Decoder, Event};
+use crate::record::{in_time_order, Decoder, Event};
 
 pub struct Ring<'a> {
     rb: RingBuffer<'a>,
@@ -44,9 +44,8 @@ impl EventSource for Ring<'_> {
         let n = self.rb.consume_raw_n(max);
         std::mem::swap(out, &mut *self.decoded.borrow_mut());
         // In time order: a record written while a CPU's batch was open (a
-        // sending, a wake-up, an NMI) comes before the batch's earlier
-        // events. Nearly sorted already, so this costs a pass.
-        out.sort_by_key(|e| e.ts);
+        // sending, a wake-up, an NMI) comes before the batch's earlier events.
+        in_time_order(out);
         if n < 0 {
             return Err(std::io::Error::from_raw_os_error(-n).into());
         }

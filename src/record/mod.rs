@@ -4,7 +4,9 @@
 //! record) is decoded by [`Decoder`], into the same events.
 
 mod batch;
+mod order;
 pub use batch::Decoder;
+pub use order::in_time_order;
 
 use crate::bpf::types::{jw_event, jw_kind, jw_limits, jw_origin_kind, jw_sentinel, jw_vector};
 
