@@ -1,4 +1,4 @@
-//! `cargo xtask vmlinux`: regenerate bpf/vmlinux.h from the running
+//! `cargo xtask vmlinux`: regenerate bpf/x86/vmlinux.h from the running
 //! kernel's BTF. Written to a temp file and renamed, so a failed dump never
 //! leaves a truncated header behind.
 
@@ -18,7 +18,7 @@ pub fn run() -> Result<()> {
     }
     let bpftool = proc::which("bpftool").context("bpftool not found (`cargo xtask deps` installs it)")?;
 
-    let dir = proc::root().join("bpf");
+    let dir = proc::root().join("bpf/x86");
     let dest = dir.join("vmlinux.h");
     let tmp = dir.join(".vmlinux.h.tmp");
     let out = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
@@ -43,7 +43,7 @@ pub fn run() -> Result<()> {
     match result {
         Ok((lines, changed)) => {
             let what = if changed { "wrote" } else { "unchanged:" };
-            println!("vmlinux: {what} bpf/vmlinux.h ({lines} lines) from {BTF}");
+            println!("vmlinux: {what} bpf/x86/vmlinux.h ({lines} lines) from {BTF}");
             Ok(())
         }
         Err(e) => {
