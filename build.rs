@@ -1,7 +1,8 @@
 //! Compiles bpf/*.bpf.c into a skeleton in OUT_DIR. Against the checked-in
-//! bpf/vmlinux.h (CO-RE), so the build never depends on the build machine's
-//! kernel; clang's diagnostics come out as cargo warnings. Also generates
-//! the Perfetto trace types from proto/perfetto_trace.proto.
+//! vmlinux.h of the target's architecture (bpf/x86/ or bpf/arm64/, CO-RE),
+//! so the build never depends on the build machine's kernel; clang's
+//! diagnostics come out as cargo warnings. Also generates the Perfetto
+//! trace types from proto/perfetto_trace.proto.
 
 use std::env;
 use std::path::PathBuf;
@@ -27,16 +28,23 @@ fn main() {
 
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("jitterwatch.skel.rs");
     let arch = env::var("CARGO_CFG_TARGET_ARCH").expect("cargo sets the target arch");
+    // The name both the -D__TARGET_ARCH_ macro (bpf_tracing.h's) and the
+    // directory of the vmlinux.h use. Each vmlinux.h is in a directory of
+    // its own: `#include "vmlinux.h"` would find one beside the .c first.
     let target = match arch.as_str() {
         "x86_64" => "x86",
-        other => panic!("jitterwatch's vmlinux.h is x86_64 only, not {other}"),
+        "aarch64" => "arm64",
+        other => panic!("jitterwatch has a vmlinux.h for x86_64 and aarch64 only, not {other}"),
     };
 
-    if let Err(e) = SkeletonBuilder::new()
-        .source(SRC)
-        .clang_args(["-Wall".to_string(), "-Ibpf".to_string(), format!("-D__TARGET_ARCH_{target}")])
-        .build_and_generate(&out)
-    {
+    let mut clang = vec!["-Wall".to_string(), "-Ibpf".to_string(), format!("-Ibpf/{target}"), format!("-D__TARGET_ARCH_{target}")];
+    if target == "arm64" {
+        // bpf/arm64/vmlinux.h is a 7.x kernel's, which is built with
+        // -fms-extensions: its structs embed tagged ones as anonymous
+        // members (`struct __filename_head;`), which clang otherwise drops.
+        clang.extend(["-fms-extensions".to_string(), "-Wno-microsoft-anon-tag".to_string()]);
+    }
+    if let Err(e) = SkeletonBuilder::new().source(SRC).clang_args(clang).build_and_generate(&out) {
         // One line that says what to do, not a backtrace.
         panic!("building {SRC} failed: {e:#}\n(is clang installed? `cargo xtask deps` installs it)");
     }
@@ -49,11 +57,12 @@ fn main() {
         "bpf/switch.bpf.h",
         "bpf/batch.bpf.h",
         "bpf/batch.bpf.h",
+        "bpf/arch.bpf.h",
         "bpf/jitterwatch.h",
-        "bpf/vmlinux.h",
     ] {
         println!("cargo:rerun-if-changed={f}");
     }
+    println!("cargo:rerun-if-changed=bpf/{target}/vmlinux.h");
 }
 
 /// prost types for the trace format. protox parses the .proto in Rust, so

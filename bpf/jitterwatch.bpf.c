@@ -163,27 +163,8 @@ int BPF_PROG(on_irq_exit, int irq, struct irqaction *action, int ret)
 	return batched(JW_IRQ_EXIT, 0, irq, ret, JW_LEAVE);
 }
 
-/* x86_64's kernel stacks: 16 KiB, the pt_regs of the user entry at the top. */
-#define JW_THREAD_SIZE (4096 << 2)
-#define JW_PF_KTHREAD 0x00200000
-
-/*
- * The current task's system call, if it is in one (see struct jw_softirq).
- * CO-RE reads through bpf_get_current_task, so 5.10 runs it too.
- */
-static __always_inline __s64 current_syscall(void)
-{
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-	struct pt_regs *regs;
-	long orig_ax = -1;
-
-	if (BPF_CORE_READ(t, flags) & JW_PF_KTHREAD)
-		return -1;
-	regs = (struct pt_regs *)((char *)BPF_CORE_READ(t, stack) + JW_THREAD_SIZE) - 1;
-	if (bpf_probe_read_kernel(&orig_ax, sizeof(orig_ax), &regs->orig_ax))
-		return -1;
-	return orig_ax;
-}
+/* current_syscall(): the pt_regs of the user entry, per architecture. */
+#include "arch.bpf.h"
 
 SEC("?tp_btf/softirq_entry")
 int BPF_PROG(on_softirq_entry, unsigned int vec)

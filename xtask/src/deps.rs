@@ -36,6 +36,11 @@ const DEPS: &[(&str, Option<&str>)] = &[
     ("busybox-static", None),
 ];
 
+/// What only the arm64 builds need (`dist --arch arm64`, `vmlinux --arch
+/// arm64`): installed on their first run, not by every command. debootstrap
+/// makes their Debian sid root; qemu runs the aarch64 binary here.
+pub const ARM64: &[(&str, Option<&str>)] = &[("debootstrap", Some("debootstrap")), ("qemu-user-static", Some("qemu-aarch64-static"))];
+
 /// Wait for a dpkg lock held by someone else instead of failing at once.
 const LOCK_WAIT: &str = "DPkg::Lock::Timeout=120";
 
@@ -46,10 +51,15 @@ pub fn run() -> Result<()> {
 /// Make sure every package is there. `verbose`: say so even when nothing
 /// had to be done (the other commands stay quiet then).
 pub fn ensure(verbose: bool) -> Result<()> {
-    let missing = missing();
+    ensure_these(DEPS, verbose)
+}
+
+/// [`ensure`] for another list ([`ARM64`]).
+pub fn ensure_these(deps: &[(&str, Option<&str>)], verbose: bool) -> Result<()> {
+    let missing = missing(deps);
     if missing.is_empty() {
         if verbose {
-            println!("deps: all {} packages present", DEPS.len());
+            println!("deps: all {} packages present", deps.len());
         }
         return Ok(());
     }
@@ -70,7 +80,7 @@ pub fn ensure(verbose: bool) -> Result<()> {
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )?;
 
-    let still = self::missing();
+    let still = self::missing(deps);
     if !still.is_empty() {
         bail!("apt-get finished but these are still missing: {}", still.join(" "));
     }
@@ -78,21 +88,21 @@ pub fn ensure(verbose: bool) -> Result<()> {
     Ok(())
 }
 
-/// The packages of [`DEPS`] that are not installed, in table order.
-fn missing() -> Vec<&'static str> {
-    let installed = dpkg_installed().unwrap_or_default();
-    DEPS.iter()
+/// The packages of `deps` that are not installed, in table order.
+fn missing<'a>(deps: &[(&'a str, Option<&str>)]) -> Vec<&'a str> {
+    let installed = dpkg_installed(deps).unwrap_or_default();
+    deps.iter()
         .filter(|(pkg, bin)| !installed.contains(*pkg) && !bin.is_some_and(|b| proc::which(b).is_some()))
         .map(|(pkg, _)| *pkg)
         .collect()
 }
 
-/// The packages of [`DEPS`] dpkg reports as "install ok installed", from
+/// The packages of `deps` dpkg reports as "install ok installed", from
 /// one dpkg-query call. None when there is no dpkg.
-fn dpkg_installed() -> Option<HashSet<String>> {
+fn dpkg_installed(deps: &[(&str, Option<&str>)]) -> Option<HashSet<String>> {
     let out = Command::new("dpkg-query")
         .args(["-W", "-f=${Package}\t${Status}\n"])
-        .args(DEPS.iter().map(|d| d.0))
+        .args(deps.iter().map(|d| d.0))
         .stderr(Stdio::null()) // "no packages found matching X" for absent ones
         .output()
         .context("dpkg-query")

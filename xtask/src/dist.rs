@@ -12,8 +12,10 @@
 //! `doctor`, a 2 s watch as root), installs the .deb with dpkg, verifies its
 //! unit with systemd-analyze (and its exposure, `unit`), runs the unit's
 //! command without root as the unit would and scrapes /metrics, and
-//! removes the package.
+//! removes the package. `--arch arm64` cross-builds the same in a Debian
+//! sid root (arm64.rs).
 
+mod arm64;
 mod unit;
 
 use std::collections::HashSet;
@@ -22,6 +24,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use crate::cross::Arch;
 use crate::{deps, proc};
 
 /// Where the dist build goes, apart from the everyday target/.
@@ -29,9 +32,9 @@ fn dist_dir() -> PathBuf {
     proc::root().join("target/dist")
 }
 
-/// The one target: build.rs's vmlinux.h is x86_64 only. Named with
-/// `--target` so that RUSTFLAGS reach the binary and not the build scripts
-/// and proc macros (which cannot be built with crt-static).
+/// This machine's target. Named with `--target` so that RUSTFLAGS reach
+/// the binary and not the build scripts and proc macros (which cannot be
+/// built with crt-static).
 const TARGET: &str = "x86_64-unknown-linux-gnu";
 
 /// Links glibc (libc.a, from libc6-dev) into the binary.
@@ -66,6 +69,15 @@ const NAME_LOOKUPS: &[&str] = &[
     "iconv_open",
 ];
 
+/// `cargo xtask dist --arch ARCH`.
+pub fn run_for(arch: Arch, check: bool) -> Result<()> {
+    match arch {
+        Arch::X86_64 => run(check),
+        Arch::Arm64 => arm64::run(check),
+    }
+}
+
+/// The x86_64 dist, built on this machine.
 pub fn run(check: bool) -> Result<()> {
     deps::ensure(false)?;
     let target = dist_dir();
@@ -101,13 +113,9 @@ pub fn run(check: bool) -> Result<()> {
             lookups.join(", ")
         );
     }
-    assets(&built, &assets_dir)?;
-    let deb = package(&target)?;
-    // Nothing to depend on: keep Cargo.toml's `depends` empty.
-    let depends = output(Command::new("dpkg-deb").arg("--field").arg(&deb).arg("Depends"))?;
-    if !depends.trim().is_empty() {
-        bail!("{} depends on {}, but the binary is static: empty `depends` in Cargo.toml", deb.display(), depends.trim());
-    }
+    assets(|args| output(Command::new(&built).args(args)), &assets_dir)?;
+    let deb = package(&target, &[])?;
+    no_depends(&deb)?;
     let size = std::fs::metadata(&bin)?.len();
     println!("dist: {} ({:.1} MB): {linked}", bin.display(), size as f64 / 1e6);
     println!("dist: {}", deb.display());
@@ -156,31 +164,42 @@ fn output(cmd: &mut Command) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The man page (gzipped, as Debian wants) and completions, from the binary.
-fn assets(bin: &Path, dir: &Path) -> Result<()> {
+/// The man page (gzipped, as Debian wants) and completions, from the
+/// binary (`run` runs it with these arguments and returns its stdout).
+fn assets(run: impl Fn(&[&str]) -> Result<String>, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let roff = output(Command::new(bin).arg("manpage"))?;
+    let roff = run(&["manpage"])?;
     let page = dir.join("jitterwatch.1");
     std::fs::write(&page, roff)?;
     proc::check(Command::new("gzip").args(["-9nf"]).arg(&page))?;
     for (shell, file) in [("bash", "jitterwatch.bash"), ("zsh", "_jitterwatch"), ("fish", "jitterwatch.fish")] {
-        std::fs::write(dir.join(file), output(Command::new(bin).args(["completions", shell]))?)?;
+        std::fs::write(dir.join(file), run(&["completions", shell])?)?;
     }
     Ok(())
 }
 
-/// Builds the .deb with cargo-deb (installed with cargo when missing).
-fn package(target: &Path) -> Result<PathBuf> {
+/// Builds the .deb with cargo-deb (installed with cargo when missing),
+/// with `args` added to its command line.
+fn package(target: &Path, args: &[&str]) -> Result<PathBuf> {
     let have = proc::cargo().args(["deb", "--version"]).output().is_ok_and(|o| o.status.success());
     if !have {
         println!("dist: installing cargo-deb (cargo install cargo-deb --locked)");
         proc::check(proc::cargo().args(["install", "cargo-deb", "--locked"]))?;
     }
     let mut cmd = proc::cargo();
-    cmd.env("CARGO_TARGET_DIR", target).args(["deb", "-p", "jitterwatch", "--no-build"]);
+    cmd.env("CARGO_TARGET_DIR", target).args(["deb", "-p", "jitterwatch", "--no-build"]).args(args);
     let out = output(&mut cmd)?;
     let deb = out.lines().rev().map(str::trim).find(|l| l.ends_with(".deb")).context("cargo deb printed no .deb path")?;
     Ok(PathBuf::from(deb))
+}
+
+/// Nothing to depend on: keep Cargo.toml's `depends` empty.
+fn no_depends(deb: &Path) -> Result<()> {
+    let depends = output(Command::new("dpkg-deb").arg("--field").arg(deb).arg("Depends"))?;
+    if !depends.trim().is_empty() {
+        bail!("{} depends on {}, but the binary is static: empty `depends` in Cargo.toml", deb.display(), depends.trim());
+    }
+    Ok(())
 }
 
 /// What a production machine would do with them.

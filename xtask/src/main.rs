@@ -3,6 +3,7 @@
 
 mod bench;
 mod build;
+mod cross;
 mod deps;
 mod dist;
 mod hermetic;
@@ -62,15 +63,22 @@ enum Command {
     Lint,
     /// Check that modules import only downwards, in no circle, as the layers of docs/ARCHITECTURE.md (src) and docs/development.md (xtask) say.
     Layers,
-    /// Regenerate bpf/vmlinux.h from /sys/kernel/btf/vmlinux.
-    Vmlinux,
+    /// Regenerate bpf/x86/vmlinux.h from /sys/kernel/btf/vmlinux, or bpf/arm64/vmlinux.h from Debian's arm64 kernel package (as root).
+    Vmlinux {
+        /// Whose vmlinux.h: x86_64 (the running kernel's) or arm64 (Debian's current arm64 kernel's).
+        #[arg(long, value_enum, default_value = "x86_64")]
+        arch: cross::Arch,
+    },
     /// Redraw the README's pictures (docs/img: the live screen, a compare chart) from scripted runs.
     Screenshots,
-    /// A binary for production machines (libbpf, libelf, zlib linked in) and a .deb, in target/dist.
+    /// A binary for production machines (libbpf, libelf, zlib linked in) and a .deb, in target/dist (arm64: target/dist-arm64).
     Dist {
-        /// Then run it from outside the tree, install the .deb, verify its unit, remove it (as root).
+        /// Then check them: x86_64 runs the binary from outside the tree, installs the .deb, verifies its unit, removes it (as root); arm64 runs the binary through qemu-aarch64-static and reads the .deb's architecture.
         #[arg(long)]
         check: bool,
+        /// Build for x86_64 (this machine) or arm64 (cross-built in a Debian sid root, as root; target/arm64-cache).
+        #[arg(long, value_enum, default_value = "x86_64")]
+        arch: cross::Arch,
     },
     /// Boot the dist binary in qemu on stock Debian kernels (fetched and cached), untuned and tuned, and check it there.
     Vmtest {
@@ -103,9 +111,9 @@ fn main() -> ExitCode {
         Command::Lint => lint::run(),
         Command::Layers => layers::run(),
         Command::Hermetic => hermetic::run(),
-        Command::Vmlinux => vmlinux::run(),
+        Command::Vmlinux { arch } => vmlinux::run(arch),
         Command::Screenshots => screenshots::run(),
-        Command::Dist { check } => dist::run(check),
+        Command::Dist { check, arch } => dist::run_for(arch, check),
         Command::Vmtest { kernels, mode, jobs, no_build, bin } => {
             vmtest::run(&vmtest::Options { kernels, modes: vmtest::modes(mode.as_deref()), jobs, build: !no_build && bin.is_none(), bin })
         }
