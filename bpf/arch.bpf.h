@@ -11,6 +11,28 @@
 
 #define JW_PF_KTHREAD 0x00200000
 
+/*
+ * Where the kernel has bpf_task_pt_regs (5.15+; bpf_get_current_task_btf
+ * came before it), the task's flags and its saved registers are typed
+ * pointers: plain loads, no probe-read helper. Three probe reads were most
+ * of what a softirq's entry program cost (523 of its 155 + 368 ns with
+ * BPF stats on our VM, the early return 155). Sets *nr and returns 1, or
+ * returns 0 where the helpers are missing and the caller probe-reads.
+ */
+#define JW_TYPED_SYSCALL(field, nr)                                                   \
+	({                                                                            \
+		int typed_ = 0;                                                       \
+		if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs)) { \
+			struct task_struct *t_ = bpf_get_current_task_btf();          \
+			typed_ = 1;                                                   \
+			if (t_->flags & JW_PF_KTHREAD)                                \
+				*(nr) = -1;                                           \
+			else                                                          \
+				*(nr) = ((struct pt_regs *)bpf_task_pt_regs(t_))->field; \
+		}                                                                     \
+		typed_;                                                               \
+	})
+
 #if defined(__TARGET_ARCH_arm64)
 
 /*
@@ -33,7 +55,10 @@ static __always_inline __s64 current_syscall(void)
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 	struct pt_regs *regs;
 	int syscallno = -1;
+	__s64 nr;
 
+	if (JW_TYPED_SYSCALL(syscallno, &nr))
+		return nr;
 	if (BPF_CORE_READ(t, flags) & JW_PF_KTHREAD)
 		return -1;
 	regs = (struct pt_regs *)((char *)BPF_CORE_READ(t, stack) + JW_THREAD_SIZE -
@@ -57,7 +82,10 @@ static __always_inline __s64 current_syscall(void)
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 	struct pt_regs *regs;
 	long orig_ax = -1;
+	__s64 nr;
 
+	if (JW_TYPED_SYSCALL(orig_ax, &nr))
+		return nr;
 	if (BPF_CORE_READ(t, flags) & JW_PF_KTHREAD)
 		return -1;
 	regs = (struct pt_regs *)((char *)BPF_CORE_READ(t, stack) + JW_THREAD_SIZE) - 1;
