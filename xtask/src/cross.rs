@@ -1,8 +1,9 @@
 //! The architectures jitterwatch builds for, and what building for arm64
 //! here takes: a private Debian sid root (debootstrap), cached in
 //! target/arm64-cache, with Debian's rustc and cargo, the arm64 std
-//! (libstd-rust-dev:arm64), the aarch64 cross gcc and the arm64 libelf and
-//! zlib, all from Debian's archive: rustup's downloads are not needed. The
+//! (libstd-rust-dev:arm64), the aarch64 cross gcc and the arm64 libelf,
+//! zlib and zstd, all from Debian's archive: rustup's downloads are not
+//! needed. The
 //! root is made once; a later run only enters it. Commands run in it
 //! through chroot in a mount namespace of their own (unshare), so the
 //! source tree bound into it and its /proc go away with them, even on
@@ -128,8 +129,10 @@ impl SidRoot {
         // TLS-inspecting proxy's CA is in the host's bundle, not in the
         // root's).
         std::fs::copy("/etc/resolv.conf", root.dir.join("etc/resolv.conf")).context("copying /etc/resolv.conf into the sid root")?;
-        std::fs::copy(HOST_CAS, root.dir.join(HOST_CAS_INSIDE.trim_start_matches('/')))
-            .with_context(|| format!("copying {HOST_CAS} into the sid root"))?;
+        let cas = root.dir.join(HOST_CAS_INSIDE.trim_start_matches('/'));
+        // A fresh minbase root has no /etc/ssl yet (ca-certificates makes it).
+        std::fs::create_dir_all(cas.parent().context("a CA bundle's path has a directory")?)?;
+        std::fs::copy(HOST_CAS, &cas).with_context(|| format!("copying {HOST_CAS} into the sid root"))?;
         std::fs::write(root.dir.join("etc/apt/apt.conf.d/99jitterwatch"), APT_CONF)?;
         let want = PACKAGES.join("\n") + "\n";
         if std::fs::read_to_string(&installed).ok().as_deref() != Some(want.as_str()) {
