@@ -187,7 +187,7 @@ static __always_inline int batched(__u8 kind, __u8 sub, __u64 a, __u64 b, enum j
 	__u64 cpu = bpf_get_smp_processor_id();
 	struct jw_nest *st;
 	struct jw_item *it;
-	__u64 t0, after = 0;
+	__u64 t0, idx, after = 0;
 	bool timed;
 	__u32 i;
 
@@ -214,9 +214,16 @@ static __always_inline int batched(__u8 kind, __u8 sub, __u64 a, __u64 b, enum j
 		flush(st, cpu, JW_BATCH_ITEMS, 0, false);
 		i = 0;
 	}
-	if (i > 0) {
+	/*
+	 * Indexes 64-bit and pinned before their mask (as in reserve_on()):
+	 * knowing i < JW_BATCH_ITEMS, the compiler drops the mask, and 5.10's
+	 * and 6.1's verifiers cannot bound the 32-bit index it leaves.
+	 */
+	idx = i;
+	barrier_var(idx);
+	if (idx > 0) {
 		/* Where the program before this one ended, by its own time. */
-		it = &st->items[(i - 1) & (JW_BATCH_ITEMS - 1)];
+		it = &st->items[(idx - 1) & (JW_BATCH_ITEMS - 1)];
 		after = st->ts + it->dt + it->own_ns;
 	}
 	if (step == JW_INNER && i > 0 && !timed) {
@@ -229,7 +236,8 @@ static __always_inline int batched(__u8 kind, __u8 sub, __u64 a, __u64 b, enum j
 	}
 	if (i == 0)
 		st->ts = t0;
-	it = &st->items[i & (JW_BATCH_ITEMS - 1)];
+	barrier_var(idx);
+	it = &st->items[idx & (JW_BATCH_ITEMS - 1)];
 	it->dt = t0 - st->ts;
 	it->own_ns = 0;
 	it->kind = kind;
