@@ -105,20 +105,8 @@ pub fn run(check: bool) -> Result<()> {
     let bin = target.join("out/jitterwatch");
     std::fs::copy(&stripped, &bin)?;
     let linked = static_linking(&bin)?;
-    let lookups = name_lookups(&output(Command::new("nm").arg("--defined-only").arg(&bin))?);
-    if !lookups.is_empty() {
-        bail!(
-            "{} links glibc name lookups ({}): statically linked, they would dlopen the host's NSS modules; take numbers, not names",
-            bin.display(),
-            lookups.join(", ")
-        );
-    }
-    assets(|args| output(Command::new(&built).args(args)), &assets_dir)?;
-    let deb = package(&target, &[])?;
-    no_depends(&deb)?;
-    let size = std::fs::metadata(&bin)?.len();
-    println!("dist: {} ({:.1} MB): {linked}", bin.display(), size as f64 / 1e6);
-    println!("dist: {}", deb.display());
+    let nm = output(Command::new("nm").arg("--defined-only").arg(&bin))?;
+    let deb = package_checked(&bin, &linked, &nm, |args| output(Command::new(&built).args(args)), &assets_dir, &target, &[])?;
     if check {
         self::check(&bin, &deb)?;
     }
@@ -166,6 +154,37 @@ fn output(cmd: &mut Command) -> Result<String> {
 
 /// The man page (gzipped, as Debian wants) and completions, from the
 /// binary (`run` runs it with these arguments and returns its stdout).
+/// What every architecture's dist does once `bin` is built and stripped
+/// (`linked`: how, `nm`: its defined symbols by the architecture's nm):
+/// refuse glibc name lookups, write the man page and completions by running
+/// the binary (`run`), package the .deb (`deb_args`: cargo-deb's), say what
+/// was made. Returns the .deb.
+fn package_checked(
+    bin: &Path,
+    linked: &str,
+    nm: &str,
+    run: impl Fn(&[&str]) -> Result<String>,
+    assets_dir: &Path,
+    target: &Path,
+    deb_args: &[&str],
+) -> Result<PathBuf> {
+    let lookups = name_lookups(nm);
+    if !lookups.is_empty() {
+        bail!(
+            "{} links glibc name lookups ({}): statically linked, they would dlopen the host's NSS modules; take numbers, not names",
+            bin.display(),
+            lookups.join(", ")
+        );
+    }
+    assets(run, assets_dir)?;
+    let deb = package(target, deb_args)?;
+    no_depends(&deb)?;
+    let size = std::fs::metadata(bin)?.len();
+    println!("dist: {} ({:.1} MB): {linked}", bin.display(), size as f64 / 1e6);
+    println!("dist: {}", deb.display());
+    Ok(deb)
+}
+
 fn assets(run: impl Fn(&[&str]) -> Result<String>, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let roff = run(&["manpage"])?;

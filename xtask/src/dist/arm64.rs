@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use super::{assets, file_linking, name_lookups, no_depends, output, package, CRT_STATIC};
+use super::{file_linking, output, package_checked, CRT_STATIC};
 use crate::cross::{Arch, SidRoot};
 use crate::proc;
 
@@ -93,20 +93,9 @@ pub fn run(check: bool) -> Result<()> {
     let linked = static_aarch64(&file, &dynamic).with_context(|| {
         format!("{} is not a static aarch64 binary:\nfile: {}\nreadelf --dynamic: {}", bin.display(), file.trim(), dynamic.trim())
     })?;
-    let lookups = name_lookups(&tools(&["aarch64-linux-gnu-nm", "--defined-only", &inside(&bin)?])?);
-    if !lookups.is_empty() {
-        bail!(
-            "{} links glibc name lookups ({}): statically linked, they would dlopen the host's NSS modules; take numbers, not names",
-            bin.display(),
-            lookups.join(", ")
-        );
-    }
-    assets(|args| output(Command::new(QEMU).arg(&built).args(args)), &assets_dir)?;
-    let deb = package(&target, &["--target", triple])?;
-    no_depends(&deb)?;
-    let size = std::fs::metadata(&bin)?.len();
-    println!("dist: {} ({:.1} MB): {linked}", bin.display(), size as f64 / 1e6);
-    println!("dist: {}", deb.display());
+    let nm = tools(&["aarch64-linux-gnu-nm", "--defined-only", &inside(&bin)?])?;
+    let run = |args: &[&str]| output(Command::new(QEMU).arg(&built).args(args));
+    let deb = package_checked(&bin, &linked, &nm, run, &assets_dir, &target, &["--target", triple])?;
     if check {
         self::check(&bin, &deb)?;
     }
