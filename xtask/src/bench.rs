@@ -106,7 +106,7 @@ pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
         tcppp: assets::compile(&tmp, "tcppp", assets::TCPPP)?,
         hog: assets::compile(&tmp, "hog", assets::HOG)?,
         hookcost: assets::compile(&tmp, "hookcost", assets::HOOKCOST)?,
-        interrupts: assets::compile(&tmp, "interrupts", interruption::SRC)?,
+        interrupts: assets::compile(&tmp, "interrupts", assets::INTERRUPTS)?,
         bt_script,
     };
 

@@ -1,7 +1,8 @@
 //! What the bench compiles and runs besides jitterwatch: the yardsticks
 //! (a bare C loop, the bpftrace script it compares against) here, the
 //! context-switch hook's cost in hookcost.rs, the loads it drives in
-//! loads.rs; C written to a temp dir and built with gcc -O2.
+//! loads.rs, figure 3b's gap loop in interrupts.rs; C written to a temp
+//! dir and built with gcc -O2.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,8 +12,10 @@ use anyhow::{Context, Result};
 use crate::proc;
 
 mod hookcost;
+mod interrupts;
 mod loads;
 pub use hookcost::HOOKCOST;
+pub use interrupts::INTERRUPTS;
 pub use loads::{HOG, IPISTORM, PINGPONG, TCPPP};
 
 /// The limit for the probe: a bare clock_gettime loop. Its floor is found
