@@ -35,10 +35,11 @@ struct jw_nest {
 } __attribute__((aligned(64)));
 
 /*
- * A program reads the clock again to time itself one run in JW_OWN_EVERY;
- * the others carry that kind's last timing. Its run is short and steady (a
- * few loads and stores; the one that writes the batch copies as many items
- * as that kind's interruption has); the clock read would cost a third of it.
+ * A program that appends (and does not write the batch) reads the clock
+ * again to time itself one run in JW_OWN_EVERY; the others carry that
+ * kind's last timing. Its run is short and steady (a few loads and
+ * stores); the clock read would cost a quarter of it. The program that
+ * writes the batch always times itself: that part varies.
  */
 #define JW_OWN_EVERY 8
 
@@ -65,28 +66,12 @@ static __always_inline void count_drop(__u64 cpu)
 }
 
 /*
- * Our own time for the item of kind `kind`, whose program began at `t0`:
- * read (a clock read: a third of a short program's run here) when
- * `timed`, and kept as that kind's estimate; else that estimate.
- */
-static __always_inline __u16 own_time(struct jw_nest *st, __u8 kind, bool timed, __u64 t0)
-{
-	__u16 ns;
-
-	if (!timed)
-		return st->own_est[kind & 31];
-	ns = saturated16(bpf_ktime_get_ns() - t0);
-	st->own_est[kind & 31] = ns;
-	return ns;
-}
-
-/*
  * Writes the batch's `n` items as one record sized for `cap` of them;
- * `mine`: the item of the program writing it, whose own time is read
- * just before the submit (from `t0`, its start) when `timed`.
+ * `mine`: the item of the program writing it, whose own time is read just
+ * before the submit (from `t0`, its start).
  */
 static __always_inline void write_batch(struct jw_nest *st, __u64 cpu, __u32 n, const __u32 cap, __u32 mine,
-					__u64 t0, bool timed)
+					__u64 t0)
 {
 	struct jw_batch *e;
 	__u64 m;
@@ -113,25 +98,25 @@ static __always_inline void write_batch(struct jw_nest *st, __u64 cpu, __u32 n, 
 	m = mine;
 	barrier_var(m);
 	if (m < cap)
-		e->items[m].own_ns = own_time(st, e->items[m].kind, timed, t0);
+		e->items[m].own_ns = saturated16(bpf_ktime_get_ns() - t0);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
 /* The held items as one record of the smallest class they fit. */
-static __always_inline void flush(struct jw_nest *st, __u64 cpu, __u32 mine, __u64 t0, bool timed)
+static __always_inline void flush(struct jw_nest *st, __u64 cpu, __u32 mine, __u64 t0)
 {
 	__u32 n = st->n;
 
 	if (n == 0)
 		return;
 	if (n <= 2)
-		write_batch(st, cpu, n, 2, mine, t0, timed);
+		write_batch(st, cpu, n, 2, mine, t0);
 	else if (n <= 4)
-		write_batch(st, cpu, n, 4, mine, t0, timed);
+		write_batch(st, cpu, n, 4, mine, t0);
 	else if (n <= 8)
-		write_batch(st, cpu, n, 8, mine, t0, timed);
+		write_batch(st, cpu, n, 8, mine, t0);
 	else
-		write_batch(st, cpu, n, JW_BATCH_ITEMS, mine, t0, timed);
+		write_batch(st, cpu, n, JW_BATCH_ITEMS, mine, t0);
 	st->n = 0;
 }
 
@@ -161,20 +146,11 @@ static __always_inline void write_one(__u64 cpu, __u8 kind, __u8 sub, __u64 a, _
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
-/*
- * Interrupt levels: an entry opens one, an exit closes one. JW_INNER is an
- * entry that follows the item before it at once (an hrtimer's callback
- * after the tick's entry or the timer before it, a cross-CPU call's
- * function after its IPI's entry or the call before it): it takes that
- * item's end as its time instead of reading the clock, which costs more
- * here than the rest of the program. The kernel's few instructions between
- * them are charged to the callback.
- */
+/* Interrupt levels: an entry opens one, an exit closes one. */
 enum jw_step {
 	JW_POINT = 0,
 	JW_ENTER = 1,
 	JW_LEAVE = 2,
-	JW_INNER = 3,
 };
 
 /*
@@ -187,13 +163,13 @@ static __always_inline int batched(__u8 kind, __u8 sub, __u64 a, __u64 b, enum j
 	__u64 cpu = bpf_get_smp_processor_id();
 	struct jw_nest *st;
 	struct jw_item *it;
-	__u64 t0, idx, after = 0;
-	bool timed;
+	__u64 t0;
 	__u32 i;
 
 	barrier_var(cpu);
 	if (cpu >= JW_MAX_CPUS || !watched[cpu] || floor_only)
 		return 0;
+	t0 = bpf_ktime_get_ns();
 	st = &nests[cpu];
 	/*
 	 * Plain increments: a program that interrupts this one (on this CPU,
@@ -202,42 +178,18 @@ static __always_inline int batched(__u8 kind, __u8 sub, __u64 a, __u64 b, enum j
 	 */
 	st->active += 1;
 	if (st->active != 1) {
-		t0 = bpf_ktime_get_ns();
 		write_one(cpu, kind, sub, a, b, t0);
 		goto out;
 	}
-	/* One run in JW_OWN_EVERY reads the clock again to time itself. */
-	timed = (++st->runs % JW_OWN_EVERY) == 0;
 	i = st->n;
 	if (i >= JW_BATCH_ITEMS) {
 		/* Cannot happen (flushed before it fills); kept for the verifier. */
-		flush(st, cpu, JW_BATCH_ITEMS, 0, false);
+		flush(st, cpu, JW_BATCH_ITEMS, t0);
 		i = 0;
-	}
-	/*
-	 * Indexes 64-bit and pinned before their mask (as in reserve_on()):
-	 * knowing i < JW_BATCH_ITEMS, the compiler drops the mask, and 5.10's
-	 * and 6.1's verifiers cannot bound the 32-bit index it leaves.
-	 */
-	idx = i;
-	barrier_var(idx);
-	if (idx > 0) {
-		/* Where the program before this one ended, by its own time. */
-		it = &st->items[(idx - 1) & (JW_BATCH_ITEMS - 1)];
-		after = st->ts + it->dt + it->own_ns;
-	}
-	if (step == JW_INNER && i > 0 && !timed) {
-		t0 = after;
-	} else {
-		t0 = bpf_ktime_get_ns();
-		/* An estimated own time may run past this read: keep the order. */
-		if (t0 < after)
-			t0 = after;
 	}
 	if (i == 0)
 		st->ts = t0;
-	barrier_var(idx);
-	it = &st->items[idx & (JW_BATCH_ITEMS - 1)];
+	it = &st->items[i & (JW_BATCH_ITEMS - 1)];
 	it->dt = t0 - st->ts;
 	it->own_ns = 0;
 	it->kind = kind;
@@ -245,14 +197,18 @@ static __always_inline int batched(__u8 kind, __u8 sub, __u64 a, __u64 b, enum j
 	it->a = a;
 	it->b = b;
 	st->n = i + 1;
-	if (step == JW_ENTER || step == JW_INNER)
+	if (step == JW_ENTER)
 		st->depth += 1;
 	else if (step == JW_LEAVE && st->depth > 0)
 		st->depth -= 1;
-	if (st->depth == 0 || st->n > JW_BATCH_ITEMS - 4 || t0 - st->ts > JW_BATCH_AGE_NS)
-		flush(st, cpu, i, t0, timed);
-	else
-		it->own_ns = own_time(st, kind, timed, t0);
+	if (st->depth == 0 || st->n > JW_BATCH_ITEMS - 4 || t0 - st->ts > JW_BATCH_AGE_NS) {
+		flush(st, cpu, i, t0);
+	} else if ((++st->runs % JW_OWN_EVERY) == 0) {
+		it->own_ns = saturated16(bpf_ktime_get_ns() - t0);
+		st->own_est[kind & 31] = it->own_ns;
+	} else {
+		it->own_ns = st->own_est[kind & 31];
+	}
 out:
 	st->active -= 1;
 	return 0;
@@ -272,7 +228,7 @@ static __always_inline void flush_before(__u64 cpu)
 		return;
 	st = &nests[cpu];
 	if (st->active == 0 && st->n > 0)
-		flush(st, cpu, JW_BATCH_ITEMS, 0, false);
+		flush(st, cpu, JW_BATCH_ITEMS, 0);
 }
 
 /* The CPU enters an idle state: no interrupt level can be open. */

@@ -278,7 +278,7 @@ int BPF_PROG(on_hrtimer_entry, struct hrtimer *timer, ktime_t *now)
 {
 	if (!watched_here())
 		return 0;
-	return batched(JW_HRTIMER_ENTRY, 0, (__u64)timer->function, (__u64)timer, JW_INNER);
+	return batched(JW_HRTIMER_ENTRY, 0, (__u64)timer->function, (__u64)timer, JW_ENTER);
 }
 
 SEC("?tp_btf/hrtimer_expire_exit")
@@ -311,7 +311,7 @@ VECTOR_PROGS(irq_work, JW_VEC_IRQ_WORK)
 SEC("?raw_tp/csd_function_entry")
 int on_csd_entry(struct bpf_raw_tracepoint_args *ctx)
 {
-	return batched(JW_CSD_ENTRY, 0, ctx->args[0], ctx->args[1], JW_INNER);
+	return batched(JW_CSD_ENTRY, 0, ctx->args[0], ctx->args[1], JW_ENTER);
 }
 
 SEC("?raw_tp/csd_function_exit")
