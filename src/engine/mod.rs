@@ -10,7 +10,6 @@ mod cpu;
 mod freq;
 mod namer;
 mod origins;
-mod seek;
 mod spill;
 mod stacks;
 mod steal;

@@ -10,7 +10,6 @@ use crate::fastmap::Map;
 use crate::record::{Comm, Event, Payload, IDLE_EXIT};
 
 use super::context::{Context, Segment};
-use super::seek::partition_from_back;
 use super::spill::Spill;
 
 /// Whether a frame lives in a task (and is carried across its sleeps) or in
@@ -352,7 +351,7 @@ impl Timeline {
             }
         };
         self.spill.charge(t0, t1, &mut add);
-        let first = partition_from_back(&self.segments, |s| s.end <= t0);
+        let first = self.segments.partition_point(|s| s.end <= t0);
         for s in self.segments.range(first..) {
             if s.start >= t1 {
                 break;
@@ -369,7 +368,7 @@ impl Timeline {
 
     /// The window's segments overlapping [t0, t1), in order.
     pub fn segments_in(&self, t0: u64, t1: u64) -> impl Iterator<Item = &Segment> {
-        let first = partition_from_back(&self.segments, |s| s.end <= t0);
+        let first = self.segments.partition_point(|s| s.end <= t0);
         self.segments.range(first..).take_while(move |s| s.start < t1)
     }
 
