@@ -16,6 +16,9 @@
 //!    replaying synthetic streams (this machine has two CPUs);
 //! 8. the wake-up probe's latencies beside cyclictest's.
 //!
+//! `--figure 3b` measures that one figure and prints its section, writing
+//! nothing (the figures that stand alone: 3b).
+//!
 //! Needs root (BPF): a non-root user builds, then the bench re-runs itself
 //! through sudo.
 
@@ -28,6 +31,7 @@ mod ids;
 mod interruption;
 mod machine;
 mod measure;
+mod nic;
 mod passive;
 mod quiet;
 mod recorder;
@@ -53,7 +57,7 @@ pub use report::RTLA_FILE;
 /// Internal: the sudo'd re-run, after the user's build.
 const BUILT: &str = "--built";
 
-pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
+pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) -> Result<()> {
     if report_only {
         return redraw();
     }
@@ -67,6 +71,9 @@ pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
         sudo.arg("-E").arg(exe).args(["bench", BUILT]);
         if quick {
             sudo.arg("--quick");
+        }
+        if let Some(f) = figure {
+            sudo.args(["--figure", f]);
         }
         println!("bench: BPF needs root; running the measurements through sudo");
         let st = proc::status(&mut sudo)?;
@@ -111,6 +118,13 @@ pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
     };
 
     println!("bench: watched CPU {watched}, housekeeping CPU {house}{}", if quick { " (quick mode)" } else { "" });
+    if figure == Some("3b") {
+        let p = interruption::measure(&cx, &cx.interrupts)?;
+        let mut o = String::new();
+        details::per_interruption::section(&mut o, Some(&p), watched, house);
+        println!("{o}");
+        return Ok(());
+    }
     let quiet = quiet::quiet_check();
     // Other tracers or builds started meanwhile skew the figures: note them.
     let mut seen: Vec<String> = vec![];
@@ -132,7 +146,7 @@ pub fn run(quick: bool, built: bool, report_only: bool) -> Result<()> {
     println!("bench: 3/8 BPF ns per run under a context-switch load");
     let bpf = measure::bpf_cost(&cx)?;
     check("figure 3");
-    println!("bench: 3b/8 a tick and an IPI on CPU {watched}, seen by a spin loop: alone / the hooks alone / jitterwatch");
+    println!("bench: 3b/8 a tick, IPIs, a device IRQ and a work item on CPU {watched}, seen by a spin loop: alone / the hooks alone / jitterwatch");
     let per_interruption = Some(interruption::measure(&cx, &cx.interrupts)?);
     check("figure 3b");
     println!("bench: 4/8 ring-buffer capacity under context-switch storms on CPU {watched}");

@@ -44,6 +44,10 @@ enum Command {
         /// Redraw BENCHMARKS.md from bench-history.jsonl without measuring.
         #[arg(long, conflicts_with = "quick")]
         report_only: bool,
+        /// Measure this one figure and print its section; BENCHMARKS.md and
+        /// the history are left alone (a check while working on it).
+        #[arg(long, value_parser = ["3b"], conflicts_with = "report_only")]
+        figure: Option<String>,
     },
     /// Deps, build, then run target/release/jitterwatch ARGS as root (sudo -E if needed).
     Run {
@@ -105,7 +109,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Deps => deps::run(),
         Command::Build => build::run(),
-        Command::Bench { quick, built, report_only } => bench::run(quick, built, report_only),
+        Command::Bench { quick, built, report_only, figure } => bench::run(quick, built, report_only, figure.as_deref()),
         Command::Run { args } => run::run(&args),
         Command::Test { args } => test_cmd::run(&args),
         Command::Lint => lint::run(),

@@ -8,7 +8,7 @@
 mod bpf_run_time;
 mod machine_cost;
 mod memory;
-mod per_interruption;
+pub mod per_interruption;
 mod probe_floor;
 mod ring_capacity;
 mod startup;

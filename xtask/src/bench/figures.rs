@@ -91,7 +91,7 @@ pub mod method {
         )
     }
     pub fn per_interruption(reps: usize, secs: f64) -> String {
-        format!("v2: a C clock loop's gaps on the watched CPU (the tick by its period, a membarrier IPI every 2 ms by its send), nothing attached / the hooks alone (JITTERWATCH_BPF_FLOOR=1) / jitterwatch --comm with the loop turning watched[] off and on every 50 ms (paired), alternated, {reps} runs of {secs} s each (the paired run twice as long)")
+        format!("v3: a C clock loop's gaps on the watched CPU (the tick by its period; every 1 ms in turn a membarrier IPI, a UDP datagram to the gateway whose send-completion interrupt is routed to the watched CPU, a signal to the loop (a reschedule IPI), a stat_refresh write (a workqueue item), each by its send), nothing attached / the hooks alone (JITTERWATCH_BPF_FLOOR=1) / jitterwatch --comm with the loop turning watched[] off and on every 50 ms (paired), alternated, {reps} runs of {secs} s each (the paired run twice as long)")
     }
 
     pub fn bpf(reps: usize, secs: f64) -> String {
@@ -258,24 +258,28 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
 }
 
 /// 3b: each kind's p25 and p50 (the median of the runs') per condition,
-/// and our own time per interruption.
+/// the paired differences, and our own time per interruption.
 fn per_interruption(p: Option<&super::interruption::PerInterruption>, q: &dyn Fn(String) -> String) -> Figure {
+    use super::interruption::Kind;
     let m = |v: &[f64]| med(&Spread::of(v));
     let mut fig = Figure::new(q(method::per_interruption(p.map_or(0, |p| p.reps), p.map_or(0.0, |p| p.secs))));
     let conds = p.map(|p| [&p.none, &p.floor, &p.watched, &p.off]);
     for (cond, c) in ["none", "floor", "watched", "off"].into_iter().zip(conds.into_iter().flatten()) {
-        for (k, q) in ["p25", "p50"].into_iter().enumerate() {
-            fig = fig.with(&format!("tick_{cond}_{q}_ns"), m(&c.tick[k])).with(&format!("ipi_{cond}_{q}_ns"), m(&c.ipi[k]));
+        for (k, kind) in Kind::ALL.into_iter().enumerate() {
+            for (i, q) in ["p25", "p50"].into_iter().enumerate() {
+                fig = fig.with(&format!("{}_{cond}_{q}_ns", kind.key()), m(&c.q[k][i]));
+            }
+            fig = fig.with(&format!("{}s_{cond}", kind.key()), m(&c.seen[k]));
         }
-        fig = fig.with(&format!("ticks_{cond}"), m(&c.ticks_seen)).with(&format!("ipis_{cond}"), m(&c.ipis_seen));
     }
     // The paired runs' watched less not watched, each run's, then their median.
-    for (k, q) in ["p25", "p50"].into_iter().enumerate() {
-        fig = fig
-            .with(&format!("tick_paired_{q}_ns"), p.and_then(|p| m(&p.paired.tick[k])))
-            .with(&format!("ipi_paired_{q}_ns"), p.and_then(|p| m(&p.paired.ipi[k])));
+    for (k, kind) in Kind::ALL.into_iter().enumerate() {
+        for (i, q) in ["p25", "p50"].into_iter().enumerate() {
+            fig = fig.with(&format!("{}_paired_{q}_ns", kind.key()), p.and_then(|p| m(&p.paired.0[k][i])));
+        }
+        fig = fig.with(&format!("self_{}_ns", kind.key()), p.and_then(|p| med(&p.own[k])));
     }
-    fig.with("self_tick_ns", p.and_then(|p| med(&p.self_tick))).with("self_ipi_ns", p.and_then(|p| med(&p.self_ipi)))
+    fig
 }
 
 /// 4b: the consumer's ns/event with the recorder off and on, per load

@@ -149,16 +149,16 @@ pub fn measured(id: Id, f: &Figures) -> String {
             n(v("watched_p99_us"), 0),
             n(v("wakeups_seen"), 0)
         ),
-        Id::PerInterruption => ["tick", "ipi"]
+        Id::PerInterruption => crate::bench::interruption::Kind::ALL
             .map(|k| {
-                let x = |c: &str| v(&format!("{k}_{c}_p50_ns"));
+                let x = |c: &str| v(&format!("{}_{c}_p50_ns", k.key()));
                 let d = |a: Option<f64>, b: Option<f64>| n(a.zip(b).map(|(a, b)| a - b), 0);
                 format!(
                     "{}: our programs' work {} ns paired (the hooks alone {} ns, separate runs); self {} ns",
-                    if k == "tick" { "a tick with one hrtimer" } else { "a function-call IPI" },
+                    k.describe(),
                     n(x("paired"), 0),
                     d(x("floor"), x("none")),
-                    n(v(&format!("self_{k}_ns")), 0)
+                    n(v(&format!("self_{}_ns", k.key())), 0)
                 )
             })
             .join("; "),

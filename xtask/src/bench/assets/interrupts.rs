@@ -1,15 +1,27 @@
-//! Figure 3b's C program: a spin loop that keeps its gaps, an IPI sender
-//! beside it, and (the paired run) the switch of jitterwatch's watching.
+//! Figure 3b's C program: a spin loop that keeps its gaps, a sender of
+//! IPIs and packets beside it, and (the paired run) the switch of
+//! jitterwatch's watching.
 
-/// The loop and the IPI sender: `interrupts W H SECS PERIOD_US [MAP_ID
-/// OFFSET TOGGLE_MS]`.
+/// The loop and the sender: `interrupts W H SECS SLOT_US GATEWAY|-
+/// [MAP_ID OFFSET TOGGLE_MS]`.
 pub const INTERRUPTS: &str = r#"
 /*
  * Spins on CPU W for SECS reading CLOCK_MONOTONIC and prints every gap of
- * 300 ns or more ("G start len"), while a thread on CPU H sends it one
- * function-call IPI every PERIOD_US (membarrier's private expedited
- * command: a cross-CPU call to the CPUs running this process's threads)
- * and prints when ("S time"). The spinning thread is named jwgaps.
+ * 300 ns or more ("G start len"), while a thread on CPU H makes one
+ * interruption of W every SLOT_US, in turn, and prints when:
+ * - "S time": a function-call IPI (membarrier's private expedited command:
+ *   a cross-CPU call to the CPUs running this process's threads);
+ * - "U time": with a GATEWAY (an IPv4 address, not "-"), a UDP datagram to
+ *   its discard port: once the NIC has sent it, its send-completion
+ *   interrupt and the NET_RX softirq that reaps it run on W, where that
+ *   interrupt is routed (no answer is needed: gateways rate-limit theirs);
+ * - "R time": a reschedule IPI: a signal to the spinning thread, which
+ *   runs there, so the kernel kicks W with one (kick_process) and the
+ *   thread runs an empty handler; no switch. (A nice change would not do:
+ *   with one runnable task the scheduler sends nothing);
+ * - "W time": one workqueue item on W (a write to /proc/sys/vm/stat_refresh
+ *   runs refresh_vm_stats on every CPU): a kworker preempts the loop.
+ * The spinning thread is named jwgaps.
  *
  * With MAP_ID, OFFSET and TOGGLE_MS: the loop itself turns jitterwatch's
  * watched[W] (the byte at OFFSET of the BPF array map MAP_ID, its .bss,
@@ -19,24 +31,37 @@ pub const INTERRUPTS: &str = r#"
  */
 #define _GNU_SOURCE
 #include <linux/bpf.h>
+#include <arpa/inet.h>
 #include <linux/membarrier.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define CAP (1 << 20)
-static uint64_t gap_at[CAP], gap_len[CAP], sent[CAP], toggled[CAP];
-static size_t ngaps, nsent, ntoggled;
+static uint64_t gap_at[CAP], gap_len[CAP], toggled[CAP];
+static size_t ngaps, ntoggled;
+/* What the sender did and when, as "K time" lines: K is one of SURW. */
+static uint64_t did_at[CAP];
+static char did[CAP];
+static size_t ndid;
+static pid_t spinner;
+static int refresh_fd = -1;
+static struct sockaddr_in gateway;
+static int has_gateway;
 static volatile int done;
-static int w, h, period_us;
+static int w, h, slot_us;
 static double secs;
 
 static uint64_t now(void)
@@ -44,6 +69,11 @@ static uint64_t now(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
 }
 
 static void pin(int cpu)
@@ -54,16 +84,55 @@ static void pin(int cpu)
 	sched_setaffinity(0, sizeof(s), &s);
 }
 
+static void note(char kind, uint64_t t)
+{
+	if (ndid < CAP) {
+		did[ndid] = kind;
+		did_at[ndid++] = t;
+	}
+}
+
+/* One datagram to the gateway's discard port (a refusal the gateway
+ * sent back for an earlier one fails a send: not counted). */
+static void dial(int fd)
+{
+	uint64_t t = now();
+	if (send(fd, "x", 1, MSG_DONTWAIT) == 1)
+		note('U', t);
+}
+
 static void *sender(void *arg)
 {
 	(void)arg;
 	pin(h);
-	while (!done) {
-		struct timespec d = { 0, period_us * 1000L };
+	int udp = -1;
+	if (has_gateway) {
+		udp = socket(AF_INET, SOCK_DGRAM, 0);
+		if (udp >= 0 && connect(udp, (struct sockaddr *)&gateway, sizeof(gateway)))
+			udp = -1;
+	}
+	for (unsigned k = 0; !done; k++) {
+		struct timespec d = { 0, slot_us * 1000L };
 		nanosleep(&d, 0);
 		uint64_t t = now();
-		if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0 && nsent < CAP)
-			sent[nsent++] = t;
+		switch (k % 4) {
+		case 0:
+			if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+				note('S', t);
+			break;
+		case 1:
+			if (udp >= 0)
+				dial(udp);
+			break;
+		case 2:
+			if (syscall(SYS_tgkill, getpid(), spinner, SIGUSR1) == 0)
+				note('R', t);
+			break;
+		case 3:
+			if (refresh_fd >= 0 && pwrite(refresh_fd, "1\n", 2, 0) == 2)
+				note('W', t);
+			break;
+		}
 	}
 	return 0;
 }
@@ -90,14 +159,26 @@ static volatile uint8_t *map_byte(unsigned id, size_t offset)
 
 int main(int argc, char **argv)
 {
-	if (argc < 5)
+	if (argc < 6)
 		return 2;
-	w = atoi(argv[1]), h = atoi(argv[2]), secs = atof(argv[3]), period_us = atoi(argv[4]);
+	w = atoi(argv[1]), h = atoi(argv[2]), secs = atof(argv[3]), slot_us = atoi(argv[4]);
+	spinner = getpid();
+	signal(SIGUSR1, on_signal);
+	refresh_fd = open("/proc/sys/vm/stat_refresh", O_WRONLY);
+	if (strcmp(argv[5], "-")) {
+		gateway.sin_family = AF_INET;
+		gateway.sin_port = htons(9);
+		if (inet_pton(AF_INET, argv[5], &gateway.sin_addr) != 1) {
+			fprintf(stderr, "not an IPv4 address: %s\n", argv[5]);
+			return 2;
+		}
+		has_gateway = 1;
+	}
 	volatile uint8_t *flag = 0;
 	uint64_t toggle_ns = 0;
-	if (argc >= 8) {
-		flag = map_byte(atoi(argv[5]), strtoull(argv[6], 0, 10));
-		toggle_ns = strtoull(argv[7], 0, 10) * 1000000u;
+	if (argc >= 9) {
+		flag = map_byte(atoi(argv[6]), strtoull(argv[7], 0, 10));
+		toggle_ns = strtoull(argv[8], 0, 10) * 1000000u;
 	}
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0)) {
 		perror("membarrier");
@@ -107,7 +188,7 @@ int main(int argc, char **argv)
 	prctl(PR_SET_NAME, "jwgaps", 0, 0, 0);
 	/* Touch what the loop writes, so no page fault lands in it. */
 	for (size_t i = 0; i < CAP; i += 512)
-		gap_at[i] = gap_len[i] = sent[i] = toggled[i] = 0;
+		gap_at[i] = gap_len[i] = did_at[i] = toggled[i] = did[i] = 0;
 	pthread_t t;
 	pthread_create(&t, 0, sender, 0);
 	uint64_t t0 = now(), end = t0 + (uint64_t)(secs * 1e9), prev = t0, x;
@@ -132,8 +213,8 @@ int main(int argc, char **argv)
 	pthread_join(t, 0);
 	for (size_t i = 0; i < ngaps; i++)
 		printf("G %llu %llu\n", (unsigned long long)gap_at[i], (unsigned long long)gap_len[i]);
-	for (size_t i = 0; i < nsent; i++)
-		printf("S %llu\n", (unsigned long long)sent[i]);
+	for (size_t i = 0; i < ndid; i++)
+		printf("%c %llu\n", did[i], (unsigned long long)did_at[i]);
 	for (size_t i = 0; i < ntoggled; i++)
 		printf("T %llu %u\n", (unsigned long long)(toggled[i] / 2), (unsigned)(toggled[i] % 2));
 	return 0;

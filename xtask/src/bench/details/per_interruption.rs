@@ -1,10 +1,11 @@
-//! Section 3b: what one tick and one function-call IPI of the watched CPU
-//! cost with jitterwatch attached, seen by a plain spin loop, beside the
+//! Section 3b: what one interruption of each kind (tick, function-call IPI,
+//! device IRQ, reschedule IPI, workqueue item) of the watched CPU costs
+//! with jitterwatch attached, seen by a plain spin loop, beside the
 //! kernel's hooks alone and nothing attached.
 
 use std::fmt::Write;
 
-use crate::bench::interruption::{Condition, PerInterruption};
+use crate::bench::interruption::{Kind, PerInterruption};
 use crate::bench::spread::Spread;
 
 /// Section 3b of `p` (None: not measured), watched CPU `w`, housekeeping `h`.
@@ -14,23 +15,36 @@ pub fn section(o: &mut String, p: Option<&PerInterruption>, w: usize, h: usize) 
         let _ = writeln!(o, "Not measured.");
         return;
     };
+    let routed = match &p.routed {
+        Ok(irqs) => format!(
+            "the NIC's interrupts that counted a burst of such datagrams, IRQ {}, routed to CPU {w} for the figure and put back after",
+            irqs.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+        ),
+        Err(why) => format!("not measured here: {why}"),
+    };
     let _ = writeln!(
         o,
         "A C loop spins on CPU {w} reading CLOCK_MONOTONIC and keeps every gap of 300 ns or more; a thread of the same \
-         process on CPU {h} sends it a function-call IPI every 2 ms (`membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: one \
-         cross-CPU call) and keeps when. A tick's gaps are those on the tick's period (the comb of 1/HZ that holds a gap in \
-         nearly every slot), an IPI's those that begin within 60 µs of a send. Three runs, alternated, {} times: nothing \
-         attached ({} s); `jitterwatch --comm jwgaps --cpus {w}` (passive mode, every program) with \
-         `JITTERWATCH_BPF_FLOOR=1` (every program returns at once: what the kernel's hooks and the BPF dispatch cost \
-         alone; {} s); and the paired run ({} s): jitterwatch watching while the loop itself turns jitterwatch's \
-         `watched[{w}]` (its .bss, mmapped by map id) off and on every 50 ms, from user space on CPU {w}, so each \
-         interruption is seen whole or not at all. In the paired run's off windows every program is attached and \
-         returns at its first test; in its on windows they do their work: the difference, within one run and \
-         50 ms apart, is what our programs' work adds, free of the host's drift from run to run, which is larger \
-         than the figure itself here. The hooks' dispatch is read from the separate runs only (the floor less \
-         nothing attached), with that drift. Each run's gaps of a kind give their 25th percentile and median; the \
-         table has the median of the runs'. `self` is jitterwatch's own time per interruption by its programs' clock \
-         reads, from the paired runs' CSVs (the `self: jitterwatch` cause of the rows that are one tick or one IPI).\n",
+         process on CPU {h} makes one interruption of CPU {w} every 1 ms, in turn, and keeps when: a function-call IPI \
+         (`membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: one cross-CPU call); a UDP datagram to the default gateway's discard port, whose send completion the NIC signals \
+         with an interrupt on CPU {w} and the NET_RX softirq reaps ({routed}); a reschedule IPI (a \
+         signal to the loop, which runs on CPU {w}: the kernel kicks it with a reschedule IPI and the loop runs an empty \
+         handler, without a switch); a workqueue item (a write to /proc/sys/vm/stat_refresh: a kworker \
+         preempts the loop to run refresh_vm_stats, two switches and the item). A tick's gaps are those on the tick's \
+         period (the comb of 1/HZ that holds a gap in nearly every slot); each send's, the longest gap that \
+         begins within 60 µs of it (the IPIs, the kworker) or 400 µs (the NIC's completion, 50–150 µs after its send \
+         here): the host's short pauses fall in the same windows. A send whose window also holds a tick or another \
+         kind's window gives none. Three runs, alternated, {} times: nothing attached ({} s); `jitterwatch --comm jwgaps --cpus {w}` \
+         (passive mode, every program) with `JITTERWATCH_BPF_FLOOR=1` (every program returns at once: what the kernel's \
+         hooks and the BPF dispatch cost alone; {} s); and the paired run ({} s): jitterwatch watching while the loop \
+         itself turns jitterwatch's `watched[{w}]` (its .bss, mmapped by map id) off and on every 50 ms, from user space \
+         on CPU {w}, so each interruption is seen whole or not at all. In the paired run's off windows every program is \
+         attached and returns at its first test; in its on windows they do their work: the difference, within one run \
+         and 50 ms apart, is what our programs' work adds, free of the host's drift from run to run, which is larger \
+         than the figure itself here. The hooks' dispatch is read from the separate runs only (the floor less nothing \
+         attached), with that drift. Each run's gaps of a kind give their 25th percentile and median; the table has the \
+         median of the runs'. `self` is jitterwatch's own time per interruption by its programs' clock reads, from the \
+         paired runs' CSVs (the `self: jitterwatch` cause of the rows that are one interruption of the kind).\n",
         p.reps,
         p.secs,
         p.secs,
@@ -38,9 +52,8 @@ pub fn section(o: &mut String, p: Option<&PerInterruption>, w: usize, h: usize) 
     );
     let _ = writeln!(o, "| interruption | condition | p25 (ns) | p50 (ns) | gaps per run | added at p50 |\n|---|---|---|---|---|---|");
     let med = |v: &[f64]| Spread::of(v).median;
-    for (kind, pick) in [("a tick with one hrtimer", 0usize), ("a function-call IPI with one call", 1)] {
-        let q = |c: &Condition, k: usize| med(if pick == 0 { &c.tick[k] } else { &c.ipi[k] });
-        let seen = |c: &Condition| med(if pick == 0 { &c.ticks_seen } else { &c.ipis_seen });
+    for (k, kind) in Kind::ALL.into_iter().enumerate() {
+        let q = |c: &crate::bench::interruption::Condition, i: usize| med(&c.q[k][i]);
         let base = q(&p.none, 1);
         let rows = [
             ("nothing attached", &p.none, None),
@@ -49,22 +62,22 @@ pub fn section(o: &mut String, p: Option<&PerInterruption>, w: usize, h: usize) 
             ("paired run, watched", &p.watched, Some(q(&p.off, 1))),
         ];
         for (name, c, against) in rows {
-            let added = against.map_or(String::new(), |b| format!("{:+.0} ns", q(c, 1) - b));
-            let _ = writeln!(o, "| {kind} | {name} | {:.0} | {:.0} | {:.0} | {added} |", q(c, 0), q(c, 1), seen(c));
+            let ns = |x: f64| if x.is_finite() { format!("{x:.0}") } else { "not measured".to_string() };
+            let added =
+                against
+                    .map_or(String::new(), |b| if (q(c, 1) - b).is_finite() { format!("{:+.0} ns", q(c, 1) - b) } else { String::new() });
+            let _ = writeln!(o, "| {} | {name} | {} | {} | {:.0} | {added} |", kind.describe(), ns(q(c, 0)), ns(q(c, 1)), med(&c.seen[k]));
         }
     }
-    let paired = |v: &[Vec<f64>; 2]| format!("{} at p25, {} at p50", Spread::of(&v[0]).show(0), Spread::of(&v[1]).show(0));
+    let show = |v: &Spread| if v.n == 0 { "not measured".to_string() } else { v.show(0) };
+    let _ = writeln!(o, "\n| interruption | our programs' work, paired: p25 (ns) | p50 (ns) | `self` (ns) |\n|---|---|---|---|");
+    for (k, kind) in Kind::ALL.into_iter().enumerate() {
+        let [p25, p50] = &p.paired.0[k];
+        let _ = writeln!(o, "| {} | {} | {} | {} |", kind.describe(), show(&Spread::of(p25)), show(&Spread::of(p50)), show(&p.own[k]));
+    }
     let _ = writeln!(
         o,
-        "\nWhat our programs' work adds, each paired run's watched less not watched, median [min–max] over the runs: \
-         a tick {} ns; an IPI {} ns.",
-        paired(&p.paired.tick),
-        paired(&p.paired.ipi)
-    );
-    let _ = writeln!(
-        o,
-        "\njitterwatch's own time by its clock reads (`self`): {} ns per tick, {} ns per IPI (median over the paired runs' rows).",
-        p.self_tick.show(0),
-        p.self_ipi.show(0)
+        "\nThe paired columns are each paired run's watched less not watched, median [min–max] over the runs; `self` is \
+         the median over the paired runs' rows of that kind."
     );
 }

@@ -143,10 +143,8 @@ fn results(sampled: bool) -> Results {
             .collect(),
         per_interruption: sampled.then(|| {
             let cond = |ns: f64| interruption::Condition {
-                tick: [vec![ns - 1000.0], vec![ns]],
-                ipi: [vec![ns - 9000.0], vec![ns - 8000.0]],
-                ticks_seen: vec![750.0],
-                ipis_seen: vec![1400.0],
+                q: [0.0, 9000.0, 7000.0, 10_000.0, 2000.0].map(|less| [vec![ns - less - 1000.0], vec![ns - less]]),
+                seen: [vec![750.0], vec![1400.0], vec![700.0], vec![650.0], vec![600.0]],
             };
             interruption::PerInterruption {
                 reps: 8,
@@ -155,9 +153,15 @@ fn results(sampled: bool) -> Results {
                 floor: cond(14_050.0),
                 watched: cond(14_120.0),
                 off: cond(14_040.0),
-                paired: interruption::Paired { tick: [vec![70.0], vec![80.0]], ipi: [vec![60.0], vec![70.0]] },
-                self_tick: s(300.0),
-                self_ipi: s(200.0),
+                paired: interruption::Paired([
+                    [vec![70.0], vec![80.0]],
+                    [vec![60.0], vec![70.0]],
+                    [vec![50.0], vec![60.0]],
+                    [vec![40.0], vec![50.0]],
+                    [vec![90.0], vec![100.0]],
+                ]),
+                own: [s(300.0), s(200.0), s(250.0), s(150.0), s(400.0)],
+                routed: Ok(vec![38]),
             }
         }),
         bt_probes: 21,
@@ -263,4 +267,16 @@ fn figure_2_names_the_other_hooks_where_measured() {
 fn condition_keys() {
     assert_eq!(slug("idle, SCHED_OTHER"), "idle_sched_other");
     assert_eq!(slug("pipe load, FIFO 80"), "pipe_load_fifo_80");
+}
+
+/// 3b: a kind not measured (the NIC counted no datagram) keeps the figure
+/// from being met, but a kind over the target is missed all the same.
+#[test]
+fn per_interruption_is_met_only_when_every_kind_was_measured() {
+    let mut r = results(true);
+    let p = r.per_interruption.as_mut().unwrap();
+    p.paired.0[2] = [Vec::new(), Vec::new()];
+    assert_eq!(judge(Id::PerInterruption, &from_results(&r, false)), Verdict::NotMeasured);
+    r.per_interruption.as_mut().unwrap().paired.0[0][1] = vec![900.0];
+    assert_eq!(judge(Id::PerInterruption, &from_results(&r, false)), Verdict::Missed);
 }

@@ -1,0 +1,204 @@
+//! Figure 3b's gaps: what the C loop printed, the kinds of interruption,
+//! and which kind each gap is (the tick by its period, the others by
+//! their sends), also split by the paired run's watching.
+
+/// A tick's gap begins this close to its slot of the comb, ns.
+const TICK_WITHIN_NS: u64 = 10_000;
+
+/// A gap: (start, length), ns.
+type Gap = (u64, u64);
+
+/// The interruptions 3b reads, in its tables' order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Tick,
+    Ipi,
+    Irq,
+    Resched,
+    Work,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 5] = [Kind::Tick, Kind::Ipi, Kind::Irq, Kind::Resched, Kind::Work];
+
+    /// Its name in the figure's keys (`tick_paired_p50_ns`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Kind::Tick => "tick",
+            Kind::Ipi => "ipi",
+            Kind::Irq => "irq",
+            Kind::Resched => "resched",
+            Kind::Work => "work",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kind::Tick => "a tick with one hrtimer",
+            Kind::Ipi => "a function-call IPI with one call",
+            Kind::Irq => "a device IRQ (a NIC's send completion) with its NET_RX softirq",
+            Kind::Resched => "a reschedule IPI (a signal's kick, no switch)",
+            Kind::Work => "a workqueue item (kworker preempts)",
+        }
+    }
+
+    /// The C program's letter for a send of this kind (the tick has none).
+    fn letter(self) -> Option<&'static str> {
+        match self {
+            Kind::Tick => None,
+            Kind::Ipi => Some("S"),
+            Kind::Irq => Some("U"),
+            Kind::Resched => Some("R"),
+            Kind::Work => Some("W"),
+        }
+    }
+
+    /// How soon after its send a gap of this kind begins, ns: the IPIs and
+    /// the kworker at once (all within 50 µs here); the NIC's completion
+    /// once the host has sent the datagram (50–150 µs here). Each far below
+    /// the slot, so no two kinds' windows meet.
+    fn within(self) -> u64 {
+        match self {
+            Kind::Tick => 0,
+            Kind::Ipi | Kind::Resched | Kind::Work => 60_000,
+            Kind::Irq => 400_000,
+        }
+    }
+}
+
+/// Per kind, in Kind::ALL's order.
+pub type ByKind<T> = [T; 5];
+
+/// One run's gaps: (start, length) in CLOCK_MONOTONIC ns, the sends of
+/// each kind, and (paired run) when watching was turned on (true) or off.
+#[derive(Default)]
+pub struct Gaps {
+    pub gaps: Vec<(u64, u64)>,
+    pub sends: ByKind<Vec<u64>>,
+    pub toggles: Vec<(u64, bool)>,
+}
+
+pub fn parse(text: &str) -> Gaps {
+    let mut g = Gaps::default();
+    for line in text.lines() {
+        let mut w = line.split(' ');
+        match (w.next(), w.next().and_then(|x| x.parse().ok()), w.next().and_then(|x| x.parse::<u64>().ok())) {
+            (Some("G"), Some(at), Some(len)) => g.gaps.push((at, len)),
+            (Some(k), Some(at), None) => {
+                if let Some(i) = Kind::ALL.iter().position(|x| x.letter() == Some(k)) {
+                    g.sends[i].push(at);
+                }
+            }
+            (Some("T"), Some(at), Some(on)) => g.toggles.push((at, on == 1)),
+            _ => {}
+        }
+    }
+    g
+}
+
+/// The tick's period and phase: of the periods 1/HZ can be (HZ 1000, 300,
+/// 250, 100), the comb whose slots (±TICK_WITHIN_NS) hold a gap most often.
+/// `gaps` are those no send explains; a slot in `masked` time (just after a
+/// send, where a gap would be the send's) is not counted either way.
+pub fn tick_comb(gaps: &[(u64, u64)], masked: &dyn Fn(u64) -> bool) -> Option<(u64, u64)> {
+    let (first, last) = (gaps.first()?.0, gaps.last()?.0);
+    let mut best: Option<(f64, u64, u64)> = None;
+    for period in [1_000_000u64, 3_333_333, 4_000_000, 10_000_000] {
+        // Phases in steps of half the slot's width.
+        let step = TICK_WITHIN_NS;
+        let mut counts = vec![0u32; (period / step) as usize + 1];
+        for &(at, _) in gaps {
+            counts[((at % period) / step) as usize] += 1;
+        }
+        let n = counts.len();
+        let base = first - first % period;
+        for i in 0..n {
+            let hits = counts[i] + counts[(i + 1) % n];
+            if hits == 0 {
+                continue;
+            }
+            let phase = (i as u64) * step + step;
+            let all = (0..).map(|k| base + phase + k * period).take_while(|&t| t <= last).filter(|&t| t >= first);
+            let (total, slots) = all.fold((0usize, 0usize), |(n, free), t| (n + 1, free + usize::from(!masked(t))));
+            // A phase mostly masked says too little to be the tick's.
+            if 2 * slots < total {
+                continue;
+            }
+            let share = f64::from(hits) / slots.max(1) as f64;
+            if best.is_none_or(|b| share > b.0) {
+                best = Some((share, period, phase));
+            }
+        }
+    }
+    // Nearly every slot holds a gap, or it is not the tick.
+    best.filter(|b| b.0 >= 0.8).map(|b| (b.1, b.2))
+}
+
+/// Whether `at` is within `within` after one of `sends` (sorted).
+pub(super) fn follows(sends: &[u64], at: u64, within: u64) -> bool {
+    let i = sends.partition_point(|&s| s <= at);
+    i > 0 && at - sends[i - 1] <= within
+}
+
+/// Each kind's gaps, (start, length), apart: a gap that could be two
+/// kinds' is neither's.
+fn classify_at(g: &Gaps) -> ByKind<Vec<Gap>> {
+    let after = |k: Kind, at: u64| follows(&g.sends[k as usize], at, k.within());
+    // The sends are periodic too: the comb is looked for without the gaps
+    // just after them, and without its slots there.
+    let after_any = |at: u64| Kind::ALL[1..].iter().any(|&k| after(k, at));
+    let rest: Vec<(u64, u64)> = g.gaps.iter().copied().filter(|&(at, _)| !after_any(at)).collect();
+    let comb = tick_comb(&rest, &after_any);
+    let on_tick = |at: u64| {
+        comb.is_some_and(|(p, ph)| {
+            let d = (at % p + p - ph % p) % p;
+            d <= TICK_WITHIN_NS || p - d <= TICK_WITHIN_NS
+        })
+    };
+    let windows = |at: u64| Kind::ALL[1..].iter().filter(|&&k| after(k, at)).count();
+    let mut by: ByKind<Vec<Gap>> = Default::default();
+    by[0] = g.gaps.iter().copied().filter(|&(at, _)| on_tick(at) && windows(at) == 0).collect();
+    // A send's interruption is the longest gap in its window: the host's
+    // short pauses fall there too. A window that also holds the tick or
+    // another kind's window gives nothing: the two may have merged.
+    for k in Kind::ALL[1..].iter().copied() {
+        for &s in &g.sends[k as usize] {
+            let from = g.gaps.partition_point(|&(at, _)| at < s);
+            let to = g.gaps.partition_point(|&(at, _)| at <= s + k.within());
+            let mine = &g.gaps[from..to];
+            if mine.iter().any(|&(at, _)| on_tick(at) || windows(at) > 1) {
+                continue;
+            }
+            by[k as usize].extend(mine.iter().copied().max_by_key(|&(_, len)| len));
+        }
+    }
+    by.iter_mut().for_each(|v| v.sort_unstable());
+    by
+}
+
+/// Each kind's gaps (lengths, ns), apart.
+pub fn classify(g: &Gaps) -> ByKind<Vec<u64>> {
+    classify_at(g).map(|v| v.into_iter().map(|g| g.1).collect())
+}
+
+/// Whether watching was on when a gap began at `at` (None: before the
+/// first toggle).
+pub(super) fn watching_at(toggles: &[(u64, bool)], at: u64) -> Option<bool> {
+    let i = toggles.partition_point(|&(t, _)| t <= at);
+    (i > 0).then(|| toggles[i - 1].1)
+}
+
+/// A paired run's gaps of each kind (lengths), split by whether watching
+/// was on when each began: [on, off] per kind. Found on the whole run
+/// first, so the tick's comb holds every slot.
+pub fn classify_paired(g: &Gaps) -> ByKind<[Vec<u64>; 2]> {
+    classify_at(g).map(|v| {
+        let mut by = [Vec::new(), Vec::new()];
+        for (at, len) in v {
+            if let Some(on) = watching_at(&g.toggles, at) {
+                by[usize::from(!on)].push(len);
+            }
+        }
+        by
+    })
+}

@@ -1,0 +1,113 @@
+//! Figure 3b's pure parts: finding each kind's gaps, the paired split,
+//! the bpftool parsing, our own time per kind.
+
+use super::gaps::{tick_comb, watching_at};
+use super::*;
+
+/// A run: a tick every 4 ms at phase 1.23 ms (13 µs each, 5 µs more
+/// with `extra`), an IPI sent every 2 ms whose gap follows by 20 µs, a datagram
+/// 1 ms after each whose device interrupt follows by 100 µs (6 µs) among two
+/// short pauses, and stray gaps.
+fn run(extra: u64) -> Gaps {
+    let mut g = Gaps::default();
+    for k in 0..500u64 {
+        g.gaps.push((1_230_000 + k * 4_000_000, 13_000 + extra));
+    }
+    for k in 0..1000u64 {
+        let s = 500_000 + k * 2_000_000 + (k % 7) * 1000;
+        g.sends[Kind::Ipi as usize].push(s);
+        g.gaps.push((s + 20_000, 4_000 + extra));
+        g.sends[Kind::Irq as usize].push(s + 1_000_000);
+        g.gaps.push((s + 1_100_000, 6_000 + extra));
+        // The host's short pauses in the same window.
+        g.gaps.push((s + 1_050_000, 1_500));
+        g.gaps.push((s + 1_300_000, 1_600));
+    }
+    for k in 0..300u64 {
+        g.gaps.push((777_777 + k * 6_543_210, 30_000));
+    }
+    g.gaps.sort_unstable();
+    g
+}
+
+#[test]
+fn the_tick_is_found_by_its_period_and_the_ipis_by_their_sends() {
+    let g = run(0);
+    let rest: Vec<(u64, u64)> = g.gaps.iter().copied().filter(|g| ![4_000, 6_000, 1_500, 1_600].contains(&g.1)).collect();
+    assert_eq!(tick_comb(&rest, &|_| false).map(|c| c.0), Some(4_000_000));
+    // Datagrams every 2 ms whose gaps come 1 ms after their sends, and
+    // periodic: were they in the comb, a 10 ms comb would hold as many.
+    assert!((495..=505).contains(&classify(&g)[0].len()), "strays may fall on the comb");
+    let [mut t, mut i, mut d, r, w] = classify(&g);
+    assert!(r.is_empty() && w.is_empty(), "no sends of theirs, no gaps of theirs");
+    assert!(t.len() >= 495 && i.len() >= 990 && d.len() >= 990, "{} ticks, {} ipis, {} irqs", t.len(), i.len(), d.len());
+    let medians = [quantile(&mut t, 0.5), quantile(&mut i, 0.5), quantile(&mut d, 0.5)];
+    assert_eq!(medians, [Some(13_000.0), Some(4_000.0), Some(6_000.0)]);
+    let [mut t5, _, mut d5, ..] = classify(&run(5_000));
+    assert_eq!(quantile(&mut t5, 0.5), Some(18_000.0), "what was added shows in the median");
+    assert_eq!(quantile(&mut d5, 0.5), Some(11_000.0));
+    // Without datagrams, their gaps are nobody's (not an IPI's: too late).
+    let mut quiet = run(0);
+    quiet.sends[Kind::Irq as usize].clear();
+    assert_eq!(classify(&quiet)[2].len(), 0);
+    assert!(classify(&quiet)[1].iter().all(|&l| l == 4_000 || l == 30_000));
+}
+
+#[test]
+fn a_paired_run_splits_its_gaps_by_the_watching_at_their_start() {
+    let mut g = run(0);
+    // Off, then on, every 50 ms.
+    g.toggles = (0..60u64).map(|k| (k * 50_000_000, k % 2 == 1)).collect();
+    let on = |at: u64| (at / 50_000_000) % 2 == 1;
+    for gap in &mut g.gaps {
+        if on(gap.0) && gap.1 < 30_000 {
+            gap.1 += 150;
+        }
+    }
+    let [[t_on, t_off], [i_on, i_off], [d_on, d_off], ..] = classify_paired(&g);
+    assert!(t_on.len() > 100 && t_off.len() > 100 && i_on.len() > 200 && i_off.len() > 200 && d_on.len() > 200 && d_off.len() > 200);
+    // A stray gap (30 µs) may fall on the tick's comb or after a send.
+    let only = |v: &[u64], l: u64| v.iter().all(|&x| x == l || x == 30_000);
+    assert!(only(&t_on, 13_150) && only(&t_off, 13_000), "{t_on:?}");
+    assert!(only(&i_on, 4_150) && only(&i_off, 4_000));
+    assert!(only(&d_on, 6_150) && only(&d_off, 6_000));
+    assert_eq!(watching_at(&g.toggles, 0), Some(false));
+    assert_eq!(watching_at(&[(10, true)], 5), None, "before the first toggle: neither");
+}
+
+#[test]
+fn the_watched_byte_is_found_from_bpftool() {
+    let maps = r#"[{"id":7,"name":"jitterwa.bss","btf_id":30},{"id":9,"name":"jitterwa.bss","btf_id":31},
+                  {"id":12,"name":"other.bss","btf_id":40}]"#;
+    assert_eq!(bss_map(maps), Some((9, 31)), "the newest of jitterwatch's");
+    assert_eq!(bss_map("[]"), None);
+    let dump = "[479] VAR 'watched' type_id=478, linkage=global\n[576] DATASEC '.bss' size=661312 vlen=15\n\
+                \ttype_id=471 offset=512 size=4 (VAR '_jw_sentinel')\n\ttype_id=479 offset=516 size=1024 (VAR 'watched')\n\
+                \ttype_id=491 offset=103948 size=256 (VAR 'watched_list')\n";
+    assert_eq!(var_offset(dump, "watched"), Some(516));
+    assert_eq!(var_offset(dump, "watched_list"), Some(103948));
+    assert_eq!(var_offset(dump, "nests"), None);
+}
+
+#[test]
+fn without_a_period_there_is_no_tick() {
+    let g = Gaps { gaps: (0..300u64).map(|k| (k * 6_543_210 + k * k, 30_000)).collect(), ..Gaps::default() };
+    assert_eq!(tick_comb(&g.gaps, &|_| false), None);
+    assert_eq!(classify(&g)[0].len(), 0);
+}
+
+#[test]
+fn our_own_time_is_read_from_the_rows_of_each_kind() {
+    let csv = "time_ns,cpu,gap_ns,explained_ns,unexplained_ns,top_kind,top_name,top_ns,causes,source\n\
+               1,1,9000,9000,0,irq,local_timer,5000,irq:local_timer=5000;timer:tick_nohz_handler=3600;self:jitterwatch=400,interrupted\n\
+               2,1,4000,4000,0,ipi,call_function_single,3000,ipi:call_function_single=3000;self:jitterwatch=250;ipi:ipi_mb=750,interrupted\n\
+               3,1,5000,5000,0,softirq,TIMER,5000,softirq:TIMER=5000,interrupted\n\
+               4,1,7000,7000,0,softirq,NET_RX,4000,irq:virtio2-input.0=2700;softirq:NET_RX=4000;self:jitterwatch=300,interrupted\n\
+               5,1,9000,9000,0,irq,local_timer,5000,irq:local_timer=5000;softirq:NET_RX=3000;self:jitterwatch=500,interrupted\n\
+               6,1,2000,2000,0,ipi,reschedule,1800,ipi:reschedule=1800;self:jitterwatch=200,interrupted\n\
+               7,1,2500,2500,0,ipi,reschedule,1800,ipi:reschedule=1800;softirq:RCU=500;self:jitterwatch=210,interrupted\n\
+               8,1,9000,9000,0,task,kworker/1:1,6000,task:kworker/1:1=2000;work:refresh_vm_stats=4000;self:jitterwatch=700,preempted\n";
+    let own = own_per_interruption(csv);
+    assert_eq!(own[..3], [vec![400.0, 500.0], vec![250.0], vec![300.0]], "a tick that ran NET_RX is a tick's");
+    assert_eq!(own[3..], [vec![200.0], vec![700.0]], "a reschedule IPI that ran a softirq is not one alone");
+}
