@@ -169,7 +169,6 @@ static __always_inline int batched(__u8 kind, __u8 sub, __u64 a, __u64 b, enum j
 	barrier_var(cpu);
 	if (cpu >= JW_MAX_CPUS || !watched[cpu] || floor_only)
 		return 0;
-	t0 = bpf_ktime_get_ns();
 	st = &nests[cpu];
 	/*
 	 * Plain increments: a program that interrupts this one (on this CPU,
@@ -177,6 +176,15 @@ static __always_inline int batched(__u8 kind, __u8 sub, __u64 a, __u64 b, enum j
 	 * goes on, so no atomic is needed.
 	 */
 	st->active += 1;
+	/*
+	 * The clock is read once the nest is ours. Read before, an interrupt
+	 * arriving between the read and the increment (one held back by a
+	 * host pause, say) had its programs take the empty nest and set the
+	 * batch's time after ours: our item's offset went negative, read back
+	 * as 4.29 s later, and the CPU's timeline ran 4.29 s ahead of its
+	 * events for the rest of the run (seen at a TCP ping-pong, 2 runs in 5).
+	 */
+	t0 = bpf_ktime_get_ns();
 	if (st->active != 1) {
 		write_one(cpu, kind, sub, a, b, t0);
 		goto out;
