@@ -190,8 +190,15 @@ static __always_inline int batched(__u8 kind, __u8 sub, __u64 a, __u64 b, enum j
 		goto out;
 	}
 	i = st->n;
-	if (i >= JW_BATCH_ITEMS) {
-		/* Cannot happen (flushed before it fills); kept for the verifier. */
+	/*
+	 * A full batch cannot happen (flushed before it fills; kept for the
+	 * verifier). One held too long goes out before this item joins it,
+	 * so an item's 32-bit offset stays within the batch's age: held on
+	 * (an interrupt level whose exit ran nested in another of our
+	 * programs leaves the depth up), the next item seconds later would
+	 * have wrapped it.
+	 */
+	if (i >= JW_BATCH_ITEMS || (i > 0 && t0 - st->ts > JW_BATCH_AGE_NS)) {
 		flush(st, cpu, JW_BATCH_ITEMS, t0);
 		i = 0;
 	}
@@ -209,7 +216,7 @@ static __always_inline int batched(__u8 kind, __u8 sub, __u64 a, __u64 b, enum j
 		st->depth += 1;
 	else if (step == JW_LEAVE && st->depth > 0)
 		st->depth -= 1;
-	if (st->depth == 0 || st->n > JW_BATCH_ITEMS - 4 || t0 - st->ts > JW_BATCH_AGE_NS) {
+	if (st->depth == 0 || st->n > JW_BATCH_ITEMS - 4) {
 		flush(st, cpu, i, t0);
 	} else if ((++st->runs % JW_OWN_EVERY) == 0) {
 		it->own_ns = saturated16(bpf_ktime_get_ns() - t0);

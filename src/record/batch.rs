@@ -65,22 +65,16 @@ impl Decoder {
         // at most the struct's size are copied into it.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), (&mut b as *mut jw_batch).cast::<u8>(), len) };
         let cpu = u32::from(b.cpu);
-        // An item's offset is signed: a program whose clock read came
-        // before the batch's first item's (an interrupt taking the nest
-        // between a program's read and its taking the nest, as BPF did
-        // before it read the clock after) wrote a negative one. Batches
-        // last microseconds, far from the ±2.1 s a 32-bit offset holds.
-        // In time order, which the slots are not then.
-        let at = |dt: u32| i64::from(dt as i32);
+        // In time order: a program that ran inside another of ours may
+        // have taken the slot after it with an earlier time.
         self.order.clear();
         self.order.extend(0..n);
-        self.order.sort_by_key(|&i| at(b.items[i].dt));
+        self.order.sort_by_key(|&i| b.items[i].dt);
         let start = out.len();
         for &i in &self.order {
             let it = b.items[i];
             let payload = self.payload(&it)?;
-            let ts = b.ts.saturating_add_signed(at(it.dt));
-            out.push(Event { ts, cpu, dropped: b.dropped, own_ns: u32::from(it.own_ns), payload });
+            out.push(Event { ts: b.ts + u64::from(it.dt), cpu, dropped: b.dropped, own_ns: u32::from(it.own_ns), payload });
         }
         if b.steal != 0 && self.steal.insert(cpu, b.steal) != Some(b.steal) {
             let ts = out[start..].last().map_or(b.ts, |e| e.ts);
@@ -188,21 +182,6 @@ mod tests {
             ],
             "the second reading of 42 says nothing"
         );
-    }
-
-    /// An offset written negative (the item's clock read came before the
-    /// batch's time) is an earlier time, never 4.29 s later: the CPU's
-    /// timeline took such an event as its time and ran ahead of every
-    /// event after it.
-    #[test]
-    fn a_negative_offset_is_an_earlier_time() {
-        let mut d = Decoder::default();
-        let mut out = Vec::new();
-        let first = item(0, 0, jw_kind::JW_IRQ_ENTRY, 0, 7, 0);
-        let before = item((-1_680_000i32) as u32, 0, jw_kind::JW_SOFTIRQ_ENTRY, 3, 1, 0);
-        d.decode(&raw_batch(10_000_000, 0, &[first, before]), &mut out).unwrap();
-        let got: Vec<u64> = out.iter().map(|e| e.ts).collect();
-        assert_eq!(got, [8_320_000, 10_000_000], "in time order, the earlier first");
     }
 
     #[test]
