@@ -65,6 +65,7 @@ fn main() {
         "bpf/batch.bpf.h",
         "bpf/batch.bpf.h",
         "bpf/arch.bpf.h",
+        "bpf/arm64.bpf.h",
         "bpf/jitterwatch.h",
     ] {
         println!("cargo:rerun-if-changed={f}");
