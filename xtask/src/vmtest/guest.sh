@@ -19,10 +19,14 @@ ulimit -l unlimited
 
 CPU=3
 MODE=untuned
+# How long the spin probe's run lasts (jw.secs=N): the ticks' window must
+# fit inside it after its start line, which comes later on a slower guest.
+SECS=6
 for w in $(cat /proc/cmdline); do
 	case $w in
 	jw.cpu=*) CPU=${w#jw.cpu=} ;;
 	jw.mode=*) MODE=${w#jw.mode=} ;;
+	jw.secs=*) SECS=${w#jw.secs=} ;;
 	esac
 done
 
@@ -95,7 +99,7 @@ while [ $i -lt 600 ] && kill -0 $E 2>/dev/null && [ ! -s /tmp/ev.txt ]; do
 	sleep 0.1
 	i=$((i + 1))
 done
-jitterwatch --cpus "$CPU" --duration 6s --no-tui --csv /tmp/h.csv --json >/tmp/run.json 2>/tmp/run.err &
+jitterwatch --cpus "$CPU" --duration "${SECS}s" --no-tui --csv /tmp/h.csv --json >/tmp/run.json 2>/tmp/run.err &
 J=$!
 started /tmp/run.err $J
 sleep 0.3
