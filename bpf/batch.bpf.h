@@ -76,7 +76,7 @@ static __always_inline void write_batch(struct jw_nest *st, __u64 cpu, __u32 n, 
 	struct jw_batch *e;
 	__u64 m;
 	__u32 i;
-
+	JW_BATCH_BOUND(n, cap)
 	e = bpf_ringbuf_reserve(&events, sizeof(*e) - (JW_BATCH_ITEMS - cap) * sizeof(struct jw_item), 0);
 	if (!e) {
 		count_drop(cpu);

@@ -393,3 +393,6 @@ int BPF_PROG(on_task_rename, struct task_struct *task, const char *comm)
 
 /* The sender-side programs: who caused what runs on a watched CPU. */
 #include "origins.bpf.h"
+
+/* arm64's own programs (none in the x86 object). */
+#include "arm64.bpf.h"

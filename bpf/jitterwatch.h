@@ -232,4 +232,23 @@ struct jw_batch {
 	struct jw_item items[JW_BATCH_ITEMS];
 };
 
+/*
+ * write_batch()'s item count, bounded by its record's class (batch.bpf.h).
+ * arm64 only: its object comes from sid's clang (21), which drops the
+ * copy loop's `i < cap` as implied by the caller's `n <= cap` and compares
+ * with a reloaded n whose bound 6.1's verifier lost ("R2 min value is
+ * outside of the allowed memory range", vmtest's arm64 6.1 VM). n made
+ * opaque and clamped here is a bound the verifier sees. Nothing on x86,
+ * whose clang (14) keeps the compare: its object stays as it was (this
+ * expands on a line that held no code).
+ */
+#if defined(__TARGET_ARCH_arm64)
+#define JW_BATCH_BOUND(n, cap)                                                   \
+	barrier_var(n);                                                         \
+	if ((n) > (cap))                                                        \
+		(n) = (cap);
+#else
+#define JW_BATCH_BOUND(n, cap)
+#endif
+
 #endif

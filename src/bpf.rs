@@ -78,7 +78,32 @@ const TRACEPOINTS: &[(&str, &str)] = &[
     ("on_cpu_idle", "cpu_idle"),
     ("on_cpu_frequency", "cpu_frequency"),
     ("on_tick_stop", "tick_stop"),
+    // arm64's IPIs by their reason (bpf/arm64.bpf.h: no such programs in
+    // the x86 object).
+    ("on_ipi_entry", "ipi_entry"),
+    ("on_ipi_exit", "ipi_exit"),
 ];
+
+/// x86's own tracepoints (irq_vectors, its NMI handler): arm64 has none of
+/// them, its tick being the arch_timer IRQ and its IPIs IRQs too
+/// (ipi_entry says which), so there they are not something the kernel
+/// lacks. `arch` as std::env::consts::ARCH says it.
+pub fn applies(tp: &str, arch: &str) -> bool {
+    const X86_ONLY: &[&str] = &[
+        "local_timer_entry",
+        "local_timer_exit",
+        "reschedule_entry",
+        "reschedule_exit",
+        "call_function_entry",
+        "call_function_exit",
+        "call_function_single_entry",
+        "call_function_single_exit",
+        "irq_work_entry",
+        "irq_work_exit",
+        "nmi_handler",
+    ];
+    arch == "x86_64" || !X86_ONLY.contains(&tp)
+}
 
 /// The origin programs (who sent an IPI, queued work, woke a task, from any
 /// CPU): loaded unless `--no-origins`, each optional; `on_waking` (every
@@ -90,6 +115,9 @@ const ORIGIN_TRACEPOINTS: &[(&str, &str)] = &[
     ("on_csd_queue", "csd_queue_cpu"),
     ("on_queue_work", "workqueue_queue_work"),
     ("on_waking", "sched_waking"),
+    // arm64 before 6.3: reschedule IPIs' senders, where the two above
+    // are missing (bpf/arm64.bpf.h).
+    ("on_ipi_raise", "ipi_raise"),
 ];
 
 /// Whether `tp` is one of the origin programs' tracepoints (the screen
@@ -282,7 +310,9 @@ impl<'obj> Tracer<'obj> {
                 prog.set_autoload(name == switch_prog);
                 prog.set_autoattach(false);
             } else if let Some(&(_, tp)) = ORIGIN_TRACEPOINTS.iter().find(|(p, _)| *p == name) {
-                let wanted = origins && (name != "on_waking" || wake_origins);
+                // ipi_raise fires for the same sends as ipi_send_cpu(mask):
+                // only where those are missing, and then not missed itself.
+                let wanted = origins && (name != "on_waking" || wake_origins) && (name != "on_ipi_raise" || !has("ipi_send_cpu"));
                 prog.set_autoload(wanted && has(tp));
                 if wanted && !has(tp) {
                     missing.push(tp);
@@ -290,7 +320,7 @@ impl<'obj> Tracer<'obj> {
             } else if let Some(&(_, tp)) = TRACEPOINTS.iter().find(|(p, _)| *p == name) {
                 let present = has(tp);
                 prog.set_autoload(present);
-                if !present {
+                if !present && applies(tp, std::env::consts::ARCH) {
                     missing.push(tp);
                 }
             }
@@ -416,4 +446,22 @@ fn tracepoint_args(btf: &Btf, tp: &str) -> Option<usize> {
 /// Whether the kernel knows BPF helper `name` (a BPF_FUNC_* of its enum bpf_func_id).
 fn has_helper(btf: &Btf, name: &str) -> bool {
     btf.type_by_name::<Enum<'_>>("bpf_func_id").is_some_and(|e| e.iter().any(|m| m.name.is_some_and(|n| n == name)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn x86s_vectors_are_missing_on_x86_only() {
+        for tp in ["local_timer_entry", "reschedule_exit", "irq_work_entry", "nmi_handler"] {
+            assert!(applies(tp, "x86_64"), "{tp}");
+            assert!(!applies(tp, "aarch64"), "{tp}: arm64 has no such tracepoint to lack");
+        }
+        for tp in ["irq_handler_entry", "ipi_entry", "csd_function_entry", "tick_stop"] {
+            assert!(applies(tp, "aarch64") && applies(tp, "x86_64"), "{tp}");
+        }
+        // Every x86-only name is one of the programs' tracepoints.
+        assert_eq!(TRACEPOINTS.iter().filter(|(_, tp)| !applies(tp, "aarch64")).count(), 11);
+    }
 }

@@ -150,8 +150,8 @@ pub struct ProbeConfig {
 
 pub struct Probe {
     pub shared: Arc<ProbeShared>,
-    /// Why the spin probe cannot read its CPU's SMI counter (None: it can,
-    /// or it is the wake-up probe).
+    /// Why the spin probe has no SMI counter for its CPU, the line said
+    /// (None: it has, or it is the wake-up probe).
     pub smi_unread: Option<String>,
     handle: thread::JoinHandle<()>,
     go: Option<mpsc::Sender<()>>,
@@ -167,7 +167,7 @@ impl Probe {
         if cfg.kind == ProbeKind::Spin {
             match SmiCounter::for_cpu(cpu) {
                 Ok(c) => shared.smi = Some(c),
-                Err(why) => smi_unread = Some(why),
+                Err(why) => smi_unread = Some(why.line()),
             }
         }
         let shared = Arc::new(shared);

@@ -24,10 +24,41 @@ pub struct SmiCounter {
     last: AtomicU32,
 }
 
+/// Why a CPU's SMIs go uncounted, as the run says it in one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Uncounted {
+    /// Not an x86 CPU (`std::env::consts::ARCH`'s name of it): it has no
+    /// System Management Mode, so no SMI and no counter to read.
+    NotX86(&'static str),
+    /// x86, but the counter cannot be read (why).
+    Unread(String),
+}
+
+impl Uncounted {
+    /// Where `arch` (as `std::env::consts::ARCH` names it) has no SMIs.
+    pub fn on(arch: &'static str) -> Option<Self> {
+        (arch != "x86" && arch != "x86_64").then_some(Self::NotX86(arch))
+    }
+
+    pub fn line(&self) -> String {
+        match self {
+            // arm64's firmware runs at EL3 (TF-A, SDEI, RAS handled
+            // firmware-first), and no counter says when it took the CPU.
+            Self::NotX86(arch) => {
+                format!("no SMI counter: SMIs are x86's and {arch} has none; time its firmware takes (EL3) stays unexplained, uncounted")
+            }
+            Self::Unread(why) => format!("SMI count not read: {why}; SMIs stay unexplained"),
+        }
+    }
+}
+
 impl SmiCounter {
-    /// The counter of `cpu`, or the one line that says why it cannot be read.
-    pub fn for_cpu(cpu: u32) -> Result<Self, String> {
-        Self::open(Path::new(&format!("/dev/cpu/{cpu}/msr")))
+    /// The counter of `cpu`, or why there is none to read.
+    pub fn for_cpu(cpu: u32) -> Result<Self, Uncounted> {
+        if let Some(none) = Uncounted::on(std::env::consts::ARCH) {
+            return Err(none);
+        }
+        Self::open(Path::new(&format!("/dev/cpu/{cpu}/msr"))).map_err(Uncounted::Unread)
     }
 
     /// Opens `path` (an msr device, or a fixture laid out like one) and
@@ -91,6 +122,18 @@ pub(crate) mod tests {
         c.since_last();
         set(&p, 0x1_0000_0001);
         assert_eq!(c.since_last(), 2);
+    }
+
+    #[test]
+    fn arm64_has_no_smis_to_count_and_says_so_in_one_line() {
+        assert_eq!(Uncounted::on("x86_64"), None);
+        let arm = Uncounted::on("aarch64").expect("no SMM there");
+        assert_eq!(arm, Uncounted::NotX86("aarch64"));
+        let line = arm.line();
+        assert!(line.starts_with("no SMI counter: SMIs are x86's and aarch64 has none"), "{line}");
+        assert!(!line.contains('\n') && !line.contains("modprobe"), "{line}");
+        let x86 = Uncounted::Unread("no /dev/cpu/3/msr".into()).line();
+        assert_eq!(x86, "SMI count not read: no /dev/cpu/3/msr; SMIs stay unexplained");
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub struct ProbeSource {
     rule: Threshold,
     probes: Probes,
     shared: Vec<Arc<ProbeShared>>,
-    /// Why the spin probe cannot read the SMI count (said once).
+    /// Why the spin probe has no SMI count, as said (once).
     smi_unread: Option<String>,
     /// When `start` let the probes go.
     started_at: Option<Instant>,
@@ -123,7 +123,7 @@ impl Source for ProbeSource {
                 MIN_FLOORS * floor
             )));
         }
-        let notices = self.smi_unread.iter().map(|why| format!("SMI count not read: {why}; SMIs stay unexplained")).collect();
+        let notices = self.smi_unread.iter().cloned().collect();
         let thresholds = self.shared.iter().map(|p| (p.cpu, p.threshold_ns.load(Relaxed))).collect();
         Some(Ok(Started { notices, lines: self.lines(), found: Vec::new(), thresholds, shared_threshold: None }))
     }

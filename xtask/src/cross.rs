@@ -43,6 +43,14 @@ impl Arch {
         }
     }
 
+    /// Debian's multiarch directory name (lib/TRIPLET/).
+    pub fn multiarch(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64-linux-gnu",
+            Arch::Arm64 => "aarch64-linux-gnu",
+        }
+    }
+
     /// Its vmlinux.h, as build.rs picks it (bpf/x86/ for x86_64: the
     /// kernel's and libbpf's name for it).
     pub fn vmlinux_h(self) -> &'static str {

@@ -41,6 +41,10 @@ const DEPS: &[(&str, Option<&str>)] = &[
 /// makes their Debian sid root; qemu runs the aarch64 binary here.
 pub const ARM64: &[(&str, Option<&str>)] = &[("debootstrap", Some("debootstrap")), ("qemu-user-static", Some("qemu-aarch64-static"))];
 
+/// What `vmtest --arch arm64` needs besides [`DEPS`]: the arm64 emulator
+/// (the guest's userspace comes from Debian's arm64 packages, not the host).
+pub const VMTEST_ARM64: &[(&str, Option<&str>)] = &[("qemu-system-arm", Some("qemu-system-aarch64"))];
+
 /// Wait for a dpkg lock held by someone else instead of failing at once.
 const LOCK_WAIT: &str = "DPkg::Lock::Timeout=120";
 

@@ -86,7 +86,10 @@ enum Command {
     },
     /// Boot the dist binary in qemu on stock Debian kernels (fetched and cached), untuned and tuned, and check it there.
     Vmtest {
-        /// Only this kernel (repeatable): debian11, debian12, debian12-rt, debian12-bpo, debian13, debian13-rt, sid.
+        /// x86_64 (KVM or TCG) or arm64 (Debian's arm64 kernels and the arm64 dist binary in qemu-system-aarch64, TCG; minutes a VM).
+        #[arg(long, value_enum, default_value = "x86_64")]
+        arch: cross::Arch,
+        /// Only this kernel (repeatable): debian11, debian12, debian12-rt, debian12-bpo, debian13, debian13-rt, sid (arm64: debian12, debian12-rt, debian13, debian13-rt, sid).
         #[arg(long = "kernel", value_name = "NAME")]
         kernels: Vec<String>,
         /// Only this mode.
@@ -95,7 +98,7 @@ enum Command {
         /// VMs at a time (default: one per host core).
         #[arg(long)]
         jobs: Option<usize>,
-        /// Use target/dist/out/jitterwatch as it is, without `cargo xtask dist` first.
+        /// Use target/dist/out/jitterwatch (arm64: target/dist-arm64/out/jitterwatch) as it is, without `cargo xtask dist` first.
         #[arg(long)]
         no_build: bool,
         /// Boot this jitterwatch instead (its shared libraries go with it); no build.
@@ -118,9 +121,14 @@ fn main() -> ExitCode {
         Command::Vmlinux { arch } => vmlinux::run(arch),
         Command::Screenshots => screenshots::run(),
         Command::Dist { check, arch } => dist::run_for(arch, check),
-        Command::Vmtest { kernels, mode, jobs, no_build, bin } => {
-            vmtest::run(&vmtest::Options { kernels, modes: vmtest::modes(mode.as_deref()), jobs, build: !no_build && bin.is_none(), bin })
-        }
+        Command::Vmtest { arch, kernels, mode, jobs, no_build, bin } => vmtest::run(&vmtest::Options {
+            arch,
+            kernels,
+            modes: vmtest::modes(mode.as_deref()),
+            jobs,
+            build: !no_build && bin.is_none(),
+            bin,
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

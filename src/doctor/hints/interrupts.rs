@@ -71,6 +71,12 @@ impl Ipi {
     }
 }
 
+/// Whether an IRQ's action name is the tick's: arm64's architected timer
+/// (`arch_timer`, a per-CPU IRQ; x86's tick is the local-timer vector).
+pub(super) fn is_tick_irq(name: &[u8]) -> bool {
+    name == b"arch_timer"
+}
+
 pub(super) fn irq_line(h: &mut Hints, n: i32) {
     let key = format!("irq:{n}");
     match h.warn(&key).cloned() {
@@ -237,5 +243,15 @@ mod tests {
             let h = hint(c);
             assert!(h.contains(words) && !h.contains("TLB"), "{h}");
         }
+    }
+
+    /// arm64's tick is an IRQ: it gets the tick's advice, not an IRQ's.
+    #[test]
+    fn arm64s_timer_irq_is_the_tick() {
+        let hint = |c: Cause| hints_for(&report(), &c, true).join(" | ");
+        let arm = hint(Cause::Irq { irq: 11, name: std::sync::Arc::from(&b"arch_timer"[..]) });
+        assert!(arm.starts_with("arch_timer: the tick (arm64's") && !arm.contains("affinity"), "{arm}");
+        let dev = hint(Cause::Irq { irq: 11, name: std::sync::Arc::from(&b"arch_timer2"[..]) });
+        assert!(dev.starts_with("irq 11 "), "only the timer's own name is the tick: {dev}");
     }
 }

@@ -119,6 +119,12 @@ impl Hints<'_> {
 pub fn hints_for(report: &Report, cause: &Cause, probe: bool) -> Vec<String> {
     let mut h = Hints { r: report, out: Vec::new(), probe };
     match cause {
+        // arm64's tick is the architected timer's per-CPU IRQ: no affinity
+        // to change, the tick's advice as x86's local timer gets.
+        Cause::Irq { name, .. } if interrupts::is_tick_irq(name) => {
+            h.add("nohz_full");
+            h.push("arch_timer: the tick (arm64's per-CPU timer interrupt), or an hrtimer armed on that CPU (jitterwatch names the timer function)");
+        }
         Cause::Irq { irq, .. } => irq_line(&mut h, *irq),
         Cause::Vector(Vector::LocalTimer) => {
             h.add("nohz_full");

@@ -19,10 +19,14 @@ ulimit -l unlimited
 
 CPU=3
 MODE=untuned
+# How long the spin probe's run lasts (jw.secs=N): the ticks' window must
+# fit inside it after its start line, which comes later on a slower guest.
+SECS=6
 for w in $(cat /proc/cmdline); do
 	case $w in
 	jw.cpu=*) CPU=${w#jw.cpu=} ;;
 	jw.mode=*) MODE=${w#jw.mode=} ;;
+	jw.secs=*) SECS=${w#jw.secs=} ;;
 	esac
 done
 
@@ -49,26 +53,41 @@ num() { sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2" | head -n 1; }
 
 say "boot kernel=$(uname -r) mode=$MODE cpu=$CPU cpus=$(grep -c ^processor /proc/cpuinfo) uptime=$(up)"
 
-# The kernel's own count of local-timer interrupts on the CPU (LOC),
-# read in one process between two readings of CLOCK_MONOTONIC (the "now
-# at N nsecs" of /proc/timer_list, in ns): "BEFORE LOC AFTER".
+# The tick, as /proc/interrupts counts it and `jitterwatch events` names
+# it: x86's local-timer vector (its LOC row; local_timer_entry/exit), or,
+# where there is no LOC row (arm64), the per-CPU IRQ of the architected
+# timer (its row "N:", named arch_timer; irq_handler_entry/exit of N).
+TICK_ROW=LOC:
+TICK_ENTRY=local_timer_entry
+TICK_EXIT=local_timer_exit
+TICK_IRQ=
+if ! grep -q '^ *LOC:' /proc/interrupts; then
+	TICK_ROW=$(awk '$NF == "arch_timer" { print $1; exit }' /proc/interrupts)
+	TICK_ENTRY=irq_handler_entry
+	TICK_EXIT=irq_handler_exit
+	TICK_IRQ=${TICK_ROW%:}:arch_timer
+fi
+
+# The kernel's own count of the CPU's ticks (its TICK_ROW), read in one
+# process between two readings of CLOCK_MONOTONIC (the "now at N nsecs" of
+# /proc/timer_list, in ns): "BEFORE COUNT AFTER".
 stamp() {
-	awk -v c="$CPU" '
+	awk -v c="$CPU" -v row="$TICK_ROW" '
 	function now(  l, w) {
 		while ((getline l < "/proc/timer_list") > 0)
 			if (l ~ /^now at /) { split(l, w, " "); close("/proc/timer_list"); return w[3] }
 	}
 	BEGIN {
 		a = now()
-		while ((getline l < "/proc/interrupts") > 0) { split(l, w, " "); if (w[1] == "LOC:") n = w[c + 2] }
+		while ((getline l < "/proc/interrupts") > 0) { split(l, w, " "); if (w[1] == row) n = w[c + 2] }
 		close("/proc/interrupts")
 		print a, n, now()
 	}'
 }
 
 # The spin probe, headless, with the CSV and the JSON summary. Beside it,
-# `jitterwatch events` on the same CPU writes every local-timer interrupt
-# entry and exit with its CLOCK_MONOTONIC time; the kernel's LOC count is
+# `jitterwatch events` on the same CPU writes every tick's entry and exit
+# with its CLOCK_MONOTONIC time; the kernel's count of them is
 # read twice inside the probe's run (stamp), and the ticks jitterwatch saw
 # between the two readings are counted exactly (report.rs judges them).
 jitterwatch events --cpus "$CPU" --duration 300s >/tmp/ev.txt 2>/tmp/ev.err &
@@ -80,7 +99,7 @@ while [ $i -lt 600 ] && kill -0 $E 2>/dev/null && [ ! -s /tmp/ev.txt ]; do
 	sleep 0.1
 	i=$((i + 1))
 done
-jitterwatch --cpus "$CPU" --duration 6s --no-tui --csv /tmp/h.csv --json >/tmp/run.json 2>/tmp/run.err &
+jitterwatch --cpus "$CPU" --duration "${SECS}s" --no-tui --csv /tmp/h.csv --json >/tmp/run.json 2>/tmp/run.err &
 J=$!
 started /tmp/run.err $J
 sleep 0.3
@@ -115,7 +134,7 @@ ROWS=$(tail -n +2 /tmp/h.csv 2>/dev/null | wc -l)
 BAD=$(tail -n +2 /tmp/h.csv 2>/dev/null | grep -v '"' | awk -F, 'NF < 9 || $4 + $5 != $3' | wc -l)
 head -n 1 /tmp/h.csv 2>/dev/null | grep -q "^$HEAD" && [ "$ROWS" -gt 0 ] && [ "$BAD" = 0 ]
 check csv $? "rows=$ROWS bad=$BAD header=$(head -n 1 /tmp/h.csv 2>/dev/null | cut -c1-40)"
-# The window: from the first reading of LOC to the second, each known to
+# The window: from the first reading of the count to the second, each known to
 # within its two clock readings (a0..a1, b0..b1). A tick is surely inside
 # when its handler (where LOC is counted) ran from after a1 to before b0,
 # maybe inside when it overlaps a0..b1: the kernel's count must lie
@@ -124,13 +143,14 @@ check csv $? "rows=$ROWS bad=$BAD header=$(head -n 1 /tmp/h.csv 2>/dev/null | cu
 if [ "$INSIDE" = 0 ] && [ -n "$S0" ] && [ -n "$S1" ]; then
 	set -- $S0 $S1
 	DROPS=$(sed -n 's/.*, \([0-9]*\) dropped.*/\1/p' /tmp/ev.err | tail -n 1)
-	say "ticks kernel=$(($5 - $2)) $(awk -v cpu="cpu$CPU" -v a0="$1" -v a1="$3" -v b0="$4" -v b1="$6" '
+	say "ticks kernel=$(($5 - $2)) $(awk -v cpu="cpu$CPU" -v a0="$1" -v a1="$3" -v b0="$4" -v b1="$6" \
+		-v ent="$TICK_ENTRY" -v ext="$TICK_EXIT" -v irq="$TICK_IRQ" '
 		BEGIN { a0 += 0; a1 += 0; b0 += 0; b1 += 0 }
 		function ns(s,  p) { split(s, p, "."); return p[1] * 1000000000 + p[2] }
 		function done(x) { if (e > a1 && x <= b0) lo++; if (x > a0 && e <= b1) hi++; open = 0 }
-		$2 != cpu { next }
-		$3 == "local_timer_entry" { if (open) done(1e30); e = ns($1); open = 1 }
-		$3 == "local_timer_exit" && open { done(ns($1)) }
+		$2 != cpu || (irq != "" && $4 != irq) { next }
+		$3 == ent { if (open) done(1e30); e = ns($1); open = 1 }
+		$3 == ext && open { done(ns($1)) }
 		END { if (open) done(1e30); printf "jw_min=%d jw_max=%d window_ns=%.0f", lo, hi, (b0 + b1 - a0 - a1) / 2 }
 	' /tmp/ev.txt) drops=${DROPS:-none}"
 else

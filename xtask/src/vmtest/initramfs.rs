@@ -5,7 +5,9 @@
 //! setpriv with its libraries (busybox's cannot change the uid and keep
 //! capabilities: the run without root needs both), and the
 //! kernel's config in /boot, where doctor looks for it. No disk, no modules:
-//! the serial console and everything jitterwatch reads are built in.
+//! the serial console and everything jitterwatch reads are built in. An
+//! arm64 guest gets the same, its busybox, setpriv and libraries from
+//! Debian's arm64 packages instead of the host (userland.rs).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -37,25 +39,34 @@ pub enum Entry {
     CharDev(u32, u32),
 }
 
-/// The files every VM shares, as (path without the leading /, entry).
+fn exe(data: Vec<u8>) -> Entry {
+    Entry::File { data, mode: 0o755 }
+}
+
+/// What every guest holds, whatever its architecture: the script, the
+/// shell (`busybox`'s bytes), the busy loop, jitterwatch, the console;
+/// then setpriv (at [`SETPRIV`]) and its libraries.
+pub fn guest(jitterwatch: &Path, busybox: Vec<u8>, setpriv: Vec<u8>) -> Result<Vec<(String, Entry)>> {
+    Ok(vec![
+        ("init".to_string(), exe(GUEST.as_bytes().to_vec())),
+        ("bin/busybox".to_string(), exe(busybox)),
+        ("bin/sh".to_string(), Entry::Symlink("busybox".to_string())),
+        ("bin/jwbusy".to_string(), exe(JWBUSY.as_bytes().to_vec())),
+        ("bin/jitterwatch".to_string(), exe(std::fs::read(jitterwatch).with_context(|| format!("reading {}", jitterwatch.display()))?)),
+        ("dev/console".to_string(), Entry::CharDev(5, 1)),
+        (SETPRIV.trim_start_matches('/').to_string(), exe(setpriv)),
+    ])
+}
+
+/// The files every x86_64 VM shares, as (path without the leading /,
+/// entry): the host's busybox and setpriv.
 pub fn base(jitterwatch: &Path) -> Result<Vec<(String, Entry)>> {
     let busybox = Path::new(BUSYBOX);
     if !busybox.is_file() {
         bail!("{BUSYBOX} is missing: install busybox-static (cargo xtask deps)");
     }
-    let exe = |data: Vec<u8>| Entry::File { data, mode: 0o755 };
-    let mut files = vec![
-        ("init".to_string(), exe(GUEST.as_bytes().to_vec())),
-        ("bin/busybox".to_string(), exe(std::fs::read(busybox)?)),
-        ("bin/sh".to_string(), Entry::Symlink("busybox".to_string())),
-        ("bin/jwbusy".to_string(), exe(JWBUSY.as_bytes().to_vec())),
-        ("bin/jitterwatch".to_string(), exe(std::fs::read(jitterwatch).with_context(|| format!("reading {}", jitterwatch.display()))?)),
-        ("dev/console".to_string(), Entry::CharDev(5, 1)),
-    ];
-    files.push((
-        SETPRIV.trim_start_matches('/').to_string(),
-        exe(std::fs::read(SETPRIV).with_context(|| format!("reading {SETPRIV} (util-linux)"))?),
-    ));
+    let setpriv = std::fs::read(SETPRIV).with_context(|| format!("reading {SETPRIV} (util-linux)"))?;
+    let mut files = guest(jitterwatch, std::fs::read(busybox)?, setpriv)?;
     let mut libs = BTreeSet::new();
     for bin in [jitterwatch, Path::new(SETPRIV)] {
         let out = Command::new("ldd").arg(bin).output().context("running ldd")?;

@@ -3,7 +3,9 @@
 //! lists and empty dpkg status, so the host's apt configuration and
 //! installed packages are left alone), the suite's metapackage
 //! (linux-image-amd64, linux-image-rt-amd64) names the versioned image, and
-//! `apt-get download` fetches it. Since 7.x sid splits the image: the
+//! `apt-get download` fetches it (for arm64, the same from the arm64 side
+//! of the archive: the apt root is told that architecture). Since 7.x sid
+//! splits the image: the
 //! versioned linux-image-* is empty and depends on linux-binary-* (vmlinuz)
 //! and linux-base-* (config). Only vmlinuz and the config are kept; a
 //! kernel already in the cache is never fetched again.
@@ -13,6 +15,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
+use crate::cross::Arch;
 use crate::proc;
 
 /// A kernel of the matrix: what `--kernel NAME` selects.
@@ -23,6 +26,8 @@ pub struct KernelSpec {
     pub suite: &'static str,
     /// The metapackage that points at the suite's current image.
     pub meta: &'static str,
+    /// Whose kernel it is (the metapackage names it too).
+    pub arch: Arch,
 }
 
 impl KernelSpec {
@@ -33,7 +38,11 @@ impl KernelSpec {
 }
 
 const fn k(name: &'static str, suite: &'static str, meta: &'static str) -> KernelSpec {
-    KernelSpec { name, suite, meta }
+    KernelSpec { name, suite, meta, arch: Arch::X86_64 }
+}
+
+const fn a(name: &'static str, suite: &'static str, meta: &'static str) -> KernelSpec {
+    KernelSpec { name, suite, meta, arch: Arch::Arm64 }
 }
 
 /// Oldest first: Debian 11 (5.10), 12 (6.1, 6.1-rt), 12's backports
@@ -48,20 +57,40 @@ pub const KERNELS: &[KernelSpec] = &[
     k("sid", "sid", "linux-image-amd64"),
 ];
 
-/// The kernels named (all of them for an empty list), or an error naming
-/// the known ones.
-pub fn select(names: &[String]) -> Result<Vec<KernelSpec>> {
+/// arm64's (`--arch arm64`): Debian 12 (6.1, 6.1-rt), 13 (6.12, 6.12-rt)
+/// and sid, booted under TCG, where each VM takes minutes; Debian 11 and
+/// 12's backports are x86's only, their paths (before 5.11, 6.12) taken
+/// there.
+pub const ARM64_KERNELS: &[KernelSpec] = &[
+    a("debian12", "bookworm", "linux-image-arm64"),
+    a("debian12-rt", "bookworm", "linux-image-rt-arm64"),
+    a("debian13", "trixie", "linux-image-arm64"),
+    a("debian13-rt", "trixie", "linux-image-rt-arm64"),
+    a("sid", "sid", "linux-image-arm64"),
+];
+
+/// The matrix of an architecture.
+pub fn matrix(arch: Arch) -> &'static [KernelSpec] {
+    match arch {
+        Arch::X86_64 => KERNELS,
+        Arch::Arm64 => ARM64_KERNELS,
+    }
+}
+
+/// The kernels of `arch` named (all of them for an empty list), or an
+/// error naming the known ones.
+pub fn select(arch: Arch, names: &[String]) -> Result<Vec<KernelSpec>> {
+    let all = matrix(arch);
     if names.is_empty() {
-        return Ok(KERNELS.to_vec());
+        return Ok(all.to_vec());
     }
     names
         .iter()
         .map(|n| {
-            KERNELS
-                .iter()
+            all.iter()
                 .copied()
                 .find(|k| k.name == n)
-                .with_context(|| format!("no kernel {n:?}; known: {}", KERNELS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")))
+                .with_context(|| format!("no kernel {n:?}; known: {}", all.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")))
         })
         .collect()
 }
@@ -90,7 +119,7 @@ pub fn fetch(spec: KernelSpec, cache: &Path) -> Result<Kernel> {
 }
 
 fn download(spec: KernelSpec, cache: &Path, dir: &Path) -> Result<()> {
-    let apt = AptRoot::new(&cache.join("apt").join(spec.suite), spec.suite)?;
+    let apt = AptRoot::new(&cache.join("apt").join(spec.suite), spec.suite, spec.arch)?;
     let image = depends(&apt.show(spec.meta)?)
         .into_iter()
         .find(|d| d.starts_with("linux-image-"))
@@ -167,7 +196,7 @@ pub(super) struct AptRoot {
 }
 
 impl AptRoot {
-    pub(super) fn new(dir: &Path, suite: &str) -> Result<Self> {
+    pub(super) fn new(dir: &Path, suite: &str, arch: Arch) -> Result<Self> {
         for sub in ["lists/partial", "cache/archives/partial"] {
             std::fs::create_dir_all(dir.join(sub))?;
         }
@@ -178,7 +207,7 @@ impl AptRoot {
             std::fs::write(&status, "")?;
         }
         let d = |p: &str| dir.join(p).display().to_string();
-        let opts = [
+        let mut opts = vec![
             format!("Dir::Etc::SourceList={}", sources.display()),
             "Dir::Etc::SourceParts=/dev/null".to_string(),
             format!("Dir::State::Lists={}", d("lists")),
@@ -191,10 +220,9 @@ impl AptRoot {
             "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false".to_string(),
             "Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false".to_string(),
             "DPkg::Lock::Timeout=120".to_string(),
-        ]
-        .into_iter()
-        .flat_map(|o| ["-o".to_string(), o])
-        .collect();
+        ];
+        opts.extend(arch_options(arch));
+        let opts = opts.into_iter().flat_map(|o| ["-o".to_string(), o]).collect();
         let apt = Self { opts };
         let fresh = std::fs::read_dir(dir.join("lists"))?.flatten().any(|e| e.file_name().to_string_lossy().ends_with("_Packages"));
         if !fresh {
@@ -221,6 +249,43 @@ impl AptRoot {
     }
 }
 
+/// What an apt root for `arch` adds: none for x86_64 (the host's own). For
+/// arm64, that architecture alone, so the lists, `show` and `download` are
+/// its packages; and sid's lists taken past their Valid-Until (its Release
+/// file here is often stale: the archive serves what it has, and a fresh
+/// root has no lists to fall back on).
+pub fn arch_options(arch: Arch) -> Vec<String> {
+    match arch {
+        Arch::X86_64 => Vec::new(),
+        Arch::Arm64 => {
+            ["APT::Architecture=arm64", "APT::Architectures=arm64", "Acquire::Check-Valid-Until=false"].map(String::from).to_vec()
+        }
+    }
+}
+
+impl AptRoot {
+    /// `pkgs` downloaded into `debs` and unpacked together into `dir`
+    /// (replacing it whole; the .debs go), `why` said with each: the
+    /// guest's trees (rtla's, arm64's userland).
+    pub(super) fn unpack(&self, pkgs: &[String], debs: &Path, dir: &Path, why: &str) -> Result<()> {
+        std::fs::create_dir_all(debs)?;
+        let tmp = dir.with_extension("part");
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp)?;
+        for pkg in pkgs {
+            println!("vmtest: fetching {pkg} ({why})");
+            let deb = self.download(pkg, debs)?;
+            proc::check(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tmp))?;
+        }
+        // Documentation and locales: megabytes the guest never reads.
+        let _ = std::fs::remove_dir_all(tmp.join("usr/share"));
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::rename(&tmp, dir)?;
+        let _ = std::fs::remove_dir_all(debs);
+        Ok(())
+    }
+}
+
 /// Whether a kernel config sets `option` to y.
 pub fn config_has(config: &str, option: &str) -> bool {
     config.lines().any(|l| l.strip_prefix(option).is_some_and(|v| v == "=y"))
@@ -234,8 +299,14 @@ pub fn sources_list(suite: &str) -> String {
 /// The package names in the Depends field of `apt-cache show` output
 /// (alternatives and versions dropped; the first stanza only).
 pub fn depends(show: &str) -> Vec<String> {
+    relations(show, "Depends")
+}
+
+/// [`depends`] for another field (`Pre-Depends`: what Essential packages
+/// such as util-linux need their libraries in).
+pub fn relations(show: &str, field: &str) -> Vec<String> {
     let stanza = show.split("\n\n").next().unwrap_or("");
-    let Some(line) = stanza.lines().find_map(|l| l.strip_prefix("Depends:")) else { return Vec::new() };
+    let Some(line) = stanza.lines().find_map(|l| l.strip_prefix(field).and_then(|r| r.strip_prefix(':'))) else { return Vec::new() };
     line.split(',').filter_map(|alt| alt.split('|').next()).filter_map(|d| d.split_whitespace().next()).map(str::to_string).collect()
 }
 
@@ -286,13 +357,31 @@ mod tests {
 
     #[test]
     fn picks_kernels_by_name() {
-        assert_eq!(select(&[]).unwrap().len(), KERNELS.len());
-        let one = select(&["debian12".to_string()]).unwrap();
+        assert_eq!(select(Arch::X86_64, &[]).unwrap().len(), KERNELS.len());
+        let one = select(Arch::X86_64, &["debian12".to_string()]).unwrap();
         assert_eq!(one[0].suite, "bookworm");
         assert!(!one[0].is_rt());
-        assert!(select(&["debian13-rt".to_string()]).unwrap()[0].is_rt());
-        let err = select(&["rhel9".to_string()]).unwrap_err().to_string();
+        assert!(select(Arch::X86_64, &["debian13-rt".to_string()]).unwrap()[0].is_rt());
+        let err = select(Arch::X86_64, &["rhel9".to_string()]).unwrap_err().to_string();
         assert!(err.contains("debian11") && err.contains("sid"), "{err}");
+    }
+
+    #[test]
+    fn arm64_has_its_own_matrix_of_arm64_images() {
+        let all = select(Arch::Arm64, &[]).unwrap();
+        assert_eq!(all.iter().map(|k| k.name).collect::<Vec<_>>(), ["debian12", "debian12-rt", "debian13", "debian13-rt", "sid"]);
+        assert!(all.iter().all(|k| k.arch == Arch::Arm64 && k.meta.ends_with("-arm64")));
+        assert_eq!(all.iter().filter(|k| k.is_rt()).count(), 2);
+        assert!(KERNELS.iter().all(|k| k.arch == Arch::X86_64 && k.meta.ends_with("-amd64")));
+        let err = select(Arch::Arm64, &["debian11".to_string()]).unwrap_err().to_string();
+        assert!(err.contains("known: debian12, debian12-rt") && !err.contains("bpo"), "{err}");
+    }
+
+    #[test]
+    fn an_arm64_apt_root_sees_arm64_alone() {
+        assert!(arch_options(Arch::X86_64).is_empty(), "x86's roots stay as they were");
+        let o = arch_options(Arch::Arm64);
+        assert!(o.contains(&"APT::Architecture=arm64".to_string()) && o.contains(&"APT::Architectures=arm64".to_string()), "{o:?}");
     }
 
     #[test]
@@ -302,6 +391,9 @@ mod tests {
                     Package: linux-image-amd64\nDepends: other\n";
         assert_eq!(depends(show), ["linux-image-6.1.0-50-amd64"]);
         assert!(depends("Package: x\n").is_empty());
+        let util = "Package: util-linux\nPre-Depends: libblkid1 (>= 2.37.2), libc6 (>= 2.34)\nDepends: util-linux-extra\n";
+        assert_eq!(relations(util, "Pre-Depends"), ["libblkid1", "libc6"]);
+        assert_eq!(depends(util), ["util-linux-extra"]);
     }
 
     #[test]

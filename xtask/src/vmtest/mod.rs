@@ -6,6 +6,11 @@
 //! ticks jitterwatch counted on the watched CPU beside the kernel's own LOC
 //! count (report.rs). VMs run side by side, one per host core. The serial
 //! logs stay in target/vmtest-cache/logs, the table in results.md there.
+//! `--arch arm64` does the same with the arm64 dist binary on Debian's
+//! arm64 kernels in qemu-system-aarch64 (TCG), the guest's userspace from
+//! Debian's arm64 packages (userland.rs), everything in
+//! target/vmtest-cache-arm64; its rtla comparison stays there too
+//! (BENCHMARKS.md's section 9 is x86's).
 
 mod check;
 mod initramfs;
@@ -13,6 +18,7 @@ mod kernels;
 mod qemu;
 mod report;
 mod rtla;
+mod userland;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -21,14 +27,17 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use crate::cross::Arch;
 use crate::{bench, deps, dist, proc};
 pub use qemu::Mode;
 
 /// A VM past this is killed (and its row says it did not finish). Under TCG
-/// here one takes about a minute.
+/// here one takes about a minute (x86_64).
 const LIMIT: Duration = Duration::from_secs(600);
 
 pub struct Options {
+    /// Whose kernels, binary and guest.
+    pub arch: Arch,
     /// Kernel names (kernels::KERNELS); empty: all.
     pub kernels: Vec<String>,
     pub modes: Vec<Mode>,
@@ -43,7 +52,7 @@ pub struct Options {
 impl Options {
     /// The one VM `cargo xtask test` boots: Debian 12's stock 6.1, tuned.
     pub fn for_test() -> Self {
-        Self { kernels: vec!["debian12".to_string()], modes: vec![Mode::Tuned], jobs: Some(1), build: false, bin: None }
+        Self { arch: Arch::X86_64, kernels: vec!["debian12".to_string()], modes: vec![Mode::Tuned], jobs: Some(1), build: false, bin: None }
     }
 }
 
@@ -64,18 +73,52 @@ struct Vm {
     rtla: bool,
 }
 
+/// What differs between the architectures' runs, apart from qemu's own
+/// (qemu.rs) and the kernels (kernels.rs).
+struct Setup {
+    /// The dist binary, and the command that builds it.
+    bin: &'static str,
+    dist: &'static str,
+    /// Everything fetched, built and logged.
+    cache: &'static str,
+    /// What the kernel's own tick count is, for the table's heading.
+    tick_count: &'static str,
+}
+
+fn setup(arch: Arch) -> Setup {
+    match arch {
+        Arch::X86_64 => Setup { bin: "dist/out/jitterwatch", dist: "cargo xtask dist", cache: "vmtest-cache", tick_count: "kernel LOC" },
+        Arch::Arm64 => Setup {
+            bin: "dist-arm64/out/jitterwatch",
+            dist: "cargo xtask dist --arch arm64",
+            cache: "vmtest-cache-arm64",
+            tick_count: "kernel arch_timer",
+        },
+    }
+}
+
 pub fn run(opts: &Options) -> Result<()> {
+    let arch = opts.arch;
+    let setup = setup(arch);
     deps::ensure(false)?;
-    let specs = kernels::select(&opts.kernels)?;
+    if arch == Arch::Arm64 {
+        deps::ensure_these(deps::VMTEST_ARM64, false)?;
+    }
+    let specs = kernels::select(arch, &opts.kernels)?;
     if opts.build {
-        dist::run(false)?;
+        dist::run_for(arch, false)?;
     }
-    let bin = opts.bin.clone().unwrap_or_else(|| proc::target_dir().join("dist/out/jitterwatch"));
+    let bin = opts.bin.clone().unwrap_or_else(|| proc::target_dir().join(setup.bin));
     if !bin.is_file() {
-        bail!("{} is missing: run `cargo xtask dist` first", bin.display());
+        bail!("{} is missing: run `{}` first", bin.display(), setup.dist);
     }
-    let cache = proc::target_dir().join("vmtest-cache");
-    let base = initramfs::base(&bin)?;
+    let cache = proc::target_dir().join(setup.cache);
+    // x86_64's guests share the host's userspace; arm64's take their
+    // suite's (userland.rs).
+    let base = match arch {
+        Arch::X86_64 => Some(initramfs::base(&bin)?),
+        Arch::Arm64 => None,
+    };
     let run_dir = cache.join("run");
     let logs = cache.join("logs");
     std::fs::create_dir_all(&run_dir)?;
@@ -83,7 +126,10 @@ pub fn run(opts: &Options) -> Result<()> {
     let mut vms = Vec::new();
     for spec in specs {
         let kernel = kernels::fetch(spec, &cache)?;
-        let mut files = base.clone();
+        let mut files = match &base {
+            Some(b) => b.clone(),
+            None => userland::guest(arch, &bin, &userland::root(&spec, &cache)?)?,
+        };
         let config = std::fs::read(&kernel.config)?;
         files.push((format!("boot/config-{}", kernel.release), initramfs::Entry::File { data: config, mode: 0o644 }));
         let with_rtla = rtla::root(&kernel, &cache)?;
@@ -107,23 +153,24 @@ pub fn run(opts: &Options) -> Result<()> {
     }
     drop(base);
 
-    let kvm = qemu::kvm();
+    // KVM runs the host's architecture only.
+    let kvm = arch == Arch::X86_64 && qemu::kvm();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let jobs = opts.jobs.unwrap_or(cores).clamp(1, vms.len().max(1));
     let accel = if kvm { "KVM" } else { "TCG, one host thread per VM: its timings mean nothing, its function does" };
     println!("vmtest: {} VM(s), {jobs} at a time, {accel}", vms.len());
-    let results = run_all(&vms, jobs, kvm, &logs);
+    let results = run_all(arch, &vms, jobs, kvm, &logs);
 
     let rows: Vec<report::Row<'_>> = vms
         .iter()
         .zip(&results)
         .map(|(vm, (r, secs))| report::Row { kernel: vm.kernel.spec.name, mode: vm.mode.name(), result: r, secs: *secs })
         .collect();
-    let table = report::table(&rows);
+    let table = report::table(&rows, setup.tick_count);
     println!("\n{table}");
     let saved = cache.join("results.md");
     std::fs::write(&saved, &table)?;
-    write_rtla(&vms, &results)?;
+    write_rtla(arch, &vms, &results, &cache)?;
     let failed = results.iter().filter(|(r, _)| !r.passed()).count();
     if failed > 0 {
         bail!("vmtest: {failed} of {} VM(s) failed a check (serial logs in {})", vms.len(), logs.display());
@@ -133,8 +180,9 @@ pub fn run(opts: &Options) -> Result<()> {
 }
 
 /// The rtla comparison of the VMs that made one, into its file and
-/// BENCHMARKS.md's section 9 (nothing when none did).
-fn write_rtla(vms: &[Vm], results: &[(report::VmResult, f64)]) -> Result<()> {
+/// BENCHMARKS.md's section 9 (nothing when none did); arm64's into rtla.md
+/// in its cache.
+fn write_rtla(arch: Arch, vms: &[Vm], results: &[(report::VmResult, f64)], cache: &Path) -> Result<()> {
     let runs: Vec<rtla::Run<'_>> = vms
         .iter()
         .zip(results)
@@ -152,6 +200,12 @@ fn write_rtla(vms: &[Vm], results: &[(report::VmResult, f64)]) -> Result<()> {
     }
     let md = rtla::markdown(&runs, &bench::utc_now(), &bench::commit());
     println!("\n{md}");
+    if arch != Arch::X86_64 {
+        let file = cache.join("rtla.md");
+        std::fs::write(&file, md).with_context(|| format!("writing {}", file.display()))?;
+        println!("vmtest: the rtla comparison is in {}", file.display());
+        return Ok(());
+    }
     let file = proc::root().join(bench::RTLA_FILE);
     std::fs::write(&file, md).with_context(|| format!("writing {}", file.display()))?;
     println!("vmtest: the rtla comparison is in {}; BENCHMARKS.md's section 9 redrawn from it", file.display());
@@ -159,7 +213,7 @@ fn write_rtla(vms: &[Vm], results: &[(report::VmResult, f64)]) -> Result<()> {
 }
 
 /// Boots every VM, `jobs` at a time; each one's result and wall time, in order.
-fn run_all(vms: &[Vm], jobs: usize, kvm: bool, logs: &Path) -> Vec<(report::VmResult, f64)> {
+fn run_all(arch: Arch, vms: &[Vm], jobs: usize, kvm: bool, logs: &Path) -> Vec<(report::VmResult, f64)> {
     let next = AtomicUsize::new(0);
     let out = Mutex::new(vec![(report::VmResult::default(), 0.0); vms.len()]);
     std::thread::scope(|s| {
@@ -167,7 +221,7 @@ fn run_all(vms: &[Vm], jobs: usize, kvm: bool, logs: &Path) -> Vec<(report::VmRe
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(vm) = vms.get(i) else { break };
-                let r = boot_one(vm, kvm, logs);
+                let r = boot_one(arch, vm, kvm, logs);
                 out.lock().expect("no worker panics holding it")[i] = r;
             });
         }
@@ -178,16 +232,16 @@ fn run_all(vms: &[Vm], jobs: usize, kvm: bool, logs: &Path) -> Vec<(report::VmRe
 /// Set once KVM failed to start a VM: the rest use TCG.
 static KVM_BROKEN: AtomicBool = AtomicBool::new(false);
 
-fn boot_one(vm: &Vm, kvm: bool, logs: &Path) -> (report::VmResult, f64) {
+fn boot_one(arch: Arch, vm: &Vm, kvm: bool, logs: &Path) -> (report::VmResult, f64) {
     let name = vm.kernel.spec.name;
     let serial = logs.join(format!("{name}-{}.log", vm.mode.name()));
     let qemu_log = logs.join(format!("{name}-{}.qemu.log", vm.mode.name()));
-    let cmdline = qemu::cmdline(vm.mode, vm.kernel.spec.is_rt());
+    let cmdline = qemu::cmdline(arch, vm.mode, vm.kernel.spec.is_rt());
     let mut kvm = kvm && !KVM_BROKEN.load(Ordering::Relaxed);
     let (end, took, r) = loop {
         let _ = std::fs::remove_file(&serial);
-        let args = qemu::args(&vm.kernel.vmlinuz, &vm.initrd, &serial, &cmdline, kvm);
-        let (end, took) = match qemu::boot(&args, &qemu_log, LIMIT) {
+        let args = qemu::args(arch, &vm.kernel.vmlinuz, &vm.initrd, &serial, &cmdline, kvm);
+        let (end, took) = match qemu::boot(arch, &args, &qemu_log, LIMIT) {
             Ok(r) => r,
             Err(e) => {
                 println!("vmtest: {name} {}: {e:#}", vm.mode.name());

@@ -198,13 +198,14 @@ fn rate(v: Option<f64>) -> String {
     }
 }
 
-/// The table (Markdown), then one line per failed check with its detail.
-pub fn table(rows: &[Row<'_>]) -> String {
+/// The table (Markdown), then one line per failed check with its detail;
+/// `tick_count` names the kernel's own count of the ticks (x86's LOC row).
+pub fn table(rows: &[Row<'_>], tick_count: &str) -> String {
     let mut s = String::from("| kernel | release | mode |");
     for c in CHECKS {
         let _ = write!(s, " {c} |");
     }
-    s += " ticks/s (kernel LOC) | window ticks: jitterwatch (kernel) | VM s |\n|---|---|---|";
+    let _ = write!(s, " ticks/s ({tick_count}) | window ticks: jitterwatch (kernel) | VM s |\n|---|---|---|");
     s += &"---|".repeat(CHECKS.len() + 3);
     s.push('\n');
     let mut notes = String::new();
@@ -347,10 +348,13 @@ mod tests {
         };
         assert!(ok.passed());
         let bad = parse(LOG);
-        let t = table(&[
-            Row { kernel: "debian11", mode: "untuned", result: &ok, secs: 41.2 },
-            Row { kernel: "debian12", mode: "tuned", result: &bad, secs: 30.0 },
-        ]);
+        let t = table(
+            &[
+                Row { kernel: "debian11", mode: "untuned", result: &ok, secs: 41.2 },
+                Row { kernel: "debian12", mode: "tuned", result: &bad, secs: 30.0 },
+            ],
+            "kernel LOC",
+        );
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[0].starts_with("| kernel | release | mode | load | events |"), "{t}");
         assert_eq!(lines[1].matches("---").count(), CHECKS.len() + 6);
@@ -359,7 +363,8 @@ mod tests {
         assert!(lines[3].contains("| tuned | pass | - | pass | - |"), "{t}");
         assert!(t.contains("debian12 tuned exit: status 1\n"), "{t}");
         let hung = VmResult { release: Some("x".into()), ..Default::default() };
-        let t = table(&[Row { kernel: "sid", mode: "tuned", result: &hung, secs: 600.0 }]);
+        let t = table(&[Row { kernel: "sid", mode: "tuned", result: &hung, secs: 600.0 }], "kernel arch_timer");
+        assert!(t.lines().next().unwrap().contains("| ticks/s (kernel arch_timer) |"), "{t}");
         assert!(t.contains("sid tuned: the VM stopped before the end of the checks"), "{t}");
     }
 }

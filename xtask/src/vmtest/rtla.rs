@@ -9,13 +9,11 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, Result};
 
 use super::check::Check;
 use super::kernels::{self, AptRoot, Kernel};
-use crate::proc;
 
 /// How far apart the counts of one class may be: 2% of rtla's, and at
 /// least two events. Both sides count over the same window (the osnoise
@@ -128,23 +126,9 @@ pub fn root(kernel: &Kernel, cache: &Path) -> Result<Option<PathBuf>> {
     if dir.join("usr/bin/rtla").is_file() {
         return Ok(Some(dir));
     }
-    let apt = AptRoot::new(&cache.join("apt").join(suite), suite)?;
+    let apt = AptRoot::new(&cache.join("apt").join(suite), suite, kernel.spec.arch)?;
     let pkgs = closure(&apt, "rtla")?;
-    let debs = cache.join("debs").join(format!("rtla-{suite}"));
-    std::fs::create_dir_all(&debs)?;
-    let tmp = dir.with_extension("part");
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp)?;
-    for pkg in &pkgs {
-        println!("vmtest: fetching {pkg} ({suite}, for rtla)");
-        let deb = apt.download(pkg, &debs)?;
-        proc::check(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tmp))?;
-    }
-    // Documentation and locales: megabytes the guest never reads.
-    let _ = std::fs::remove_dir_all(tmp.join("usr/share"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::rename(&tmp, &dir)?;
-    let _ = std::fs::remove_dir_all(&debs);
+    apt.unpack(&pkgs, &cache.join("debs").join(format!("rtla-{suite}")), &dir, &format!("{suite}, for rtla"))?;
     Ok(Some(dir))
 }
 
