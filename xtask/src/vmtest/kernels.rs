@@ -15,8 +15,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
+use super::apt::{depends, run_out, AptRoot};
 use crate::cross::Arch;
-use crate::proc;
 
 /// A kernel of the matrix: what `--kernel NAME` selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,143 +171,9 @@ fn extract(deb: &Path, path: &str, into: &Path) -> Result<()> {
     run_out(Command::new("dpkg-deb").arg("--fsys-tarfile").arg(deb).stdout(Stdio::piped()), Some(&tar)).map(drop)
 }
 
-/// Runs `cmd`, piped into the shell command `then` when given; its stdout.
-pub(super) fn run_out(cmd: &mut Command, then: Option<&str>) -> Result<String> {
-    let Some(then) = then else {
-        let out = cmd.output().with_context(|| format!("running {}", proc::show(cmd)))?;
-        if !out.status.success() {
-            bail!("{} failed: {}", proc::show(cmd), String::from_utf8_lossy(&out.stderr).trim());
-        }
-        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
-    };
-    let mut first = cmd.spawn().with_context(|| format!("running {}", proc::show(cmd)))?;
-    let input = first.stdout.take().context("no pipe")?;
-    let out = Command::new("sh").args(["-c", then]).stdin(input).output()?;
-    let st = first.wait()?;
-    if !st.success() || !out.status.success() {
-        bail!("{} | {then} failed: {}", proc::show(cmd), String::from_utf8_lossy(&out.stderr).trim());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// A private apt configuration for one suite of deb.debian.org.
-pub(super) struct AptRoot {
-    opts: Vec<String>,
-}
-
-impl AptRoot {
-    pub(super) fn new(dir: &Path, suite: &str, arch: Arch) -> Result<Self> {
-        for sub in ["lists/partial", "cache/archives/partial"] {
-            std::fs::create_dir_all(dir.join(sub))?;
-        }
-        let sources = dir.join("sources.list");
-        std::fs::write(&sources, sources_list(suite))?;
-        let status = dir.join("status");
-        if !status.exists() {
-            std::fs::write(&status, "")?;
-        }
-        let d = |p: &str| dir.join(p).display().to_string();
-        let mut opts = vec![
-            format!("Dir::Etc::SourceList={}", sources.display()),
-            "Dir::Etc::SourceParts=/dev/null".to_string(),
-            format!("Dir::State::Lists={}", d("lists")),
-            format!("Dir::State::status={}", status.display()),
-            format!("Dir::Cache={}", d("cache")),
-            "Acquire::Languages=none".to_string(),
-            // Only the package lists: not the AppStream data the host's
-            // apt.conf.d may ask for.
-            "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false".to_string(),
-            "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false".to_string(),
-            "Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false".to_string(),
-            "DPkg::Lock::Timeout=120".to_string(),
-        ];
-        opts.extend(arch_options(arch));
-        let opts = opts.into_iter().flat_map(|o| ["-o".to_string(), o]).collect();
-        let apt = Self { opts };
-        let fresh = std::fs::read_dir(dir.join("lists"))?.flatten().any(|e| e.file_name().to_string_lossy().ends_with("_Packages"));
-        if !fresh {
-            println!("vmtest: apt-get update for {suite} (private lists in {})", dir.display());
-            proc::check(Command::new("apt-get").args(&apt.opts).args(["-q", "update"]).stdout(Stdio::null()))?;
-        }
-        Ok(apt)
-    }
-
-    pub(super) fn show(&self, pkg: &str) -> Result<String> {
-        run_out(Command::new("apt-cache").args(&self.opts).args(["show", "--no-all-versions", pkg]), None)
-    }
-
-    /// Downloads `pkg` into `dir`; the .deb's path.
-    pub(super) fn download(&self, pkg: &str, dir: &Path) -> Result<PathBuf> {
-        // apt's sandbox user cannot write into root's target/: download as
-        // root (it warns, that is all).
-        proc::check(Command::new("apt-get").args(&self.opts).args(["-q", "download", pkg]).current_dir(dir).stdout(Stdio::null()))?;
-        std::fs::read_dir(dir)?
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&format!("{pkg}_"))))
-            .with_context(|| format!("apt-get download {pkg} left no .deb in {}", dir.display()))
-    }
-}
-
-/// What an apt root for `arch` adds: none for x86_64 (the host's own). For
-/// arm64, that architecture alone, so the lists, `show` and `download` are
-/// its packages; and sid's lists taken past their Valid-Until (its Release
-/// file here is often stale: the archive serves what it has, and a fresh
-/// root has no lists to fall back on).
-pub fn arch_options(arch: Arch) -> Vec<String> {
-    match arch {
-        Arch::X86_64 => Vec::new(),
-        Arch::Arm64 => {
-            ["APT::Architecture=arm64", "APT::Architectures=arm64", "Acquire::Check-Valid-Until=false"].map(String::from).to_vec()
-        }
-    }
-}
-
-impl AptRoot {
-    /// `pkgs` downloaded into `debs` and unpacked together into `dir`
-    /// (replacing it whole; the .debs go), `why` said with each: the
-    /// guest's trees (rtla's, arm64's userland).
-    pub(super) fn unpack(&self, pkgs: &[String], debs: &Path, dir: &Path, why: &str) -> Result<()> {
-        std::fs::create_dir_all(debs)?;
-        let tmp = dir.with_extension("part");
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp)?;
-        for pkg in pkgs {
-            println!("vmtest: fetching {pkg} ({why})");
-            let deb = self.download(pkg, debs)?;
-            proc::check(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tmp))?;
-        }
-        // Documentation and locales: megabytes the guest never reads.
-        let _ = std::fs::remove_dir_all(tmp.join("usr/share"));
-        let _ = std::fs::remove_dir_all(dir);
-        std::fs::rename(&tmp, dir)?;
-        let _ = std::fs::remove_dir_all(debs);
-        Ok(())
-    }
-}
-
 /// Whether a kernel config sets `option` to y.
 pub fn config_has(config: &str, option: &str) -> bool {
     config.lines().any(|l| l.strip_prefix(option).is_some_and(|v| v == "=y"))
-}
-
-/// The one-line sources.list of a suite.
-pub fn sources_list(suite: &str) -> String {
-    format!("deb http://deb.debian.org/debian {suite} main\n")
-}
-
-/// The package names in the Depends field of `apt-cache show` output
-/// (alternatives and versions dropped; the first stanza only).
-pub fn depends(show: &str) -> Vec<String> {
-    relations(show, "Depends")
-}
-
-/// [`depends`] for another field (`Pre-Depends`: what Essential packages
-/// such as util-linux need their libraries in).
-pub fn relations(show: &str, field: &str) -> Vec<String> {
-    let stanza = show.split("\n\n").next().unwrap_or("");
-    let Some(line) = stanza.lines().find_map(|l| l.strip_prefix(field).and_then(|r| r.strip_prefix(':'))) else { return Vec::new() };
-    line.split(',').filter_map(|alt| alt.split('|').next()).filter_map(|d| d.split_whitespace().next()).map(str::to_string).collect()
 }
 
 /// The packages holding the kernel of `image`: the image itself, or, where
@@ -378,25 +244,6 @@ mod tests {
     }
 
     #[test]
-    fn an_arm64_apt_root_sees_arm64_alone() {
-        assert!(arch_options(Arch::X86_64).is_empty(), "x86's roots stay as they were");
-        let o = arch_options(Arch::Arm64);
-        assert!(o.contains(&"APT::Architecture=arm64".to_string()) && o.contains(&"APT::Architectures=arm64".to_string()), "{o:?}");
-    }
-
-    #[test]
-    fn reads_depends() {
-        let show = "Package: linux-image-amd64\nVersion: 6.1.176-1\n\
-                    Depends: linux-image-6.1.0-50-amd64 (= 6.1.176-1)\nDescription: x\n\n\
-                    Package: linux-image-amd64\nDepends: other\n";
-        assert_eq!(depends(show), ["linux-image-6.1.0-50-amd64"]);
-        assert!(depends("Package: x\n").is_empty());
-        let util = "Package: util-linux\nPre-Depends: libblkid1 (>= 2.37.2), libc6 (>= 2.34)\nDepends: util-linux-extra\n";
-        assert_eq!(relations(util, "Pre-Depends"), ["libblkid1", "libc6"]);
-        assert_eq!(depends(util), ["util-linux-extra"]);
-    }
-
-    #[test]
     fn split_sid_images_fetch_binary_and_base() {
         let sid = "Package: linux-image-7.2.13+deb14-amd64\nDepends: dracut | initramfs-tools (>= 0.120+deb8u2) | linux-initramfs-tool, \
                    linux-base-7.2.13+deb14-amd64 (= 7.2.13-1), linux-binary-7.2.13+deb14-amd64 (= 7.2.13-1), \
@@ -428,10 +275,5 @@ mod tests {
         assert!(config_has(config, "CONFIG_NO_HZ_IDLE"));
         assert!(!config_has(config, "CONFIG_NO_HZ_FULL"));
         assert!(!config_has("CONFIG_NO_HZ_FULL_X=y\n", "CONFIG_NO_HZ_FULL"));
-    }
-
-    #[test]
-    fn one_suite_per_sources_list() {
-        assert_eq!(sources_list("bookworm-backports"), "deb http://deb.debian.org/debian bookworm-backports main\n");
     }
 }

@@ -12,6 +12,7 @@
 //! target/vmtest-cache-arm64; its rtla comparison stays there too
 //! (BENCHMARKS.md's section 9 is x86's).
 
+mod apt;
 mod check;
 mod initramfs;
 mod kernels;

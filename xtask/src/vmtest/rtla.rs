@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use super::apt::{self, AptRoot};
 use super::check::Check;
-use super::kernels::{self, AptRoot, Kernel};
+use super::kernels::{self, Kernel};
 
 /// How far apart the counts of one class may be: 2% of rtla's, and at
 /// least two events. Both sides count over the same window (the osnoise
@@ -141,7 +142,7 @@ fn closure(apt: &AptRoot, pkg: &str) -> Result<Vec<String>> {
             continue;
         }
         let show = apt.show(&p).with_context(|| format!("{p}, needed by rtla"))?;
-        todo.extend(kernels::depends(&show).into_iter().filter(|d| !seen.contains(d)));
+        todo.extend(apt::depends(&show).into_iter().filter(|d| !seen.contains(d)));
     }
     Ok(seen.into_iter().collect())
 }

@@ -16,8 +16,9 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use super::apt::{self, AptRoot};
 use super::initramfs::{self, Entry};
-use super::kernels::{self, AptRoot, KernelSpec};
+use super::kernels::KernelSpec;
 use crate::cross::Arch;
 
 /// Written last into a tree whose unpacking finished.
@@ -34,8 +35,8 @@ pub fn root(spec: &KernelSpec, cache: &Path) -> Result<PathBuf> {
     let setpriv = if apt.show("setpriv").is_ok() { "setpriv" } else { "util-linux" };
     let mut pkgs: BTreeSet<String> = ["busybox-static", "libc6", setpriv].map(String::from).into();
     let show = apt.show(setpriv)?;
-    pkgs.extend(kernels::depends(&show));
-    pkgs.extend(kernels::relations(&show, "Pre-Depends"));
+    pkgs.extend(apt::depends(&show));
+    pkgs.extend(apt::relations(&show, "Pre-Depends"));
     let pkgs: Vec<String> = pkgs.into_iter().collect();
     let why = format!("{} {}, the guest's userspace", spec.suite, spec.arch.debian());
     apt.unpack(&pkgs, &cache.join("debs").join(format!("userland-{}", spec.suite)), &dir, &why)?;
