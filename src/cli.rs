@@ -46,7 +46,10 @@ pub enum ProbeArg {
 pub enum LoopClockArg {
     Auto,
     Vdso,
+    /// x86_64's time-stamp counter
     Tsc,
+    /// arm64's virtual counter (CNTVCT_EL0)
+    Cntvct,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -94,7 +97,7 @@ pub struct WatchArgs {
     #[arg(help_heading = heading::PROBE)]
     #[arg(long, value_name = "US", value_parser = crate::dma_latency::parse)]
     pub dma_latency: Option<u32>,
-    /// The probe loop's clock: tsc (the time-stamp counter, calibrated against CLOCK_MONOTONIC), vdso (clock_gettime), or auto: tsc where it is invariant and the kernel's clocksource, else vdso
+    /// The probe loop's clock: the CPU's counter (tsc on x86_64, cntvct on arm64; calibrated against CLOCK_MONOTONIC), vdso (clock_gettime), or auto: the counter where it is the kernel's clocksource (and, a TSC, invariant), else vdso
     #[arg(help_heading = heading::PROBE)]
     #[arg(long, value_enum, default_value_t = LoopClockArg::Auto)]
     pub clock: LoopClockArg,

@@ -91,8 +91,8 @@ impl Planned {
         Ok(match self.build {
             Build::Probe(kind) => {
                 let rule = args.threshold.unwrap_or(Threshold::Default);
-                let tsc = kind == ProbeKind::Spin && tsc_loop(root, args.clock);
-                let cfg = ProbeConfig { kind, timer_slack_ns: args.timer_slack, threshold: rule, rt_prio: args.rt, tsc };
+                let counter = if kind == ProbeKind::Spin { counter_loop(root, args.clock, std::env::consts::ARCH) } else { None };
+                let cfg = ProbeConfig { kind, timer_slack_ns: args.timer_slack, threshold: rule, rt_prio: args.rt, counter };
                 Box::new(ProbeSource::spawn(cpus, cfg)?)
             }
             Build::Passive(target) => {
@@ -104,19 +104,29 @@ impl Planned {
     }
 }
 
-/// The spin probe reads the TSC (the wake-up probe reads clock_gettime
-/// once per wake-up): where it is usable and not refused by `--clock`.
-fn tsc_loop(root: &Path, clock: LoopClockArg) -> bool {
-    match clock {
-        LoopClockArg::Vdso => false,
-        LoopClockArg::Tsc | LoopClockArg::Auto => match crate::loop_clock::tsc_usable(root) {
-            Ok(()) => true,
-            Err(why) => {
-                let asked = if clock == LoopClockArg::Tsc { "--clock tsc" } else { "the TSC (the default clock)" };
-                say!("{asked}: {why}; the probe reads clock_gettime instead");
-                false
+/// The spin probe reads the CPU's counter (the wake-up probe reads
+/// clock_gettime once per wake-up): where it is usable on `arch` and not
+/// refused by `--clock`. Some(its name) when it is.
+fn counter_loop(root: &Path, clock: LoopClockArg, arch: &str) -> Option<&'static str> {
+    let asked = match clock {
+        LoopClockArg::Vdso => return None,
+        LoopClockArg::Auto => None,
+        LoopClockArg::Tsc => Some("tsc"),
+        LoopClockArg::Cntvct => Some("cntvct"),
+    };
+    let usable = match (asked, crate::loop_clock::counter_name(arch)) {
+        (Some(a), Some(here)) if a != here => Err(format!("this machine is {arch}: its counter is --clock {here}")),
+        _ => crate::loop_clock::counter_usable(root, arch),
+    };
+    match usable {
+        Ok(name) => Some(name),
+        Err(why) => {
+            match asked {
+                Some(a) => say!("--clock {a}: {why}; the probe reads clock_gettime instead"),
+                None => say!("the CPU's counter (the default clock): {why}; the probe reads clock_gettime instead"),
             }
-        },
+            None
+        }
     }
 }
 
@@ -140,5 +150,22 @@ mod tests {
         assert_eq!([&[][..], &["--probe", "wakeup"], &["--tid", "3"]].map(|a| mode(a).unwrap().label()), ["probe", "wakeup", "passive"]);
         let e = mode(&["--period", "1ms"]).unwrap_err().to_string();
         assert_eq!(e, "--period and --timer-slack are the wake-up probe's: add --probe wakeup");
+    }
+
+    #[test]
+    fn the_loop_reads_the_counter_of_its_own_architecture() {
+        let d = tempfile::tempdir().unwrap();
+        let cs = d.path().join("sys/devices/system/clocksource/clocksource0");
+        std::fs::create_dir_all(&cs).unwrap();
+        std::fs::create_dir_all(d.path().join("proc")).unwrap();
+        std::fs::write(d.path().join("proc/cpuinfo"), "Features\t: fp asimd\n").unwrap();
+        std::fs::write(cs.join("current_clocksource"), "arch_sys_counter\n").unwrap();
+        let arm = |c| counter_loop(d.path(), c, "aarch64");
+        assert_eq!([LoopClockArg::Auto, LoopClockArg::Cntvct].map(arm), [Some("cntvct"); 2]);
+        // Another architecture's counter, or none asked for: clock_gettime.
+        assert_eq!([LoopClockArg::Tsc, LoopClockArg::Vdso].map(arm), [None; 2]);
+        assert_eq!(counter_loop(d.path(), LoopClockArg::Cntvct, "x86_64"), None);
+        // The x86 checks still apply (no invariant-TSC flags here).
+        assert_eq!(counter_loop(d.path(), LoopClockArg::Auto, "x86_64"), None);
     }
 }

@@ -67,11 +67,11 @@ pub struct ProbeShared {
     /// The probe found itself on another CPU (its CPU went offline and
     /// the kernel moved it): it stopped measuring, and asked the run to end.
     pub moved_off: AtomicBool,
-    /// With the TSC as its clock: the TSC's distance from CLOCK_MONOTONIC
-    /// when the loop ended, ns (i64::MIN: not measured).
+    /// With the CPU's counter as its clock: the counter's distance from
+    /// CLOCK_MONOTONIC when the loop ended, ns (i64::MIN: not measured).
     pub tsc_drift_ns: AtomicI64,
-    /// The loop reads the TSC (calibrated), not clock_gettime.
-    pub uses_tsc: AtomicBool,
+    /// The loop reads the CPU's counter (calibrated), not clock_gettime.
+    pub uses_counter: AtomicBool,
     /// The wake-up probe's latencies (None for the spin probe).
     pub wake: Option<WakeStats>,
     /// The CPU's SMI counter, where it can be read (the spin probe only).
@@ -103,7 +103,7 @@ impl ProbeShared {
             refused: AtomicBool::new(false),
             moved_off: AtomicBool::new(false),
             tsc_drift_ns: AtomicI64::new(i64::MIN),
-            uses_tsc: AtomicBool::new(false),
+            uses_counter: AtomicBool::new(false),
             stop: AtomicBool::new(false),
         }
     }
@@ -144,8 +144,9 @@ pub struct ProbeConfig {
     pub threshold: Threshold,
     /// SCHED_FIFO priority, when asked for.
     pub rt_prio: Option<i32>,
-    /// Read the TSC in the loop instead of clock_gettime (checked usable).
-    pub tsc: bool,
+    /// Read the CPU's counter in the loop instead of clock_gettime (checked
+    /// usable): its name, `tsc` or `cntvct`.
+    pub counter: Option<&'static str>,
 }
 
 pub struct Probe {

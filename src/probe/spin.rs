@@ -7,7 +7,7 @@ use super::floor::{FloorMeter, BLOCK};
 use super::smi::SMI_MIN_GAP_NS;
 use super::{bucket, ProbeConfig, ProbeShared, CALIBRATE_LOOPS, CALIBRATE_MAX_NS, CALIBRATE_NS, HIST_BUCKETS, PUBLISH_EVERY};
 use crate::interval::{Interval, Source};
-use crate::loop_clock::{LoopClock, Tsc, Vdso};
+use crate::loop_clock::{Counter, LoopClock, Vdso};
 
 /// The smallest threshold, in loop floors (the loop's period): a loop
 /// iteration often takes up to twice it (a clock that steps coarser than
@@ -15,25 +15,25 @@ use crate::loop_clock::{LoopClock, Tsc, Vdso};
 /// made millions of rows a second).
 pub const MIN_FLOORS: u64 = 2;
 
-/// How long the TSC's rate is first measured against CLOCK_MONOTONIC; the
-/// loop re-anchors it about once a second from then on.
-const TSC_CALIBRATE_NS: u64 = 5_000_000;
+/// How long the counter's rate is first measured against CLOCK_MONOTONIC;
+/// the loop re-anchors it about once a second from then on.
+const COUNTER_CALIBRATE_NS: u64 = 5_000_000;
 
 pub(super) fn run(s: &ProbeShared, cfg: ProbeConfig) {
-    let tsc = cfg.tsc.then(|| {
-        let start = Tsc::begin();
-        let until = crate::clock::now_ns() + TSC_CALIBRATE_NS;
+    let counter = cfg.counter.map(|_| {
+        let start = Counter::begin();
+        let until = crate::clock::now_ns() + COUNTER_CALIBRATE_NS;
         while crate::clock::now_ns() < until {
             std::hint::spin_loop();
         }
-        Tsc::finish(start)
+        Counter::finish(start)
     });
-    match tsc.flatten() {
-        Some(tsc) => {
-            s.uses_tsc.store(true, Relaxed);
-            if let Some(state) = calibrate(s, cfg, tsc) {
-                let tsc = hot(s, tsc, state);
-                s.tsc_drift_ns.store(tsc.drift_ns(), Relaxed);
+    match counter.flatten() {
+        Some(counter) => {
+            s.uses_counter.store(true, Relaxed);
+            if let Some(state) = calibrate(s, cfg, counter) {
+                let counter = hot(s, counter, state);
+                s.tsc_drift_ns.store(counter.drift_ns(), Relaxed);
             }
         }
         None => {

@@ -210,7 +210,7 @@ mod tests {
             timer_slack_ns: Some(1),
             threshold: crate::probe::Threshold::Given(threshold_ns),
             rt_prio: None,
-            tsc: false,
+            counter: None,
         };
         std::thread::scope(|sc| {
             sc.spawn(|| {

@@ -30,6 +30,9 @@ pub struct ProbeSource {
     smi_unread: Option<String>,
     /// When `start` let the probes go.
     started_at: Option<Instant>,
+    /// The counter the spin probe was asked to read (it may still fall
+    /// back to clock_gettime: see `uses_counter`).
+    counter: Option<&'static str>,
 }
 
 impl ProbeSource {
@@ -38,7 +41,7 @@ impl ProbeSource {
         let (kind, rule) = (cfg.kind, cfg.threshold);
         let probes = Probes::new(cpus.iter().map(|&c| Probe::spawn(c as u32, cfg)).collect::<Result<Vec<_>>>()?);
         let smi_unread = probes.iter().find_map(|p| p.smi_unread.clone());
-        Ok(ProbeSource { kind, rule, shared: probes.shared(), probes, smi_unread, started_at: None })
+        Ok(ProbeSource { kind, rule, shared: probes.shared(), probes, smi_unread, started_at: None, counter: cfg.counter })
     }
 
     /// The lines a headless run starts with: each CPU's rule.
@@ -152,7 +155,7 @@ impl Source for ProbeSource {
         c.loop_hist = p.histogram();
         c.overflow = p.overflow.load(Relaxed);
         c.tsc_drift_ns = Some(p.tsc_drift_ns.load(Relaxed)).filter(|&d| d != i64::MIN);
-        c.tsc = p.uses_tsc.load(Relaxed);
+        c.counter = if p.uses_counter.load(Relaxed) { self.counter } else { None };
         c.wakeup = p.wake.as_ref().and_then(|w| w.latency());
     }
 

@@ -20,10 +20,11 @@ pub struct CpuCounters {
     pub loop_hist: [u64; HIST_BUCKETS],
     pub overflow: u64,
     pub drops: u64,
-    /// The probe read the TSC: its distance from CLOCK_MONOTONIC when it
-    /// stopped, ns (None: vDSO clock, or not stopped yet).
+    /// The probe read the CPU's counter: its distance from CLOCK_MONOTONIC
+    /// when it stopped, ns (None: vDSO clock, or not stopped yet).
     pub tsc_drift_ns: Option<i64>,
-    pub tsc: bool,
+    /// The counter the probe's loop read (`tsc`, `cntvct`); None: the vDSO.
+    pub counter: Option<&'static str>,
     /// The wake-up probe's latencies over the whole run (a reset does not
     /// clear them).
     pub wakeup: Option<crate::probe::Latency>,
@@ -45,7 +46,7 @@ impl CpuCounters {
             overflow: 0,
             drops: 0,
             tsc_drift_ns: None,
-            tsc: false,
+            counter: None,
             wakeup: None,
             steal: None,
             tick: None,

@@ -58,9 +58,10 @@ pub struct CpuRow {
     /// The mean loop period with the hiccups left out: the probe's own
     /// speed, whatever steals the CPU.
     pub loop_quiet_mean_ns: Option<f64>,
-    /// The probe loop's clock: `vdso` or `tsc` (null without a spin probe),
-    /// and the TSC's distance from CLOCK_MONOTONIC when the probe stopped
-    /// (ns).
+    /// The probe loop's clock: `vdso`, `tsc` (x86_64) or `cntvct` (arm64)
+    /// (null without a spin probe), and the counter's distance from
+    /// CLOCK_MONOTONIC when the probe stopped (ns; the name is kept from
+    /// when the TSC was the only counter).
     pub clock: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tsc_drift_ns: Option<i64>,
@@ -310,7 +311,7 @@ impl Summary {
                 loop_floor_ns: spin.then_some(c.probe.floor_ns),
                 loop_mean_ns: spin.then_some(c.probe.loop_mean_ns),
                 loop_quiet_mean_ns: spin.then_some(c.probe.loop_quiet_mean_ns),
-                clock: spin.then_some(if c.probe.tsc { "tsc" } else { "vdso" }),
+                clock: spin.then_some(c.probe.counter.unwrap_or("vdso")),
                 tsc_drift_ns: c.probe.tsc_drift_ns,
                 hiccups_per_sec: s.per_sec(c.hiccups),
                 wakeup: c.probe.wakeup.clone(),

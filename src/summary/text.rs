@@ -52,9 +52,9 @@ impl Summary {
                         c.loop_mean_ns.unwrap_or(0.0),
                         c.loop_quiet_mean_ns.unwrap_or(0.0),
                         match (c.clock.unwrap_or("vdso"), c.tsc_drift_ns) {
-                            ("tsc", Some(d)) => format!("; TSC clock, {d:+} ns from CLOCK_MONOTONIC at the end"),
-                            ("tsc", None) => "; TSC clock".to_string(),
-                            _ => String::new(),
+                            ("vdso", _) => String::new(),
+                            (counter, Some(d)) => format!("; {} clock, {d:+} ns from CLOCK_MONOTONIC at the end", counter.to_uppercase()),
+                            (counter, None) => format!("; {} clock", counter.to_uppercase()),
                         }
                     )
                 },

@@ -150,7 +150,7 @@ fn stats() -> Stats {
     for c in &mut raw.cpus {
         c.threshold_ns = 1_000;
         c.floor_ns = 9;
-        c.tsc = true;
+        c.counter = Some("tsc");
         // The loop's own turns under the threshold, log2 buckets (k holds
         // 2^(k-1)..2^k ns); the stalls above it fill theirs below.
         for (k, n) in [(4, 9_800_000_000u64), (5, 5_100_000_000), (6, 4_300_000), (7, 610_000), (8, 88_000), (9, 21_000), (10, 6_400)] {

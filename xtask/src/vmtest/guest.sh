@@ -134,6 +134,24 @@ ROWS=$(tail -n +2 /tmp/h.csv 2>/dev/null | wc -l)
 BAD=$(tail -n +2 /tmp/h.csv 2>/dev/null | grep -v '"' | awk -F, 'NF < 9 || $4 + $5 != $3' | wc -l)
 head -n 1 /tmp/h.csv 2>/dev/null | grep -q "^$HEAD" && [ "$ROWS" -gt 0 ] && [ "$BAD" = 0 ]
 check csv $? "rows=$ROWS bad=$BAD header=$(head -n 1 /tmp/h.csv 2>/dev/null | cut -c1-40)"
+# The spin probe's clock. arm64's virtual counter is always its kernel's
+# clocksource (arch_sys_counter): the loop must read it (cntvct) and end
+# within 1 ms of CLOCK_MONOTONIC (its conversion, calibrated in the run),
+# and the run must say in one line that arm64 has no SMI counter. On x86
+# the TSC (tsc) where usable, else clock_gettime (vdso) with the line
+# saying why (TCG's x86 VMs keep another clocksource).
+CLOCK=$(sed -n 's/.*"clock": *"\([a-z]*\)".*/\1/p' /tmp/run.json | head -n 1)
+DRIFT=$(sed -n 's/.*"tsc_drift_ns": *\(-*[0-9]*\).*/\1/p' /tmp/run.json | head -n 1)
+SOURCE=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)
+case "$SOURCE" in
+arch_sys_counter)
+	[ "$CLOCK" = cntvct ] && [ -n "$DRIFT" ] && [ "${DRIFT#-}" -le 1000000 ] && grep -q 'no SMI counter' /tmp/run.err
+	;;
+*)
+	[ "$CLOCK" = tsc ] || { [ "$CLOCK" = vdso ] && grep -q 'the probe reads clock_gettime instead' /tmp/run.err; }
+	;;
+esac
+check clock $? "clock=${CLOCK:-none} drift_ns=${DRIFT:-none} clocksource=$SOURCE $(grep -m1 -o 'no SMI counter[^;]*' /tmp/run.err)"
 # The window: from the first reading of the count to the second, each known to
 # within its two clock readings (a0..a1, b0..b1). A tick is surely inside
 # when its handler (where LOC is counted) ran from after a1 to before b0,

@@ -12,6 +12,7 @@ pub const CHECKS: &[&str] = &[
     "load",
     "events",
     "csv",
+    "clock",
     "doctor",
     "passive-running",
     "passive-new",
