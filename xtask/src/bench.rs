@@ -52,7 +52,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::{deps, proc};
-pub use report::RTLA_FILE;
+pub use report::{ARM64_CLOCK_FILE, ARM64_CLOCK_HEADING, RTLA_FILE};
 
 /// Internal: the sudo'd re-run, after the user's build.
 const BUILT: &str = "--built";
@@ -193,7 +193,7 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
     let all = history::load(&hist)?;
     let details = details::markdown(&entry.machine, &results, &entry.figures);
     let out = proc::root().join("BENCHMARKS.md");
-    std::fs::write(&out, report::markdown(&entry, &details, &all, &rtla_section()))
+    std::fs::write(&out, report::markdown(&entry, &details, &all, &from_vmtest()))
         .with_context(|| format!("writing {}", out.display()))?;
     give_back(&out);
     summary::print(&entry.figures);
@@ -201,9 +201,11 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
     Ok(())
 }
 
-/// Section 9, as `cargo xtask vmtest` last wrote it ("" if it never has).
-fn rtla_section() -> String {
-    std::fs::read_to_string(proc::root().join(RTLA_FILE)).unwrap_or_default()
+/// What `cargo xtask vmtest` last wrote for the report ("" where it never
+/// has): section 9, and figure 1's arm64 part.
+fn from_vmtest() -> report::FromVmtest {
+    let read = |f: &str| std::fs::read_to_string(proc::root().join(f)).unwrap_or_default();
+    report::FromVmtest { rtla: read(RTLA_FILE), arm64_clock: read(ARM64_CLOCK_FILE) }
 }
 
 /// `--report-only`: BENCHMARKS.md redrawn from the history, its sections
@@ -218,7 +220,7 @@ pub fn redraw() -> Result<()> {
     if details.is_empty() {
         println!("bench: {} has no sections 1–8 to keep; the next `cargo xtask bench` writes them", out.display());
     }
-    std::fs::write(&out, report::markdown(latest, details, &all, &rtla_section())).with_context(|| format!("writing {}", out.display()))?;
+    std::fs::write(&out, report::markdown(latest, details, &all, &from_vmtest())).with_context(|| format!("writing {}", out.display()))?;
     summary::print(&latest.figures);
     println!(
         "bench: redrew {} from the {} run(s) in {} (latest {} `{}`)",

@@ -22,14 +22,31 @@ const HISTORY: [&str; 2] = ["## History", "## Before and after"];
 /// so it imports bench, and bench must not import it back.
 pub const RTLA_FILE: &str = "docs/rtla-comparison.md";
 
+/// Figure 1's arm64 part: `cargo xtask vmtest --arch arm64` writes it (the
+/// spin probe reading arm64's virtual counter in each VM, under TCG:
+/// function only, its timings mean nothing), and the report puts it at
+/// the end of section 1, in place of any it held. Named here for the same
+/// reason as RTLA_FILE.
+pub const ARM64_CLOCK_FILE: &str = "docs/arm64-probe-clock.md";
+
+/// That part's heading.
+pub const ARM64_CLOCK_HEADING: &str = "### 1c. ";
+
 /// Where the sections this module keeps end: the history, or section 9
 /// (the rtla comparison, which `cargo xtask vmtest` writes to its own file).
 const AFTER_DETAILS: &str = "## 9. ";
 
+/// What `cargo xtask vmtest` last wrote for the report ("" where it never
+/// has): section 9 (x86's rtla comparison) and figure 1's arm64 part.
+#[derive(Debug, Default)]
+pub struct FromVmtest {
+    pub rtla: String,
+    pub arm64_clock: String,
+}
+
 /// The document for `latest` (the last entry of `all`), with `details`
-/// (sections 1 to 8, from that run) and `rtla` (section 9, as vmtest last
-/// wrote it; "" when it never has).
-pub fn markdown(latest: &Entry, details: &str, all: &[Entry], rtla: &str) -> String {
+/// (sections 1 to 8, from that run) and what vmtest wrote.
+pub fn markdown(latest: &Entry, details: &str, all: &[Entry], vm: &FromVmtest) -> String {
     let mut o = String::new();
     let mc = &latest.machine;
     let _ = writeln!(o, "# jitterwatch benchmarks\n");
@@ -65,14 +82,36 @@ pub fn markdown(latest: &Entry, details: &str, all: &[Entry], rtla: &str) -> Str
         let _ = writeln!(o, "| {} | {} | {} | {} |", r.name, r.measured, r.target, r.verdict.as_str());
     }
     o.push('\n');
-    o += details.trim_end();
+    o += with_arm64_clock(details, &vm.arm64_clock).trim_end();
     o += "\n\n";
-    if !rtla.trim().is_empty() {
-        o += rtla.trim_end();
+    if !vm.rtla.trim().is_empty() {
+        o += vm.rtla.trim_end();
         o += "\n\n";
     }
     o += &history::table(all, history::SHOWN);
     o
+}
+
+/// `details` with `arm64` (figure 1's arm64 part, "" for none) at the end
+/// of section 1, in place of the one they held: a redraw keeps the details
+/// as they are, so the part is taken out before it goes back in.
+pub fn with_arm64_clock(details: &str, arm64: &str) -> String {
+    let mut d = details.to_string();
+    if let Some(a) = d.find(&format!("\n{ARM64_CLOCK_HEADING}")) {
+        let end = d[a + 1..].find("\n## ").map_or(d.len(), |e| a + 1 + e);
+        d.replace_range(a..end, "");
+    }
+    if arm64.trim().is_empty() {
+        return d;
+    }
+    match d.find("\n## 2. ") {
+        Some(at) => d.insert_str(at, &format!("\n{}\n", arm64.trim())),
+        None => {
+            d.truncate(d.trim_end().len());
+            d += &format!("\n\n{}\n", arm64.trim());
+        }
+    }
+    d
 }
 
 /// Sections 1 to 8 of an existing BENCHMARKS.md: from their first heading
@@ -112,7 +151,7 @@ mod tests {
         let mut e = Entry { commit: "a8ac5ba".into(), date: "2026-11-23 18:09 UTC".into(), ..Entry::default() };
         e.machine.kernel = "6.18.44".into();
         e.figures.insert(Id::PeakRss, Figure::new("v1").with("peak_rss_mib", Some(27.2)));
-        let md = markdown(&e, "## 1. Probe floor\n\nfloor\n", std::slice::from_ref(&e), "");
+        let md = markdown(&e, "## 1. Probe floor\n\nfloor\n", std::slice::from_ref(&e), &FromVmtest::default());
         assert!(md.contains("| kernel (uname -r) | 6.18.44 |"));
         assert!(md.contains("| 5. Peak RSS | 27.2 MiB | ≤ 32 MiB | met |"), "{md}");
         assert!(
@@ -123,8 +162,23 @@ mod tests {
         );
         assert!(md.contains("\n## 1. Probe floor\n\nfloor\n\n## History\n"), "{md}");
         assert_eq!(kept_details(&md), "## 1. Probe floor\n\nfloor\n", "a redrawn file keeps its details");
-        let with_rtla = markdown(&e, "## 1. Probe floor\n\nfloor\n", std::slice::from_ref(&e), "## 9. Beside rtla\n\n| a |\n");
+        let vm = FromVmtest { rtla: "## 9. Beside rtla\n\n| a |\n".into(), ..FromVmtest::default() };
+        let with_rtla = markdown(&e, "## 1. Probe floor\n\nfloor\n", std::slice::from_ref(&e), &vm);
         assert!(with_rtla.contains("\nfloor\n\n## 9. Beside rtla\n\n| a |\n\n## History\n"), "{with_rtla}");
         assert_eq!(kept_details(&with_rtla), "## 1. Probe floor\n\nfloor\n", "section 9 is not a detail");
+    }
+
+    #[test]
+    fn figure_1s_arm64_part_ends_section_1_once() {
+        let details = "## 1. Probe floor\n\n| floor |\n\n## 2. Cost\n\nx\n";
+        let part = "### 1c. arm64\n\n| cntvct |\n";
+        let once = with_arm64_clock(details, part);
+        assert_eq!(once, "## 1. Probe floor\n\n| floor |\n\n### 1c. arm64\n\n| cntvct |\n\n## 2. Cost\n\nx\n");
+        // A redraw finds it in the details it keeps: replaced, not doubled.
+        assert_eq!(with_arm64_clock(&once, "### 1c. arm64\n\n| new |\n").matches("### 1c.").count(), 1);
+        assert!(with_arm64_clock(&once, "### 1c. arm64\n\n| new |\n").contains("| new |\n\n## 2. Cost"));
+        assert_eq!(with_arm64_clock(&once, ""), details, "none written: none shown");
+        // Section 1 alone (no section 2 yet): at the end.
+        assert_eq!(with_arm64_clock("## 1. Probe floor\n\nf\n", part), "## 1. Probe floor\n\nf\n\n### 1c. arm64\n\n| cntvct |\n");
     }
 }

@@ -151,7 +151,7 @@ arch_sys_counter)
 	[ "$CLOCK" = tsc ] || { [ "$CLOCK" = vdso ] && grep -q 'the probe reads clock_gettime instead' /tmp/run.err; }
 	;;
 esac
-check clock $? "clock=${CLOCK:-none} drift_ns=${DRIFT:-none} clocksource=$SOURCE $(grep -m1 -o 'no SMI counter[^;]*' /tmp/run.err)"
+check clock $? "clock=${CLOCK:-none} drift_ns=${DRIFT:-none} floor_ns=$(num loop_floor_ns /tmp/run.json) clocksource=$SOURCE $(grep -m1 -o 'no SMI counter[^;]*' /tmp/run.err)"
 # The window: from the first reading of the count to the second, each known to
 # within its two clock readings (a0..a1, b0..b1). A tick is surely inside
 # when its handler (where LOC is counted) ran from after a1 to before b0,

@@ -14,6 +14,7 @@
 
 mod apt;
 mod check;
+mod clock;
 mod initramfs;
 mod kernels;
 mod qemu;
@@ -172,6 +173,9 @@ pub fn run(opts: &Options) -> Result<()> {
     let saved = cache.join("results.md");
     std::fs::write(&saved, &table)?;
     write_rtla(arch, &vms, &results, &cache)?;
+    if arch == Arch::Arm64 {
+        write_arm64_clock(&vms, &results)?;
+    }
     let failed = results.iter().filter(|(r, _)| !r.passed()).count();
     if failed > 0 {
         bail!("vmtest: {failed} of {} VM(s) failed a check (serial logs in {})", vms.len(), logs.display());
@@ -210,6 +214,28 @@ fn write_rtla(arch: Arch, vms: &[Vm], results: &[(report::VmResult, f64)], cache
     let file = proc::root().join(bench::RTLA_FILE);
     std::fs::write(&file, md).with_context(|| format!("writing {}", file.display()))?;
     println!("vmtest: the rtla comparison is in {}; BENCHMARKS.md's section 9 redrawn from it", file.display());
+    bench::redraw()
+}
+
+/// Figure 1's arm64 part, into its file and BENCHMARKS.md (redrawn).
+fn write_arm64_clock(vms: &[Vm], results: &[(report::VmResult, f64)]) -> Result<()> {
+    let rows: Vec<clock::Row<'_>> = vms
+        .iter()
+        .zip(results)
+        .map(|(vm, (r, _))| clock::Row {
+            kernel: vm.kernel.spec.name,
+            release: r.release.as_deref().unwrap_or("?"),
+            mode: vm.mode.name(),
+            check: r.check("clock"),
+        })
+        .collect();
+    let Some(md) = clock::markdown(&rows, bench::ARM64_CLOCK_HEADING, &bench::utc_now(), &bench::commit()) else {
+        return Ok(());
+    };
+    println!("\n{md}");
+    let file = proc::root().join(bench::ARM64_CLOCK_FILE);
+    std::fs::write(&file, md).with_context(|| format!("writing {}", file.display()))?;
+    println!("vmtest: the probe's clock on arm64 is in {}; BENCHMARKS.md's figure 1 redrawn with it", file.display());
     bench::redraw()
 }
 
