@@ -229,9 +229,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("proc")).unwrap();
         std::fs::create_dir_all(d.path().join("sys/devices/system/clocksource/clocksource0")).unwrap();
-        let source = |s: &str| {
-            std::fs::write(d.path().join("sys/devices/system/clocksource/clocksource0/current_clocksource"), s).unwrap()
-        };
+        let source = |s: &str| std::fs::write(d.path().join("sys/devices/system/clocksource/clocksource0/current_clocksource"), s).unwrap();
         std::fs::write(d.path().join("proc/cpuinfo"), "flags\t\t: fpu tsc constant_tsc\n").unwrap();
         assert_eq!(counter_usable(d.path(), "x86_64"), Err("the TSC is not invariant (no nonstop_tsc flag)".into()));
         std::fs::write(d.path().join("proc/cpuinfo"), "flags\t\t: fpu tsc constant_tsc nonstop_tsc\n").unwrap();

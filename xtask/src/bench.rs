@@ -193,8 +193,7 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
     let all = history::load(&hist)?;
     let details = details::markdown(&entry.machine, &results, &entry.figures);
     let out = proc::root().join("BENCHMARKS.md");
-    std::fs::write(&out, report::markdown(&entry, &details, &all, &from_vmtest()))
-        .with_context(|| format!("writing {}", out.display()))?;
+    std::fs::write(&out, report::markdown(&entry, &details, &all, &from_vmtest())).with_context(|| format!("writing {}", out.display()))?;
     give_back(&out);
     summary::print(&entry.figures);
     println!("bench: appended to {} and wrote {} in {:.0} s", hist.display(), out.display(), started.elapsed().as_secs_f64());
