@@ -216,3 +216,30 @@ fn the_audit_s_cpu_timers_stand_behind_posix_timer() {
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains("POSIX_TIMER") && text.contains("; CPU-clock timers: spinner[500]") && text.contains("fix: find it"), "{text}");
 }
+
+/// The loop's clock is said by its name in the text and the JSON: the
+/// vDSO says nothing more, a counter (x86's TSC, arm64's CNTVCT) its
+/// distance from CLOCK_MONOTONIC at the end.
+#[test]
+fn the_loop_s_clock_is_named_with_its_drift() {
+    let with = |counter: Option<&'static str>, drift: Option<i64>| {
+        let mut s = Stats::new(&[1], 0);
+        let mut raw = Counters::new(&[1]);
+        (raw.cpus[0].counter, raw.cpus[0].tsc_drift_ns) = (counter, drift);
+        s.update_counters(raw, 1_000_000);
+        let sum = Summary::from_stats(&s, &Default::default(), "probe");
+        let (mut text, mut json) = (Vec::new(), Vec::new());
+        sum.write_text(&mut text).unwrap();
+        sum.write_json(&mut json).unwrap();
+        (String::from_utf8(text).unwrap(), serde_json::from_slice::<serde_json::Value>(&json).unwrap())
+    };
+    let (text, v) = with(Some("cntvct"), Some(-17));
+    assert!(text.contains("; CNTVCT clock, -17 ns from CLOCK_MONOTONIC at the end"), "{text}");
+    assert_eq!((v["cpus"][0]["clock"].as_str(), v["cpus"][0]["tsc_drift_ns"].as_i64()), (Some("cntvct"), Some(-17)));
+    let (text, v) = with(Some("tsc"), None);
+    assert!(text.contains("; TSC clock)"), "{text}");
+    assert_eq!(v["cpus"][0]["clock"], "tsc");
+    let (text, v) = with(None, None);
+    assert!(!text.contains(" clock"), "{text}");
+    assert_eq!(v["cpus"][0]["clock"], "vdso");
+}
