@@ -44,7 +44,9 @@ pub enum ProbeArg {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LoopClockArg {
+    /// The CPU's counter where usable, else vdso (the default)
     Auto,
+    /// clock_gettime(CLOCK_MONOTONIC), through the vDSO
     Vdso,
     /// x86_64's time-stamp counter
     Tsc,
