@@ -3,10 +3,10 @@
  * Part of jitterwatch.bpf.c (one object, one skeleton): the events of one
  * interruption of a watched CPU, kept per CPU as they happen and written
  * as one record (struct jw_batch) when the interruption ends. One ring
- * buffer reservation, one steal-clock read, one submit per interruption
- * instead of one per tracepoint: the reservation (its lock, the producer
- * and consumer positions the collector keeps pulling to its own CPU) is
- * most of what a record costs on the watched CPU. Uses watched[], dropped[],
+ * buffer write, one steal-clock read per interruption instead of one per
+ * tracepoint: the write's reservation (its lock, the producer and
+ * consumer positions the collector keeps pulling to its own CPU) is most
+ * of what a record costs on the watched CPU. Uses watched[], dropped[],
  * the drops map, events and read_steal() from the including file.
  */
 #ifndef JITTERWATCH_BATCH_BPF_H
@@ -26,10 +26,16 @@
 struct jw_nest {
 	__u32 active; /* our programs running on this CPU now */
 	__u32 depth; /* interrupt levels open: entries less exits */
-	__u32 n; /* items held */
 	__u32 runs; /* programs that appended here: every JW_OWN_EVERY-th times itself */
-	__u64 ts; /* the first item's time */
-	struct jw_item items[JW_BATCH_ITEMS];
+	__u16 out_est; /* what the ring buffer's copy took when last timed, ns */
+	__u16 outs; /* batches written: every JW_OWN_EVERY-th times its copy */
+	/*
+	 * The record itself, built in place (rec.ts: the first item's time,
+	 * rec.n: items held) and copied out whole by one helper call: no
+	 * copy loop per record size in each program, whose code (a tick runs
+	 * four of them) is most of what a cold interruption fetches.
+	 */
+	struct jw_batch rec;
 	/* Each kind's own time as last timed, ns (JW_OWN_KINDS kinds). */
 	__u16 own_est[32];
 } __attribute__((aligned(64)));
@@ -39,7 +45,8 @@ struct jw_nest {
  * again to time itself one run in JW_OWN_EVERY; the others carry that
  * kind's last timing. Its run is short and steady (a few loads and
  * stores); the clock read would cost a quarter of it. The program that
- * writes the batch always times itself: that part varies.
+ * writes the batch always times itself up to the copy, and the copy one
+ * time in JW_OWN_EVERY (its cost is the ring buffer's, steady too).
  */
 #define JW_OWN_EVERY 8
 
@@ -66,58 +73,46 @@ static __always_inline void count_drop(__u64 cpu)
 }
 
 /*
- * Writes the batch's `n` items as one record sized for `cap` of them;
- * `mine`: the item of the program writing it, whose own time is read just
- * before the submit (from `t0`, its start).
+ * Writes the held items as one record of exactly their size (the ring
+ * buffer copies it from the nest); `mine`: the item of the program
+ * writing it (JW_BATCH_ITEMS: none), whose own time runs from `t0` to
+ * just before the copy, plus the copy's last timing.
  */
-static __always_inline void write_batch(struct jw_nest *st, __u64 cpu, __u32 n, const __u32 cap, __u32 mine,
-					__u64 t0)
-{
-	struct jw_batch *e;
-	__u64 m;
-	__u32 i;
-	JW_BATCH_BOUND(n, cap)
-	e = bpf_ringbuf_reserve(&events, sizeof(*e) - (JW_BATCH_ITEMS - cap) * sizeof(struct jw_item), 0);
-	if (!e) {
-		count_drop(cpu);
-		return;
-	}
-	e->ts = st->ts;
-	e->cpu = cpu;
-	e->kind = JW_BATCH;
-	e->n = n;
-	barrier_var(cpu);
-	e->dropped = cpu < JW_MAX_CPUS ? dropped[cpu] : 0;
-	e->steal = read_steal();
-	for (i = 0; i < cap && i < JW_BATCH_ITEMS; i++) {
-		if (i >= n)
-			break;
-		e->items[i] = st->items[i];
-	}
-	/* 64-bit and pinned before its bound check, as in reserve_on(). */
-	m = mine;
-	barrier_var(m);
-	if (m < cap)
-		e->items[m].own_ns = saturated16(bpf_ktime_get_ns() - t0);
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
-}
-
-/* The held items as one record of the smallest class they fit. */
 static __always_inline void flush(struct jw_nest *st, __u64 cpu, __u32 mine, __u64 t0)
 {
-	__u32 n = st->n;
+	__u64 n = st->rec.n, m = mine, size, t1 = 0;
 
+	if (bench_stop == JW_STOP_APPEND) {
+		st->rec.n = 0;
+		return;
+	}
+	/*
+	 * n pinned and clamped in its own register: the size the helper
+	 * reads must have a bound the verifier sees on every kernel (a
+	 * clamp the compiler may fold into the caller's tests does not).
+	 */
+	barrier_var(n);
 	if (n == 0)
 		return;
-	if (n <= 2)
-		write_batch(st, cpu, n, 2, mine, t0);
-	else if (n <= 4)
-		write_batch(st, cpu, n, 4, mine, t0);
-	else if (n <= 8)
-		write_batch(st, cpu, n, 8, mine, t0);
-	else
-		write_batch(st, cpu, n, JW_BATCH_ITEMS, mine, t0);
-	st->n = 0;
+	if (n > JW_BATCH_ITEMS)
+		n = JW_BATCH_ITEMS;
+	st->rec.cpu = cpu;
+	st->rec.kind = JW_BATCH;
+	barrier_var(cpu);
+	st->rec.dropped = cpu < JW_MAX_CPUS ? dropped[cpu] : 0;
+	st->rec.steal = read_steal();
+	/* 64-bit and pinned before its bound check, as in reserve_on(). */
+	barrier_var(m);
+	if (m < JW_BATCH_ITEMS) {
+		t1 = bpf_ktime_get_ns();
+		st->rec.items[m].own_ns = saturated16(t1 - t0 + st->out_est);
+	}
+	size = __builtin_offsetof(struct jw_batch, items) + n * sizeof(struct jw_item);
+	if (bpf_ringbuf_output(&events, &st->rec, size, BPF_RB_NO_WAKEUP))
+		count_drop(cpu);
+	else if (t1 && (++st->outs % JW_OWN_EVERY) == 0)
+		st->out_est = saturated16(bpf_ktime_get_ns() - t1);
+	st->rec.n = 0;
 }
 
 /* A record of one item, for a program inside another of ours. */
@@ -185,11 +180,13 @@ static __always_inline int batched(__u8 kind, __u8 sub, __u64 a, __u64 b, enum j
 	 * events for the rest of the run (seen at a TCP ping-pong, 2 runs in 5).
 	 */
 	t0 = bpf_ktime_get_ns();
+	if (bench_stop == JW_STOP_CLOCK)
+		goto out;
 	if (st->active != 1) {
 		write_one(cpu, kind, sub, a, b, t0);
 		goto out;
 	}
-	i = st->n;
+	i = st->rec.n;
 	/*
 	 * A full batch cannot happen (flushed before it fills; kept for the
 	 * verifier). One held too long goes out before this item joins it,
@@ -198,25 +195,25 @@ static __always_inline int batched(__u8 kind, __u8 sub, __u64 a, __u64 b, enum j
 	 * programs leaves the depth up), the next item seconds later would
 	 * have wrapped it.
 	 */
-	if (i >= JW_BATCH_ITEMS || (i > 0 && t0 - st->ts > JW_BATCH_AGE_NS)) {
+	if (i >= JW_BATCH_ITEMS || (i > 0 && t0 - st->rec.ts > JW_BATCH_AGE_NS)) {
 		flush(st, cpu, JW_BATCH_ITEMS, t0);
 		i = 0;
 	}
 	if (i == 0)
-		st->ts = t0;
-	it = &st->items[i & (JW_BATCH_ITEMS - 1)];
-	it->dt = t0 - st->ts;
+		st->rec.ts = t0;
+	it = &st->rec.items[i & (JW_BATCH_ITEMS - 1)];
+	it->dt = t0 - st->rec.ts;
 	it->own_ns = 0;
 	it->kind = kind;
 	it->sub = sub;
 	it->a = a;
 	it->b = b;
-	st->n = i + 1;
+	st->rec.n = i + 1;
 	if (step == JW_ENTER)
 		st->depth += 1;
 	else if (step == JW_LEAVE && st->depth > 0)
 		st->depth -= 1;
-	if (st->depth == 0 || st->n > JW_BATCH_ITEMS - 4) {
+	if (st->depth == 0 || st->rec.n > JW_BATCH_ITEMS - 4) {
 		flush(st, cpu, i, t0);
 	} else if ((++st->runs % JW_OWN_EVERY) == 0) {
 		it->own_ns = saturated16(bpf_ktime_get_ns() - t0);
@@ -242,7 +239,7 @@ static __always_inline void flush_before(__u64 cpu)
 	if (cpu >= JW_MAX_CPUS)
 		return;
 	st = &nests[cpu];
-	if (st->active == 0 && st->n > 0)
+	if (st->active == 0 && st->rec.n > 0)
 		flush(st, cpu, JW_BATCH_ITEMS, 0);
 }
 

@@ -21,13 +21,16 @@ enum jw_limits _jw_limits = 0;
 struct jw_batch _jw_batch = {};
 enum jw_sentinel _jw_sentinel = 0;
 
+enum jw_stop _jw_stop = 0;
+
 /*
- * The benchmark's floor (JITTERWATCH_BPF_FLOOR=1, never set otherwise):
- * every program returns right after the watched-CPU test, so a run
- * measures what the kernel's hooks alone cost. Read-only: the verifier
- * drops the code it skips.
+ * Where the benchmark stops our programs (enum jw_stop; never set but by
+ * JITTERWATCH_BPF_FLOOR). Read-only: the verifier drops the code a value
+ * skips, so JW_STOP_NONE costs nothing.
  */
-const volatile __u8 floor_only = 0;
+const volatile __u8 bench_stop = JW_STOP_NONE;
+/* The floor: every program returns right after its watched-CPU test. */
+#define floor_only (bench_stop == JW_STOP_HOOK)
 
 /*
  * --stacks-above: a task that leaves a watched CPU after running this

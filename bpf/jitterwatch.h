@@ -21,6 +21,22 @@ enum jw_limits {
 	JW_STACK_DEPTH = 32, /* frames of a kernel stack kept (--stacks-above) */
 };
 
+/*
+ * Where figure 3b's runs stop our programs, so that it can say where their
+ * time goes, stage by stage (JITTERWATCH_BPF_FLOOR; a run never sets it
+ * otherwise). JW_STOP_HOOK: every program returns right after its
+ * watched-CPU test (what the kernel's hooks alone cost). JW_STOP_CLOCK and
+ * JW_STOP_APPEND stop the per-interruption programs after their clock
+ * read, and after their item joins the CPU's batch (which is then dropped,
+ * never written); the other programs run whole.
+ */
+enum jw_stop {
+	JW_STOP_NONE = 0,
+	JW_STOP_HOOK = 1,
+	JW_STOP_CLOCK = 2,
+	JW_STOP_APPEND = 3,
+};
+
 /* A __u32 duration that could not be read (an enum: it reaches BTF too). */
 enum jw_sentinel {
 	JW_UNKNOWN = 0xffffffffu,
@@ -216,7 +232,7 @@ struct jw_item {
  * calls), kept per CPU as they happen and written as one record (kind
  * JW_BATCH, n items). Also flushed before any other record of that CPU
  * (a context switch), when full, and when one runs alone (a work item).
- * Its size is that of the class n fits (2, 4, 8 or 16 items).
+ * Its size is its n items' (the header and n * sizeof(struct jw_item)).
  */
 struct jw_batch {
 	__u64 ts; /* the first item's time (bpf_ktime_get_ns) */
@@ -231,24 +247,5 @@ struct jw_batch {
 	__u64 steal;
 	struct jw_item items[JW_BATCH_ITEMS];
 };
-
-/*
- * write_batch()'s item count, bounded by its record's class (batch.bpf.h).
- * arm64 only: its object comes from sid's clang (21), which drops the
- * copy loop's `i < cap` as implied by the caller's `n <= cap` and compares
- * with a reloaded n whose bound 6.1's verifier lost ("R2 min value is
- * outside of the allowed memory range", vmtest's arm64 6.1 VM). n made
- * opaque and clamped here is a bound the verifier sees. Nothing on x86,
- * whose clang (14) keeps the compare: its object stays as it was (this
- * expands on a line that held no code).
- */
-#if defined(__TARGET_ARCH_arm64)
-#define JW_BATCH_BOUND(n, cap)                                                   \
-	barrier_var(n);                                                         \
-	if ((n) > (cap))                                                        \
-		(n) = (cap);
-#else
-#define JW_BATCH_BOUND(n, cap)
-#endif
 
 #endif

@@ -22,6 +22,7 @@ mod skel {
 }
 pub use skel::types;
 use skel::{JitterwatchSkel, JitterwatchSkelBuilder};
+use types::jw_stop;
 
 /// Per-program BPF run statistics (needs kernel.bpf_stats_enabled=1).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -45,6 +46,8 @@ pub enum TracerError {
     Bpf { what: &'static str, source: libbpf_rs::Error },
     #[error("CPU {0} is past what the BPF side can watch")]
     CpuTooLarge(usize),
+    #[error("JITTERWATCH_BPF_FLOOR={0:?} is not a stage: use 1 (or hook), clock or append, or unset it (the benchmark's setting only)")]
+    BenchStop(String),
 }
 
 fn bpf(what: &'static str) -> impl FnOnce(libbpf_rs::Error) -> TracerError {
@@ -128,9 +131,24 @@ pub fn is_origin_tracepoint(tp: &str) -> bool {
 
 /// The environment setting that forces tp_btf/sched_switch (name, value).
 const FORCE_TRACEPOINT: (&str, &str) = ("JITTERWATCH_SWITCH_HOOK", "tracepoint");
-/// The environment setting that makes every program return at once (the
-/// benchmark's floor: what the kernel's hooks cost without our work).
-const FLOOR: (&str, &str) = ("JITTERWATCH_BPF_FLOOR", "1");
+/// The environment setting that stops every program at a stage, for the
+/// benchmark only (figure 3b: where our programs' time goes).
+const FLOOR: &str = "JITTERWATCH_BPF_FLOOR";
+
+/// Where JITTERWATCH_BPF_FLOOR's value stops our programs (enum jw_stop):
+/// unset, the whole of them; `1` or `hook` right after the watched-CPU
+/// test (the kernel's hooks alone); `clock` after the per-interruption
+/// programs' clock read; `append` once their item joins the batch, which
+/// is never written.
+fn bench_stop(value: Option<&std::ffi::OsStr>) -> Result<jw_stop, TracerError> {
+    let Some(v) = value else { return Ok(jw_stop::JW_STOP_NONE) };
+    match v.to_str() {
+        Some("1" | "hook") => Ok(jw_stop::JW_STOP_HOOK),
+        Some("clock") => Ok(jw_stop::JW_STOP_CLOCK),
+        Some("append") => Ok(jw_stop::JW_STOP_APPEND),
+        _ => Err(TracerError::BenchStop(v.to_string_lossy().into_owned())),
+    }
+}
 
 /// The loaded object, before attaching: the tracepoints this kernel lacks,
 /// the per-CPU perf event as the switch hook (else why not), and whether
@@ -247,10 +265,9 @@ impl<'obj> Tracer<'obj> {
         let switch_prog = if old_switch { "on_sched_switch_old" } else { "on_sched_switch" };
 
         let mut open = JitterwatchSkelBuilder::default().open(storage).map_err(bpf("opening the BPF object"))?;
-        // The benchmark's floor: every program returns after its CPU test.
-        if std::env::var_os(FLOOR.0).is_some_and(|v| v == FLOOR.1) {
-            open.maps.rodata_data.as_deref_mut().expect("the object has a .rodata").floor_only = 1;
-        }
+        // The benchmark's stages: where every program stops.
+        let stop = bench_stop(std::env::var_os(FLOOR).as_deref())?;
+        open.maps.rodata_data.as_deref_mut().expect("the object has a .rodata").bench_stop = stop.0 as u8;
         open.maps.rodata_data.as_deref_mut().expect("the object has a .rodata").stacks_above_ns = stacks_above_ns;
         if stacks_above_ns == 0 {
             // Unused: the smallest map the kernel takes (one frame: never
@@ -451,6 +468,20 @@ fn has_helper(btf: &Btf, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_benchmarks_stages_are_named_and_nothing_else_is_taken() {
+        use std::ffi::OsStr;
+        assert_eq!(bench_stop(None).unwrap(), jw_stop::JW_STOP_NONE);
+        assert_eq!(bench_stop(Some(OsStr::new("1"))).unwrap(), jw_stop::JW_STOP_HOOK);
+        assert_eq!(bench_stop(Some(OsStr::new("hook"))).unwrap(), jw_stop::JW_STOP_HOOK);
+        assert_eq!(bench_stop(Some(OsStr::new("clock"))).unwrap(), jw_stop::JW_STOP_CLOCK);
+        assert_eq!(bench_stop(Some(OsStr::new("append"))).unwrap(), jw_stop::JW_STOP_APPEND);
+        for bad in ["", "0", "yes", "Clock"] {
+            let e = bench_stop(Some(OsStr::new(bad))).unwrap_err().to_string();
+            assert!(e.contains("JITTERWATCH_BPF_FLOOR") && e.contains("clock or append"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn x86s_vectors_are_missing_on_x86_only() {
