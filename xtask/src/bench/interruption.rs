@@ -13,8 +13,12 @@
 //! returning at once (JITTERWATCH_BPF_FLOOR=1: the kernel's hooks alone);
 //! and the paired run, jitterwatch watching while the loop turns its
 //! watching off and on every TOGGLE_MS, so what our programs' work adds is
-//! read within one run. The host adds noise of its own, so each kind is
-//! read at its 25th percentile and median, per run.
+//! read within one run; then the same paired run twice more with our
+//! programs stopped at a stage (JITTERWATCH_BPF_FLOOR=clock: after their
+//! clock read; =append: once their item joins the batch, never written),
+//! which splits that work into the clock read, the append and the record's
+//! write. The host adds noise of its own, so each kind is read at its 25th
+//! percentile and median, per run.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -28,6 +32,10 @@ pub use gaps::{classify, classify_paired, parse, ByKind, Gaps, Kind};
 use super::measure::Ctx;
 use super::spread::Spread;
 use super::util::{self, Bg};
+
+/// The stages the extra paired runs stop our programs at (their
+/// JITTERWATCH_BPF_FLOOR values), in the order of the work they do.
+pub const STAGES: [&str; 2] = ["clock", "append"];
 
 /// The sender's slot, µs: it makes one interruption of each kind but the
 /// tick every four slots, each slot a different kind.
@@ -99,6 +107,8 @@ pub struct PerInterruption {
     pub off: Condition,
     /// Each paired run's watched less not-watched quantiles.
     pub paired: Paired,
+    /// The same, with our programs stopped at each of STAGES.
+    pub stages: [Paired; 2],
     /// jitterwatch's own time per interruption of each kind, by its `self`
     /// cause (ns; from the watched runs' CSVs).
     pub own: ByKind<Spread>,
@@ -114,6 +124,7 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
     let (mut none, mut floor, mut watched, mut off) =
         (Condition::default(), Condition::default(), Condition::default(), Condition::default());
     let mut paired = Paired::default();
+    let mut stages = [Paired::default(), Paired::default()];
     let mut own: ByKind<Vec<f64>> = Default::default();
     // Routed for the whole figure, and put back however it ends.
     let nic = super::nic::route_to(cx.watched);
@@ -121,16 +132,19 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
     let dir = tempfile_dir()?;
     for _ in 0..reps {
         none.add(&run(cx, exe, secs, &gateway, None)?);
-        floor.add(&run(cx, exe, secs, &gateway, Some((true, &dir.join("floor.csv"))))?);
+        floor.add(&run(cx, exe, secs, &gateway, Some((Watch::Floor, &dir.join("floor.csv"))))?);
         let csv = dir.join("watched.csv");
         // Twice as long: half of it is not watched.
-        let g = run(cx, exe, 2.0 * secs, &gateway, Some((false, &csv)))?;
+        let g = run(cx, exe, 2.0 * secs, &gateway, Some((Watch::Paired(None), &csv)))?;
         let by = classify_paired(&g);
         paired.add(&by);
         watched.add_lengths(by.clone().map(|[on, _]| on));
         off.add_lengths(by.map(|[_, off]| off));
         for (k, v) in own_per_interruption(&std::fs::read_to_string(&csv).unwrap_or_default()).into_iter().enumerate() {
             own[k].extend(v);
+        }
+        for (stage, p) in STAGES.into_iter().zip(stages.iter_mut()) {
+            p.add(&classify_paired(&run(cx, exe, 2.0 * secs, &gateway, Some((Watch::Paired(Some(stage)), &csv)))?));
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -142,6 +156,7 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
         watched,
         off,
         paired,
+        stages,
         own: own.map(|v| Spread::of(&v)),
         routed: nic.as_ref().map(|r| r.irqs.clone()).map_err(|e| format!("{e:#}")),
     })
@@ -153,22 +168,33 @@ fn tempfile_dir() -> Result<std::path::PathBuf> {
     Ok(d)
 }
 
-/// One run of the loop; with `jw` = Some((floor, csv)), jitterwatch watches
-/// it in passive mode: its programs returning at once if `floor`, else the
-/// loop turns its watching off and on every TOGGLE_MS (the paired run).
-fn run(cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(bool, &Path)>) -> Result<Gaps> {
+/// How jitterwatch watches a run.
+#[derive(Clone, Copy)]
+enum Watch {
+    /// Its programs return at once (the kernel's hooks alone).
+    Floor,
+    /// The loop turns its watching off and on every TOGGLE_MS; its
+    /// programs stop at this stage of STAGES, or do all their work.
+    Paired(Option<&'static str>),
+}
+
+/// One run of the loop; with `jw` = Some((how, csv)), jitterwatch watches
+/// it in passive mode.
+fn run(cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(Watch, &Path)>) -> Result<Gaps> {
     let mut args = vec![cx.watched.to_string(), cx.house.to_string(), format!("{secs}"), SLOT_US.to_string(), gateway.to_string()];
     let _jw = match jw {
-        Some((floor, csv)) => {
+        Some((how, csv)) => {
             let mut c = Command::new(&cx.bin);
             c.args(["--comm", "jwgaps", "--cpus", &cx.watched.to_string(), "--no-tui", "--csv"]).arg(csv);
             c.args(["--duration", &format!("{}s", secs + 3.0)]).stdout(Stdio::null()).stderr(Stdio::null());
-            if floor {
-                c.env("JITTERWATCH_BPF_FLOOR", "1");
-            }
+            match how {
+                Watch::Floor => c.env("JITTERWATCH_BPF_FLOOR", "1"),
+                Watch::Paired(Some(stage)) => c.env("JITTERWATCH_BPF_FLOOR", stage),
+                Watch::Paired(None) => c.env_remove("JITTERWATCH_BPF_FLOOR"),
+            };
             let bg = Bg::spawn(&mut c)?;
             std::thread::sleep(Duration::from_millis(1500));
-            if !floor {
+            if let Watch::Paired(_) = how {
                 let (map, offset) = watched_byte().context("finding jitterwatch's watched[] to turn it off and on")?;
                 args.extend([map.to_string(), (offset + cx.watched as u64).to_string(), TOGGLE_MS.to_string()]);
             }

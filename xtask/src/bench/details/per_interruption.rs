@@ -80,4 +80,35 @@ pub fn section(o: &mut String, p: Option<&PerInterruption>, w: usize, h: usize) 
         "\nThe paired columns are each paired run's watched less not watched, median [min–max] over the runs; `self` is \
          the median over the paired runs' rows of that kind."
     );
+    stages(o, p);
+}
+
+/// Where our programs' work goes: the paired p50 with them stopped at each
+/// stage, beside the whole of it.
+fn stages(o: &mut String, p: &PerInterruption) {
+    let _ = writeln!(
+        o,
+        "\nWhere that work goes: the same paired run ({} s) twice more in each round, with every per-interruption program \
+         stopped at a stage (`JITTERWATCH_BPF_FLOOR`; the other programs, the context switch's among them, run whole): \
+         `clock`, right after its clock read (the watched-CPU test, taking the CPU's batch and one clock read); \
+         `append`, once its item has joined the batch (every item kept and the own-time sampling, but the batch is \
+         dropped where it would be written). Each column is the paired p50, median [min–max] over the runs; the step \
+         from one column to the next is that stage's share, read from separate runs, so within their spread.\n",
+        2.0 * p.secs
+    );
+    let _ = writeln!(
+        o,
+        "| interruption | clock read (p50, ns) | + the append (p50, ns) | + the record's write: the whole work (p50, ns) |\n|---|---|---|---|"
+    );
+    let show = |v: &[f64]| if v.is_empty() { "not measured".to_string() } else { Spread::of(v).show(0) };
+    for (k, kind) in Kind::ALL.into_iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} |",
+            kind.describe(),
+            show(&p.stages[0].0[k][1]),
+            show(&p.stages[1].0[k][1]),
+            show(&p.paired.0[k][1])
+        );
+    }
 }

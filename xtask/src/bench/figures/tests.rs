@@ -160,6 +160,7 @@ fn results(sampled: bool) -> Results {
                     [vec![40.0], vec![50.0]],
                     [vec![90.0], vec![100.0]],
                 ]),
+                stages: [20.0, 45.0].map(|ns| interruption::Paired([0.0; 5].map(|_| [vec![ns - 10.0], vec![ns]]))),
                 own: [s(300.0), s(200.0), s(250.0), s(150.0), s(400.0)],
                 routed: Ok(vec![38]),
             }
@@ -279,4 +280,26 @@ fn per_interruption_is_met_only_when_every_kind_was_measured() {
     assert_eq!(judge(Id::PerInterruption, &from_results(&r, false)), Verdict::NotMeasured);
     r.per_interruption.as_mut().unwrap().paired.0[0][1] = vec![900.0];
     assert_eq!(judge(Id::PerInterruption, &from_results(&r, false)), Verdict::Missed);
+}
+
+/// 3b's stages: each kind's p50 with our programs stopped after their
+/// clock read and after their append is recorded, and shown in the
+/// section beside the whole work, or "not measured" when a run gave none.
+#[test]
+fn per_interruption_records_and_shows_where_the_work_goes() {
+    let mut r = results(true);
+    let f = from_results(&r, false);
+    let v = &f[&Id::PerInterruption].values;
+    assert_eq!(v["tick_stage_clock_p50_ns"], Some(20.0));
+    assert_eq!(v["ipi_stage_append_p50_ns"], Some(45.0));
+    let mut o = String::new();
+    crate::bench::details::per_interruption::section(&mut o, r.per_interruption.as_ref(), 1, 0);
+    let row = o.lines().find(|l| l.contains("clock read (p50, ns)")).expect("the stages' table");
+    assert!(row.contains("the whole work"), "{row}");
+    assert!(o.lines().any(|l| l.starts_with("| a tick") && l.ends_with("| 20 [20–20] | 45 [45–45] | 80 [80–80] |")), "{o}");
+    r.per_interruption.as_mut().unwrap().stages[1].0[0][1].clear();
+    let mut o = String::new();
+    crate::bench::details::per_interruption::section(&mut o, r.per_interruption.as_ref(), 1, 0);
+    assert!(o.lines().any(|l| l.starts_with("| a tick") && l.ends_with("| 20 [20–20] | not measured | 80 [80–80] |")), "{o}");
+    assert_eq!(from_results(&r, false)[&Id::PerInterruption].values["tick_stage_append_p50_ns"], None);
 }
