@@ -166,14 +166,27 @@ impl LoopClock for Counter {
     }
 }
 
+/// Each architecture's counter, the one place that says it: the
+/// architecture (as `std::env::consts::ARCH` names it), the counter's name
+/// (its `--clock` value and the summary's `clock`), and the clocksource the
+/// kernel must run for the counter to agree with BPF's timestamps.
+const COUNTERS: [(&str, &str, &str); 2] = [("x86_64", "tsc", "tsc"), ("aarch64", "cntvct", "arch_sys_counter")];
+
+/// The counter the loop can read on `arch`: its name and clocksource.
+fn counter_of(arch: &str) -> Option<(&'static str, &'static str)> {
+    COUNTERS.iter().find(|c| c.0 == arch).map(|&(_, name, source)| (name, source))
+}
+
 /// The counter the loop can read on `arch` (as `std::env::consts::ARCH`
 /// names it): its name for `--clock` and the summary's `clock`.
 pub fn counter_name(arch: &str) -> Option<&'static str> {
-    match arch {
-        "x86_64" => Some("tsc"),
-        "aarch64" => Some("cntvct"),
-        _ => None,
-    }
+    counter_of(arch).map(|(name, _)| name)
+}
+
+/// Whether `name` is some architecture's counter (a `--clock` value).
+#[cfg(test)]
+pub fn is_counter(name: &str) -> bool {
+    COUNTERS.iter().any(|c| c.1 == name)
 }
 
 /// Whether the CPU's counter can stand in for CLOCK_MONOTONIC on `arch`:
@@ -183,10 +196,8 @@ pub fn counter_name(arch: &str) -> Option<&'static str> {
 /// counter always is). Ok: the counter's name; Err says why not, in a few
 /// words.
 pub fn counter_usable(root: &Path, arch: &str) -> Result<&'static str, String> {
-    let (name, source) = match arch {
-        "x86_64" => ("tsc", "tsc"),
-        "aarch64" => ("cntvct", "arch_sys_counter"),
-        other => return Err(format!("no counter clock on {other} (the TSC is x86_64's, CNTVCT_EL0 arm64's)")),
+    let Some((name, source)) = counter_of(arch) else {
+        return Err(format!("no counter clock on {arch} (the TSC is x86_64's, CNTVCT_EL0 arm64's)"));
     };
     if arch == "x86_64" {
         let cpuinfo = std::fs::read_to_string(root.join("proc/cpuinfo")).map_err(|e| format!("cannot read /proc/cpuinfo: {e}"))?;

@@ -6,6 +6,8 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
+use clap::ValueEnum as _;
+
 use crate::cli::{LoopClockArg, ProbeArg, WatchArgs};
 use crate::cpulist;
 use crate::probe::{ProbeConfig, ProbeKind, Threshold};
@@ -108,13 +110,13 @@ impl Planned {
 /// clock_gettime once per wake-up): where it is usable on `arch` and not
 /// refused by `--clock`. Some(its name) when it is.
 fn counter_loop(root: &Path, clock: LoopClockArg, arch: &str) -> Option<&'static str> {
+    // A counter's --clock value is its name (loop_clock's table).
     let asked = match clock {
         LoopClockArg::Vdso => return None,
         LoopClockArg::Auto => None,
-        LoopClockArg::Tsc => Some("tsc"),
-        LoopClockArg::Cntvct => Some("cntvct"),
+        LoopClockArg::Tsc | LoopClockArg::Cntvct => clock.to_possible_value().map(|v| v.get_name().to_string()),
     };
-    let usable = match (asked, crate::loop_clock::counter_name(arch)) {
+    let usable = match (asked.as_deref(), crate::loop_clock::counter_name(arch)) {
         (Some(a), Some(here)) if a != here => Err(format!("this machine is {arch}: its counter is --clock {here}")),
         _ => crate::loop_clock::counter_usable(root, arch),
     };
@@ -167,5 +169,18 @@ mod tests {
         assert_eq!(counter_loop(d.path(), LoopClockArg::Cntvct, "x86_64"), None);
         // The x86 checks still apply (no invariant-TSC flags here).
         assert_eq!(counter_loop(d.path(), LoopClockArg::Auto, "x86_64"), None);
+    }
+
+    /// A counter's --clock value is its name in loop_clock's table: the
+    /// one place that says which architecture has which counter.
+    #[test]
+    fn each_counter_clock_value_names_a_counter() {
+        for c in [LoopClockArg::Tsc, LoopClockArg::Cntvct] {
+            let v = c.to_possible_value().unwrap();
+            assert!(crate::loop_clock::is_counter(v.get_name()), "{}", v.get_name());
+        }
+        for c in [LoopClockArg::Auto, LoopClockArg::Vdso] {
+            assert!(!crate::loop_clock::is_counter(c.to_possible_value().unwrap().get_name()));
+        }
     }
 }
