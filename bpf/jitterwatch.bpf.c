@@ -54,10 +54,27 @@ struct {
 /* Watched CPUs: set from userspace before attach; one lookup on every CPU. */
 __u8 watched[JW_MAX_CPUS] = {};
 
+/*
+ * Two rings, by the CPU that writes: `events` for the watched CPUs' own
+ * records, `elsewhere` for what the other CPUs write about them (a sending,
+ * a wake-up, a frequency change). A record's cost on a watched CPU is
+ * mostly the ring's shared lines (its lock, its producer position, the
+ * data after the last record): with one ring, every sending from a
+ * housekeeping CPU pulled them over there, and the watched CPU's next
+ * record fetched them back, about 250 ns more than a record that finds
+ * them in its own cache (figure 3b, measured with a second record written
+ * right after the first). Userspace reads both and puts their events in
+ * time order.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 2 << 20);
+} elsewhere SEC(".maps");
 
 /*
  * Failed reservations, per CPU: the map for userspace's totals, the array
@@ -75,7 +92,8 @@ struct {
 
 /*
  * A record about `cpu` (the current CPU but for wake-ups), if it is
- * watched; the drop counters are the current CPU's, where a failure occurs.
+ * watched; the ring and the drop counters are the current CPU's (events
+ * when it is watched, else elsewhere), where the record is written.
  */
 static __always_inline struct jw_event *reserve_on(__u64 cpu, __u8 kind, __u8 sub)
 {
@@ -96,7 +114,11 @@ static __always_inline struct jw_event *reserve_on(__u64 cpu, __u8 kind, __u8 su
 	barrier_var(me);
 	if (me >= JW_MAX_CPUS)
 		return NULL;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	/* Each call names its ring: the verifier needs the map known. */
+	if (watched[me])
+		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	else
+		e = bpf_ringbuf_reserve(&elsewhere, sizeof(*e), 0);
 	if (!e) {
 		__u32 zero = 0;
 		__u64 *n = bpf_map_lookup_elem(&drops, &zero);

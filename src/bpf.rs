@@ -375,11 +375,19 @@ impl<'obj> Tracer<'obj> {
         Ok(links)
     }
 
-    /// A ring-buffer reader that hands each raw record to `cb`.
+    /// A reader of both ring buffers (the watched CPUs' own records, and
+    /// what other CPUs write about them) that hands each raw record to
+    /// `cb`, one ring after the other: the reader puts the events of one
+    /// read in time order.
     pub fn ring_buffer<'a>(&'a self, cb: impl FnMut(&[u8]) -> i32 + 'a) -> Result<RingBuffer<'a>, TracerError> {
+        // One callback for both: libbpf calls them one at a time.
+        let cb = std::rc::Rc::new(std::cell::RefCell::new(cb));
         let mut b = RingBufferBuilder::new();
-        b.add(&self.skel.maps.events, cb).map_err(bpf("opening the ring buffer"))?;
-        b.build().map_err(bpf("opening the ring buffer"))
+        for map in [&self.skel.maps.events, &self.skel.maps.elsewhere] {
+            let cb = cb.clone();
+            b.add(map, move |data: &[u8]| (cb.borrow_mut())(data)).map_err(bpf("opening the ring buffers"))?;
+        }
+        b.build().map_err(bpf("opening the ring buffers"))
     }
 
     /// `--stacks-above`: the stacks map, for any thread to read.
