@@ -34,8 +34,9 @@ struct jw_nest {
 	/*
 	 * The record itself, built in place (rec.ts: the first item's time,
 	 * rec.n: items held) and copied out whole by one helper call: no
-	 * copy loop per record size in each program, whose code (a tick runs
-	 * four of them) is most of what a cold interruption fetches.
+	 * copy loop per record size inlined in each program (7.5 KB of code
+	 * each before, 3.2 KB since; end to end, no change beyond figure 3b's
+	 * noise was measured).
 	 */
 	struct jw_batch rec;
 	/* Each kind's own time as last timed, ns (JW_OWN_KINDS kinds). */
