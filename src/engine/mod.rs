@@ -10,6 +10,7 @@ mod cpu;
 mod freq;
 mod namer;
 mod origins;
+mod recent;
 mod spill;
 mod stacks;
 mod steal;

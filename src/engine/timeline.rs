@@ -3,6 +3,7 @@
 //! osnoise tracer does. Built by a stack machine over that CPU's events; a
 //! bounded sliding window; no allocation per event once warmed up.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 use crate::fastmap::Map;
@@ -56,6 +57,12 @@ pub struct Timeline {
     /// Segments evicted because the window was full (summed in `spill`).
     pub evicted: u64,
     spill: Spill,
+    /// Segments ever taken off the front: with it, `last_found` (the last
+    /// search's answer, counted from the first segment ever) stays right
+    /// as the window slides. A segment inserted in the middle shifts it by
+    /// one, which costs the next search a read, not its answer.
+    popped: usize,
+    last_found: Cell<usize>,
 }
 
 impl Timeline {
@@ -78,6 +85,8 @@ impl Timeline {
             reordered: 0,
             evicted: 0,
             spill: Spill::new(),
+            popped: 0,
+            last_found: Cell::new(0),
         }
     }
 
@@ -114,6 +123,7 @@ impl Timeline {
         if self.segments.len() == self.cap {
             if let Some(old) = self.segments.pop_front() {
                 self.spill.add(old);
+                self.popped += 1;
             }
             self.evicted += 1;
         }
@@ -166,7 +176,7 @@ impl Timeline {
         if at >= self.last {
             self.close(at);
         } else {
-            let mut i = self.segments.partition_point(|s| s.end <= at);
+            let mut i = self.first_ending_after(at);
             while i < self.segments.len() {
                 let s = self.segments[i];
                 if was_from(s.ctx) || self.stack.iter().any(|f| stale(f) && f.ctx == s.ctx) {
@@ -351,7 +361,7 @@ impl Timeline {
             }
         };
         self.spill.charge(t0, t1, &mut add);
-        let first = self.segments.partition_point(|s| s.end <= t0);
+        let first = self.first_ending_after(t0);
         for s in self.segments.range(first..) {
             if s.start >= t1 {
                 break;
@@ -368,7 +378,7 @@ impl Timeline {
 
     /// The window's segments overlapping [t0, t1), in order.
     pub fn segments_in(&self, t0: u64, t1: u64) -> impl Iterator<Item = &Segment> {
-        let first = self.segments.partition_point(|s| s.end <= t0);
+        let first = self.first_ending_after(t0);
         self.segments.range(first..).take_while(move |s| s.start < t1)
     }
 
@@ -377,10 +387,20 @@ impl Timeline {
         (self.last, self.top())
     }
 
+    /// The index of the first segment that ends after `t`, searched from
+    /// the last such answer (stalls are charged in the order they ended).
+    fn first_ending_after(&self, t: u64) -> usize {
+        let hint = self.last_found.get().saturating_sub(self.popped);
+        let i = super::recent::first_not_before(self.segments.len(), hint, |i| self.segments[i].end <= t);
+        self.last_found.set(self.popped + i);
+        i
+    }
+
     /// Forgets segments that ended before `t`.
     pub fn prune(&mut self, t: u64) {
         while self.segments.front().is_some_and(|s| s.end <= t) {
             self.segments.pop_front();
+            self.popped += 1;
         }
         if self.spill.to <= t {
             self.spill.clear();
