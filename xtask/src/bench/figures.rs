@@ -91,7 +91,7 @@ pub mod method {
         )
     }
     pub fn per_interruption(reps: usize, secs: f64) -> String {
-        format!("v4: a C clock loop's gaps on the watched CPU (the tick by its period; every 1 ms in turn a membarrier IPI, a UDP datagram to the gateway whose send-completion interrupt is routed to the watched CPU, a signal to the loop (a reschedule IPI), a stat_refresh write (a workqueue item), each by its send), nothing attached / the hooks alone (JITTERWATCH_BPF_FLOOR=1) / jitterwatch --comm with the loop turning watched[] off and on every 50 ms (paired), then the paired run with our programs stopped after their clock read and after their append (JITTERWATCH_BPF_FLOOR=clock|append), alternated, {reps} runs of {secs} s each (the paired runs twice as long)")
+        format!("v5: a C clock loop's gaps on the watched CPU (the tick by its period; every 1 ms in turn a membarrier IPI, a UDP datagram to the gateway whose send-completion interrupt is routed to the watched CPU, a signal to the loop (a reschedule IPI), a stat_refresh write (a workqueue item), two membarrier IPIs 20 µs apart (the second: warm caches), each by its send), nothing attached / the hooks alone (JITTERWATCH_BPF_FLOOR=1) / jitterwatch --comm with the loop turning watched[] off and on every 50 ms (paired), then the paired run with our programs stopped after their clock read and after their append (JITTERWATCH_BPF_FLOOR=clock|append), alternated, {reps} runs of {secs} s each (the paired runs twice as long)")
     }
 
     pub fn bpf(reps: usize, secs: f64) -> String {

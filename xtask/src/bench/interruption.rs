@@ -5,7 +5,9 @@
 //! interruption of another kind every 1 ms, in turn: a function-call IPI
 //! (membarrier: one cross-CPU call), a UDP datagram whose send-completion
 //! interrupt is routed to the watched CPU (nic.rs), a signal (a reschedule
-//! IPI), a stat_refresh write (a workqueue item); and keeps when. The
+//! IPI), a stat_refresh write (a workqueue item), and two function-call
+//! IPIs 20 µs apart (the second with warm caches: how much of the cost is
+//! cold lines); and keeps when. The
 //! tick's gaps are found by their period (the comb of 1/HZ with a gap in
 //! nearly every slot), the others' as the gaps that begin soon after their
 //! send (the C program: assets/interrupts.rs). Three runs, alternated:
@@ -38,7 +40,7 @@ use super::util::{self, Bg};
 pub const STAGES: [&str; 2] = ["clock", "append"];
 
 /// The sender's slot, µs: it makes one interruption of each kind but the
-/// tick every four slots, each slot a different kind.
+/// tick every five slots, each slot a different kind.
 const SLOT_US: u64 = 1_000;
 /// How long each of the paired run's windows lasts, ms: long beside one
 /// interruption, short beside the host's drift, so neighbouring windows
@@ -140,7 +142,8 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
         paired.add(&by);
         watched.add_lengths(by.clone().map(|[on, _]| on));
         off.add_lengths(by.map(|[_, off]| off));
-        for (k, v) in own_per_interruption(&std::fs::read_to_string(&csv).unwrap_or_default()).into_iter().enumerate() {
+        let warm = &g.sends[Kind::IpiWarm as usize];
+        for (k, v) in own_per_interruption(&std::fs::read_to_string(&csv).unwrap_or_default(), warm).into_iter().enumerate() {
             own[k].extend(v);
         }
         for (stage, p) in STAGES.into_iter().zip(stages.iter_mut()) {
@@ -235,10 +238,13 @@ pub fn var_offset(dump: &str, name: &str) -> Option<u64> {
 /// one interruption of a kind, per kind: the local timer without an IPI
 /// (a tick); a function call without the timer (an IPI); NET_RX without
 /// the timer or an IPI (a device interrupt); a reschedule IPI alone; the
-/// refresh_vm_stats work item without the timer.
-pub fn own_per_interruption(csv: &str) -> ByKind<Vec<f64>> {
+/// refresh_vm_stats work item without the timer; an IPI that begins
+/// within 60 µs of one of `warm`'s sends (the second of a warm pair) is
+/// the warm IPI's.
+pub fn own_per_interruption(csv: &str, warm: &[u64]) -> ByKind<Vec<f64>> {
     let mut by: ByKind<Vec<f64>> = Default::default();
     for row in csv.lines().skip(1) {
+        let at: u64 = row.split(',').next().and_then(|t| t.parse().ok()).unwrap_or(0);
         // The causes column: `kind:name=ns` joined by `;`.
         let Some(causes) = row.split(',').nth(8) else { continue };
         let causes: Vec<(&str, f64)> =
@@ -250,7 +256,7 @@ pub fn own_per_interruption(csv: &str) -> ByKind<Vec<f64>> {
         let kind = if timer {
             (!any("ipi:")).then_some(Kind::Tick)
         } else if any("ipi:call_function") {
-            Some(Kind::Ipi)
+            Some(if gaps::follows(warm, at, Kind::IpiWarm.within()) { Kind::IpiWarm } else { Kind::Ipi })
         } else if has("softirq:NET_RX") && !any("ipi:") {
             Some(Kind::Irq)
         } else if has("ipi:reschedule")

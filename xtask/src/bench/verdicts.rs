@@ -104,7 +104,7 @@ fn per_interruption(g: impl Fn(&str) -> Option<f64>) -> Verdict {
     // Any kind over the target is missed; a kind not measured (the
     // NIC counted none of the datagrams, say) keeps the rest from being met.
     let (mut missed, mut unknown) = (false, None);
-    for kind in crate::bench::interruption::Kind::ALL {
+    for kind in crate::bench::interruption::Kind::TARGETED {
         let x = |c: &str| g(&format!("{}_{c}_p50_ns", kind.key()));
         let Some(work) = x("paired") else {
             unknown.get_or_insert(Verdict::NotMeasured);

@@ -20,7 +20,13 @@ pub const INTERRUPTS: &str = r#"
  *   thread runs an empty handler; no switch. (A nice change would not do:
  *   with one runnable task the scheduler sends nothing);
  * - "W time": one workqueue item on W (a write to /proc/sys/vm/stat_refresh
- *   runs refresh_vm_stats on every CPU): a kworker preempts the loop.
+ *   runs refresh_vm_stats on every CPU): a kworker preempts the loop;
+ * - "D time": the function-call IPI again, WARM_US after another one has
+ *   returned (membarrier waits for its call to end on W): what the same
+ *   interruption costs with the lines it and our programs touch still in
+ *   W's caches, where each of the others finds them as a millisecond of
+ *   spinning and the host's pauses left them. The first of the two is
+ *   "P time": its gap is no kind's.
  * The spinning thread is named jwgaps.
  *
  * With MAP_ID, OFFSET and TOGGLE_MS: the loop itself turns jitterwatch's
@@ -61,6 +67,7 @@ static int refresh_fd = -1;
 static struct sockaddr_in gateway;
 static int has_gateway;
 static volatile int done;
+#define WARM_US 20
 static int w, h, slot_us;
 static double secs;
 
@@ -115,7 +122,7 @@ static void *sender(void *arg)
 		struct timespec d = { 0, slot_us * 1000L };
 		nanosleep(&d, 0);
 		uint64_t t = now();
-		switch (k % 4) {
+		switch (k % 5) {
 		case 0:
 			if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
 				note('S', t);
@@ -131,6 +138,17 @@ static void *sender(void *arg)
 		case 3:
 			if (refresh_fd >= 0 && pwrite(refresh_fd, "1\n", 2, 0) == 2)
 				note('W', t);
+			break;
+		case 4:
+			if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+				break;
+			note('P', t);
+			/* W is back in its loop by now: the two gaps never merge. */
+			for (uint64_t until = now() + WARM_US * 1000; now() < until;)
+				;
+			t = now();
+			if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+				note('D', t);
 			break;
 		}
 	}

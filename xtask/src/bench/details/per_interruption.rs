@@ -1,5 +1,6 @@
 //! Section 3b: what one interruption of each kind (tick, function-call IPI,
-//! device IRQ, reschedule IPI, workqueue item) of the watched CPU costs
+//! device IRQ, reschedule IPI, workqueue item; and the IPI again with warm
+//! caches) of the watched CPU costs
 //! with jitterwatch attached, seen by a plain spin loop, beside the
 //! kernel's hooks alone and nothing attached.
 
@@ -30,7 +31,11 @@ pub fn section(o: &mut String, p: Option<&PerInterruption>, w: usize, h: usize) 
          with an interrupt on CPU {w} and the NET_RX softirq reaps ({routed}); a reschedule IPI (a \
          signal to the loop, which runs on CPU {w}: the kernel kicks it with a reschedule IPI and the loop runs an empty \
          handler, without a switch); a workqueue item (a write to /proc/sys/vm/stat_refresh: a kworker \
-         preempts the loop to run refresh_vm_stats, two switches and the item). A tick's gaps are those on the tick's \
+         preempts the loop to run refresh_vm_stats, two switches and the item); and the function-call IPI twice, the \
+         second sent 20 µs after the first returned (membarrier waits for the call to end on CPU {w}): the second finds \
+         the lines the interruption and our programs touch still in CPU {w}'s caches, where every other kind finds them \
+         as a millisecond of spinning and the host's pauses left them (no target: it says how much of the cold IPI's \
+         cost is its cold caches; the first's gap is no kind's). A tick's gaps are those on the tick's \
          period (the comb of 1/HZ that holds a gap in nearly every slot); each send's, the longest gap that \
          begins within 60 µs of it (the IPIs, the kworker) or 400 µs (the NIC's completion, 50–150 µs after its send \
          here): the host's short pauses fall in the same windows. A send whose window also holds a tick or another \

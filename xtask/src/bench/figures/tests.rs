@@ -143,8 +143,8 @@ fn results(sampled: bool) -> Results {
             .collect(),
         per_interruption: sampled.then(|| {
             let cond = |ns: f64| interruption::Condition {
-                q: [0.0, 9000.0, 7000.0, 10_000.0, 2000.0].map(|less| [vec![ns - less - 1000.0], vec![ns - less]]),
-                seen: [vec![750.0], vec![1400.0], vec![700.0], vec![650.0], vec![600.0]],
+                q: [0.0, 9000.0, 7000.0, 10_000.0, 2000.0, 9500.0].map(|less| [vec![ns - less - 1000.0], vec![ns - less]]),
+                seen: [vec![750.0], vec![1400.0], vec![700.0], vec![650.0], vec![600.0], vec![550.0]],
             };
             interruption::PerInterruption {
                 reps: 8,
@@ -159,9 +159,10 @@ fn results(sampled: bool) -> Results {
                     [vec![50.0], vec![60.0]],
                     [vec![40.0], vec![50.0]],
                     [vec![90.0], vec![100.0]],
+                    [vec![30.0], vec![40.0]],
                 ]),
-                stages: [20.0, 45.0].map(|ns| interruption::Paired([0.0; 5].map(|_| [vec![ns - 10.0], vec![ns]]))),
-                own: [s(300.0), s(200.0), s(250.0), s(150.0), s(400.0)],
+                stages: [20.0, 45.0].map(|ns| interruption::Paired([0.0; 6].map(|_| [vec![ns - 10.0], vec![ns]]))),
+                own: [s(300.0), s(200.0), s(250.0), s(150.0), s(400.0), s(120.0)],
                 routed: Ok(vec![38]),
             }
         }),

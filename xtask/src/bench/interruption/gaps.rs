@@ -16,10 +16,15 @@ pub enum Kind {
     Irq,
     Resched,
     Work,
+    /// The function-call IPI again, 20 µs after another: warm caches.
+    IpiWarm,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [Kind::Tick, Kind::Ipi, Kind::Irq, Kind::Resched, Kind::Work];
+    pub const ALL: [Kind; 6] = [Kind::Tick, Kind::Ipi, Kind::Irq, Kind::Resched, Kind::Work, Kind::IpiWarm];
+    /// The kinds the target is for: the warm IPI only says how much of the
+    /// cold one's cost is its cold caches.
+    pub const TARGETED: [Kind; 5] = [Kind::Tick, Kind::Ipi, Kind::Irq, Kind::Resched, Kind::Work];
 
     /// Its name in the figure's keys (`tick_paired_p50_ns`).
     pub fn key(self) -> &'static str {
@@ -29,6 +34,7 @@ impl Kind {
             Kind::Irq => "irq",
             Kind::Resched => "resched",
             Kind::Work => "work",
+            Kind::IpiWarm => "ipi_warm",
         }
     }
 
@@ -39,6 +45,7 @@ impl Kind {
             Kind::Irq => "a device IRQ (a NIC's send completion) with its NET_RX softirq",
             Kind::Resched => "a reschedule IPI (a signal's kick, no switch)",
             Kind::Work => "a workqueue item (kworker preempts)",
+            Kind::IpiWarm => "the same IPI 20 µs after another (warm caches; no target)",
         }
     }
 
@@ -50,6 +57,7 @@ impl Kind {
             Kind::Irq => Some("U"),
             Kind::Resched => Some("R"),
             Kind::Work => Some("W"),
+            Kind::IpiWarm => Some("D"),
         }
     }
 
@@ -57,17 +65,17 @@ impl Kind {
     /// the kworker at once (all within 50 µs here); the NIC's completion
     /// once the host has sent the datagram (50–150 µs here). Each far below
     /// the slot, so no two kinds' windows meet.
-    fn within(self) -> u64 {
+    pub(super) fn within(self) -> u64 {
         match self {
             Kind::Tick => 0,
-            Kind::Ipi | Kind::Resched | Kind::Work => 60_000,
+            Kind::Ipi | Kind::Resched | Kind::Work | Kind::IpiWarm => 60_000,
             Kind::Irq => 400_000,
         }
     }
 }
 
 /// Per kind, in Kind::ALL's order.
-pub type ByKind<T> = [T; 5];
+pub type ByKind<T> = [T; 6];
 
 /// One run's gaps: (start, length) in CLOCK_MONOTONIC ns, the sends of
 /// each kind, and (paired run) when watching was turned on (true) or off.
@@ -75,6 +83,9 @@ pub type ByKind<T> = [T; 5];
 pub struct Gaps {
     pub gaps: Vec<(u64, u64)>,
     pub sends: ByKind<Vec<u64>>,
+    /// The first IPI of each warm pair ("P"): the gap just after it is
+    /// no kind's (not the tick's either).
+    pub primers: Vec<u64>,
     pub toggles: Vec<(u64, bool)>,
 }
 
@@ -84,6 +95,7 @@ pub fn parse(text: &str) -> Gaps {
         let mut w = line.split(' ');
         match (w.next(), w.next().and_then(|x| x.parse().ok()), w.next().and_then(|x| x.parse::<u64>().ok())) {
             (Some("G"), Some(at), Some(len)) => g.gaps.push((at, len)),
+            (Some("P"), Some(at), None) => g.primers.push(at),
             (Some(k), Some(at), None) => {
                 if let Some(i) = Kind::ALL.iter().position(|x| x.letter() == Some(k)) {
                     g.sends[i].push(at);
@@ -146,7 +158,10 @@ fn classify_at(g: &Gaps) -> ByKind<Vec<Gap>> {
     let after = |k: Kind, at: u64| follows(&g.sends[k as usize], at, k.within());
     // The sends are periodic too: the comb is looked for without the gaps
     // just after them, and without its slots there.
-    let after_any = |at: u64| Kind::ALL[1..].iter().any(|&k| after(k, at));
+    // A warm pair's first IPI: its gap begins at once, well within the
+    // 20 µs before the second is sent.
+    let primed = |at: u64| follows(&g.primers, at, 20_000);
+    let after_any = |at: u64| primed(at) || Kind::ALL[1..].iter().any(|&k| after(k, at));
     let rest: Vec<(u64, u64)> = g.gaps.iter().copied().filter(|&(at, _)| !after_any(at)).collect();
     let comb = tick_comb(&rest, &after_any);
     let on_tick = |at: u64| {
@@ -157,7 +172,7 @@ fn classify_at(g: &Gaps) -> ByKind<Vec<Gap>> {
     };
     let windows = |at: u64| Kind::ALL[1..].iter().filter(|&&k| after(k, at)).count();
     let mut by: ByKind<Vec<Gap>> = Default::default();
-    by[0] = g.gaps.iter().copied().filter(|&(at, _)| on_tick(at) && windows(at) == 0).collect();
+    by[0] = g.gaps.iter().copied().filter(|&(at, _)| on_tick(at) && windows(at) == 0 && !primed(at)).collect();
     // A send's interruption is the longest gap in its window: the host's
     // short pauses fall there too. A window that also holds the tick or
     // another kind's window gives nothing: the two may have merged.

@@ -38,8 +38,8 @@ fn the_tick_is_found_by_its_period_and_the_ipis_by_their_sends() {
     // Datagrams every 2 ms whose gaps come 1 ms after their sends, and
     // periodic: were they in the comb, a 10 ms comb would hold as many.
     assert!((495..=505).contains(&classify(&g)[0].len()), "strays may fall on the comb");
-    let [mut t, mut i, mut d, r, w] = classify(&g);
-    assert!(r.is_empty() && w.is_empty(), "no sends of theirs, no gaps of theirs");
+    let [mut t, mut i, mut d, r, w, warm] = classify(&g);
+    assert!(r.is_empty() && w.is_empty() && warm.is_empty(), "no sends of theirs, no gaps of theirs");
     assert!(t.len() >= 495 && i.len() >= 990 && d.len() >= 990, "{} ticks, {} ipis, {} irqs", t.len(), i.len(), d.len());
     let medians = [quantile(&mut t, 0.5), quantile(&mut i, 0.5), quantile(&mut d, 0.5)];
     assert_eq!(medians, [Some(13_000.0), Some(4_000.0), Some(6_000.0)]);
@@ -107,7 +107,34 @@ fn our_own_time_is_read_from_the_rows_of_each_kind() {
                6,1,2000,2000,0,ipi,reschedule,1800,ipi:reschedule=1800;self:jitterwatch=200,interrupted\n\
                7,1,2500,2500,0,ipi,reschedule,1800,ipi:reschedule=1800;softirq:RCU=500;self:jitterwatch=210,interrupted\n\
                8,1,9000,9000,0,task,kworker/1:1,6000,task:kworker/1:1=2000;work:refresh_vm_stats=4000;self:jitterwatch=700,preempted\n";
-    let own = own_per_interruption(csv);
+    let own = own_per_interruption(csv, &[]);
     assert_eq!(own[..3], [vec![400.0, 500.0], vec![250.0], vec![300.0]], "a tick that ran NET_RX is a tick's");
-    assert_eq!(own[3..], [vec![200.0], vec![700.0]], "a reschedule IPI that ran a softirq is not one alone");
+    assert_eq!(own[3..5], [vec![200.0], vec![700.0]], "a reschedule IPI that ran a softirq is not one alone");
+    assert!(own[5].is_empty());
+    // The IPI at 2 ns began just after a warm pair's second send.
+    let own = own_per_interruption(csv, &[1]);
+    assert_eq!((own[1].clone(), own[5].clone()), (vec![], vec![250.0]), "the warm IPI's row is not the cold one's");
+}
+
+#[test]
+fn a_warm_pair_gives_its_second_ipi_and_its_first_is_no_kinds() {
+    let mut g = run(0);
+    // Ten pairs, each primer on a tick's slot (its gap would pass for the
+    // tick's), the warm IPI 30 µs later with its gap 5 µs after its send.
+    for k in 0..10u64 {
+        let p = 1_230_000 + (50 + 20 * k) * 4_000_000 + 2_000;
+        g.primers.push(p);
+        g.gaps.push((p + 3_000, 4_000));
+        g.sends[Kind::IpiWarm as usize].push(p + 30_000);
+        g.gaps.push((p + 35_000, 2_500));
+    }
+    g.gaps.sort_unstable();
+    let by = classify(&g);
+    let warm = &by[Kind::IpiWarm as usize];
+    // (One window also holds a stray gap, longer: a send's gap is its longest.)
+    assert_eq!((warm.len(), warm.iter().filter(|&&l| l == 2_500).count()), (10, 9), "{warm:?}");
+    assert!(by[Kind::Tick as usize].iter().all(|&l| l != 4_000), "a primer's gap is not the tick's");
+    // Without the primers noted, those gaps would be taken as ticks.
+    g.primers.clear();
+    assert_eq!(classify(&g)[Kind::Tick as usize].iter().filter(|&&l| l == 4_000).count(), 10);
 }
