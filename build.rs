@@ -56,21 +56,11 @@ fn main() {
         panic!("building {SRC} failed: {e:#}\n(is clang installed? `cargo xtask deps` installs it)");
     }
     perfetto_types();
-    for f in [
-        PROTO,
-        "bpf/jitterwatch.bpf.c",
-        "bpf/origins.bpf.h",
-        "bpf/steal.bpf.h",
-        "bpf/switch.bpf.h",
-        "bpf/batch.bpf.h",
-        "bpf/batch.bpf.h",
-        "bpf/arch.bpf.h",
-        "bpf/arm64.bpf.h",
-        "bpf/jitterwatch.h",
-    ] {
-        println!("cargo:rerun-if-changed={f}");
-    }
-    println!("cargo:rerun-if-changed=bpf/{target}/vmlinux.h");
+    println!("cargo:rerun-if-changed={PROTO}");
+    // The whole directory (cargo scans a directory for any change): every
+    // part of the one object and each architecture's vmlinux.h, with no
+    // list of them to keep in step by hand.
+    println!("cargo:rerun-if-changed=bpf");
 }
 
 /// prost types for the trace format. protox parses the .proto in Rust, so
