@@ -138,3 +138,17 @@ fn a_warm_pair_gives_its_second_ipi_and_its_first_is_no_kinds() {
     g.primers.clear();
     assert_eq!(classify(&g)[Kind::Tick as usize].iter().filter(|&&l| l == 4_000).count(), 10);
 }
+
+/// The stages are named twice, here and where jitterwatch reads
+/// JITTERWATCH_BPF_FLOOR (the two crates meet only through that
+/// variable): each name here must be one jitterwatch takes, or 3b's extra
+/// runs would fail at start.
+#[test]
+fn each_stage_is_a_value_jitterwatch_takes() {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../src/bpf.rs")).unwrap();
+    let body = &src[src.find("fn bench_stop(").expect("bench_stop() in src/bpf.rs")..];
+    let body = &body[..body.find("\n}\n").unwrap()];
+    for stage in STAGES {
+        assert!(body.contains(&format!("\"{stage}\"")), "src/bpf.rs's bench_stop() does not take {stage:?}:\n{body}");
+    }
+}
