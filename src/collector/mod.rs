@@ -218,6 +218,14 @@ fn collect(
             // The source stops first (its last intervals are reported), then
             // the kernel stops producing (a storm could outrun the reader for
             // ever); records stamped before that are committed meanwhile.
+            // While the source's threads see the request (a probe starved by
+            // a storm on its CPU waits for its boost, a quarter of a second),
+            // the ring is drained as before: else the storm fills it.
+            source.stopping();
+            while !source.stopped() {
+                drain.step(&mut ring, source, now_ns(), false)?;
+                thread::sleep(POLL);
+            }
             ended = Some(source.stop());
             tracer.unwatch()?;
             thread::sleep(Duration::from_nanos(MARGIN_NS));

@@ -231,24 +231,40 @@ impl Probes {
         }
     }
 
+    /// Asks every probe to stop, without waiting for them (`poll_stop`
+    /// says when they have; `stop` waits).
+    pub fn ask_stop(&mut self) {
+        for p in &mut self.0 {
+            p.shared.stop.store(true, Relaxed);
+            p.go.take();
+        }
+    }
+
+    /// `waited` after `ask_stop`: whether every probe has ended. From half
+    /// of `bound` on, each still running is raised to SCHED_FIFO 99, so a
+    /// probe starved by a busy task on its CPU gets it and sees the flag
+    /// (raised again at each poll: a thread already there stays there).
+    pub fn poll_stop(&self, waited: Duration, bound: Duration) -> bool {
+        let mut running = self.0.iter().filter(|p| !p.handle.is_finished()).peekable();
+        if running.peek().is_none() {
+            return true;
+        }
+        if waited >= bound / 2 {
+            for p in running {
+                let _ = crate::sys::set_fifo_of(p.shared.tid.load(Relaxed), 99);
+            }
+        }
+        false
+    }
+
     /// Stops every probe and waits for them within `bound`, whatever their
     /// scheduling: a probe starved by a busy task on its CPU cannot see the
     /// flag, so halfway through, any still running is raised to SCHED_FIFO
     /// 99 to get the CPU. Returns the CPUs whose probe had not stopped.
     pub fn stop(&mut self, bound: Duration) -> Vec<u32> {
-        for p in &mut self.0 {
-            p.shared.stop.store(true, Relaxed);
-            p.go.take();
-        }
+        self.ask_stop();
         let start = Instant::now();
-        let mut boosted = false;
-        while self.0.iter().any(|p| !p.handle.is_finished()) && start.elapsed() < bound {
-            if !boosted && start.elapsed() >= bound / 2 {
-                boosted = true;
-                for p in self.0.iter().filter(|p| !p.handle.is_finished()) {
-                    let _ = crate::sys::set_fifo_of(p.shared.tid.load(Relaxed), 99);
-                }
-            }
+        while !self.poll_stop(start.elapsed(), bound) && start.elapsed() < bound {
             thread::sleep(Duration::from_millis(1));
         }
         let (done, stuck): (Vec<Probe>, Vec<Probe>) = self.0.drain(..).partition(|p| p.handle.is_finished());

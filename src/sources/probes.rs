@@ -30,6 +30,8 @@ pub struct ProbeSource {
     smi_unread: Option<String>,
     /// When `start` let the probes go.
     started_at: Option<Instant>,
+    /// When it was asked to stop (`stopping`).
+    stopping_at: Option<Instant>,
     /// The counter the spin probe was asked to read (it may still fall
     /// back to clock_gettime: see `uses_counter`).
     counter: Option<&'static str>,
@@ -41,7 +43,16 @@ impl ProbeSource {
         let (kind, rule) = (cfg.kind, cfg.threshold);
         let probes = Probes::new(cpus.iter().map(|&c| Probe::spawn(c as u32, cfg)).collect::<Result<Vec<_>>>()?);
         let smi_unread = probes.iter().find_map(|p| p.smi_unread.clone());
-        Ok(ProbeSource { kind, rule, shared: probes.shared(), probes, smi_unread, started_at: None, counter: cfg.counter })
+        Ok(ProbeSource {
+            kind,
+            rule,
+            shared: probes.shared(),
+            probes,
+            smi_unread,
+            started_at: None,
+            stopping_at: None,
+            counter: cfg.counter,
+        })
     }
 
     /// The lines a headless run starts with: each CPU's rule.
@@ -159,6 +170,16 @@ impl Source for ProbeSource {
         c.wakeup = p.wake.as_ref().and_then(|w| w.latency());
     }
 
+    fn stopping(&mut self) {
+        self.probes.ask_stop();
+        self.stopping_at.get_or_insert_with(Instant::now);
+    }
+
+    fn stopped(&mut self) -> bool {
+        let waited = self.stopping_at.map_or(STOP_BOUND, |t| t.elapsed());
+        waited >= STOP_BOUND || self.probes.poll_stop(waited, STOP_BOUND)
+    }
+
     fn stop(&mut self) -> Ended {
         // Read before they stop: a probe moved off its CPU stopped there.
         let offline: Vec<usize> = self.shared.iter().filter(|p| p.moved_off.load(Relaxed)).map(|p| p.cpu as usize).collect();
@@ -168,9 +189,11 @@ impl Source for ProbeSource {
                 crate::cpulist::Display(&offline)
             )
         });
+        // One bound in all: what `stopping` already waited counts.
+        let left = STOP_BOUND.saturating_sub(self.stopping_at.map_or(Duration::ZERO, |t| t.elapsed()));
         let notes = self
             .probes
-            .stop(STOP_BOUND)
+            .stop(left)
             .into_iter()
             .map(|cpu| {
                 let note = format!(
