@@ -59,6 +59,18 @@ fn dropped_events_are_marked_lost() {
     assert!(c["unknown_pct"].as_f64().unwrap() > 0.0, "{}", c);
 }
 
+/// A 2 s run on `cpu` with its probe at SCHED_FIFO 10, output piped: a
+/// FIFO 50 task there starves it (neither RT throttling nor the fair
+/// server gives it time).
+fn rt10_run(cpu: usize) -> std::process::Child {
+    std::process::Command::new(bin())
+        .args(["--cpus", &cpu.to_string(), "--no-tui", "--json", "--rt", "10", "--duration", "2s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// A probe starved by a SCHED_FIFO hog on its CPU when the run ends: the
 /// run still ends within its bound (the probe is boosted to stop, or
 /// reported as stuck), the summary is printed and the exit is clean. The
@@ -73,12 +85,7 @@ fn quitting_is_bounded_when_the_probe_is_starved() {
     let _g = lock();
     let cpu = last_cpu();
     let started = Instant::now();
-    let child = std::process::Command::new(bin())
-        .args(["--cpus", &cpu.to_string(), "--no-tui", "--json", "--rt", "10", "--duration", "2s"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = rt10_run(cpu);
     thread::sleep(Duration::from_millis(1200));
     // Still spinning well after the run is due to end.
     let hog = fifo_hog(cpu, 50, Instant::now() + Duration::from_secs(4));
@@ -106,12 +113,7 @@ fn the_ring_is_drained_while_a_starved_probe_stops() {
     }
     let _g = lock();
     let cpu = last_cpu();
-    let child = std::process::Command::new(bin())
-        .args(["--cpus", &cpu.to_string(), "--no-tui", "--json", "--rt", "10", "--duration", "2s"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = rt10_run(cpu);
     // Once the probe is measuring; on until well after the run's end.
     thread::sleep(Duration::from_millis(1200));
     let stop = Arc::new(AtomicBool::new(false));
