@@ -11,11 +11,11 @@ const BURSTS: usize = 120;
 const BURST_NS: u64 = 200_000;
 
 /// Starts `jitterwatch --cpus CPU --no-tui ARGS --csv <tmp>/out.csv`.
-fn watch_to_csv(cpu: usize, args: &[&str]) -> (std::process::Child, tempfile::TempDir, std::path::PathBuf) {
+fn watch_to_csv(cpu: usize, args: &[&str]) -> (Watched, tempfile::TempDir, std::path::PathBuf) {
     watch_to_csv_env(cpu, args, &[])
 }
 
-fn watch_to_csv_env(cpu: usize, args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, tempfile::TempDir, std::path::PathBuf) {
+fn watch_to_csv_env(cpu: usize, args: &[&str], env: &[(&str, &str)]) -> (Watched, tempfile::TempDir, std::path::PathBuf) {
     let c = cpu.to_string();
     let mut all = vec!["--cpus", c.as_str(), "--no-tui"];
     all.extend_from_slice(args);

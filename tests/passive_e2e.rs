@@ -23,13 +23,13 @@ impl Drop for Kill {
 }
 
 /// `jitterwatch ARGS --no-tui --json --csv <tmp>/out.csv`.
-fn watch(args: &[&str]) -> (Child, tempfile::TempDir, std::path::PathBuf) {
+fn watch(args: &[&str]) -> (Watched, tempfile::TempDir, std::path::PathBuf) {
     let mut all = args.to_vec();
     all.extend(["--no-tui", "--json"]);
     watch_csv(&all, &[])
 }
 
-fn finish(child: Child) -> serde_json::Value {
+fn finish(child: Watched) -> serde_json::Value {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("JSON summary")

@@ -45,7 +45,7 @@ fn hog_with_stacks(env: &[(&str, &str)]) {
         ],
         env,
     );
-    let (tid, bursts) = fifo_bursts(cpu, name.clone(), Duration::from_millis(1000), 5, 2_000_000).join().unwrap();
+    let (tid, bursts) = fifo_bursts(cpu, name.clone(), Duration::from_millis(100), 5, 2_000_000).join().unwrap();
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");

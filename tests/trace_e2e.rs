@@ -25,16 +25,17 @@ fn traces_in(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// Runs `jitterwatch --cpus CPU --no-tui --json ARGS` while `load` runs;
 /// returns its exit code, summary JSON and stderr.
 fn run_with(cpu: usize, args: &[&str], load: impl FnOnce()) -> (Option<i32>, serde_json::Value, String) {
-    let child = Command::new(bin())
+    let mut child = Command::new(bin())
         .args(["--cpus", &cpu.to_string(), "--no-tui", "--json"])
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let err = started(&mut child);
     load();
     let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let err = err.join().unwrap();
     let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {err}"));
     (out.status.code(), v, err)
 }
@@ -52,7 +53,7 @@ fn a_hogs_stall_is_traced_and_the_run_recorded() {
     let mut hog = None;
     let args = ["--duration", "3s", "--trace-dir", traces.to_str().unwrap(), "--trace-above", "1ms", "--record", record.to_str().unwrap()];
     let (code, v, err) = run_with(cpu, &args, || {
-        hog = Some(fifo_bursts(cpu, name.clone(), Duration::from_millis(1000), 3, 2_000_000).join().unwrap());
+        hog = Some(fifo_bursts(cpu, name.clone(), Duration::from_millis(100), 3, 2_000_000).join().unwrap());
     });
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("flight recorder: stalls at or above 1.0ms"), "{err}");
@@ -113,7 +114,7 @@ fn trace_max_bounds_a_storm_of_stalls() {
     let dir = tempfile::tempdir().unwrap();
     let args = ["--duration", "3s", "--trace-dir", dir.path().to_str().unwrap(), "--trace-above", "100us", "--trace-max", "3"];
     let (code, v, err) = run_with(cpu, &args, || {
-        fifo_bursts(cpu, random_name("jwtm"), Duration::from_millis(800), 40, 300_000).join().unwrap();
+        fifo_bursts(cpu, random_name("jwtm"), Duration::from_millis(100), 40, 300_000).join().unwrap();
     });
     assert_eq!(code, Some(0), "{err}");
     let t = &v["traces"];
@@ -166,7 +167,7 @@ fn stop_above_ends_the_run_at_the_first_large_stall() {
     let started = Instant::now();
     let args = ["--duration", "20s", "--trace-dir", dir.path().to_str().unwrap(), "--stop-above", "3ms"];
     let (code, v, err) = run_with(cpu, &args, || {
-        fifo_bursts(cpu, random_name("jwstop"), Duration::from_millis(1000), 1, 5_000_000).join().unwrap();
+        fifo_bursts(cpu, random_name("jwstop"), Duration::from_millis(100), 1, 5_000_000).join().unwrap();
     });
     assert_eq!(code, Some(3), "exit 3 on a stall: {err}");
     assert!(started.elapsed() < Duration::from_secs(10), "stopped early");
@@ -204,18 +205,19 @@ fn a_watched_threads_preemption_is_traced() {
     };
     let tid = rx.recv().unwrap();
     let name = random_name("jwpre");
-    let child = Command::new(bin())
+    let mut child = Command::new(bin())
         .args(["--tid", &tid.to_string(), "--cpus", &cpu.to_string(), "--no-tui", "--json", "--duration", "3s"])
         .args(["--trace-dir", dir.path().to_str().unwrap(), "--trace-above", "2ms"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let hog_tid = fifo_bursts(cpu, name.clone(), Duration::from_millis(1000), 3, 3_000_000).join().unwrap().0;
+    let err = started(&mut child);
+    let hog_tid = fifo_bursts(cpu, name.clone(), Duration::from_millis(100), 3, 3_000_000).join().unwrap().0;
     let out = child.wait_with_output().unwrap();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     spinner.join().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = err.join().unwrap();
     assert!(out.status.success(), "{err}");
     let (victim, hog) = (format!("jwvictim[{tid}]"), format!("{name}[{hog_tid}]"));
     let found = traces_in(dir.path()).iter().any(|p| {

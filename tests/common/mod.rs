@@ -184,10 +184,39 @@ pub fn storm(
 
 /// Starts `jitterwatch ARGS` with `env`, piped, writing its CSV to
 /// `<tmp>/out.csv`: (the child, the temp dir that holds it, the CSV path).
-pub fn watch_csv(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, tempfile::TempDir, std::path::PathBuf) {
+/// jitterwatch writing its CSV to a temporary file, started: `watch_csv`
+/// returns once it says it is watching (see [`started`]). Derefs to the
+/// child; `wait_with_output` gives its whole stderr as a plain child's does.
+pub struct Watched {
+    child: std::process::Child,
+    err: thread::JoinHandle<String>,
+}
+
+impl std::ops::Deref for Watched {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        &self.child
+    }
+}
+
+impl std::ops::DerefMut for Watched {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.child
+    }
+}
+
+impl Watched {
+    pub fn wait_with_output(self) -> std::io::Result<std::process::Output> {
+        let mut out = self.child.wait_with_output()?;
+        out.stderr = self.err.join().expect("stderr reader").into_bytes();
+        Ok(out)
+    }
+}
+
+pub fn watch_csv(args: &[&str], env: &[(&str, &str)]) -> (Watched, tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
-    let child = Command::new(bin())
+    let mut child = Command::new(bin())
         .envs(env.iter().copied())
         .args(args)
         .arg("--csv")
@@ -196,7 +225,40 @@ pub fn watch_csv(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, t
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    (child, dir, csv)
+    let err = started(&mut child);
+    (Watched { child, err }, dir, csv)
+}
+
+/// Waits until `child` says on stderr that it is watching (its programs
+/// attached, its probe calibrated), so a workload started next falls inside
+/// the run: a fixed delay does not hold on a loaded CI machine, where start-up
+/// (BPF load, kallsyms, calibration) has taken more than a second. A child
+/// that ends first (a refused start) returns at once. Returns the thread
+/// gathering the whole stderr: join it once the child has ended.
+pub fn started(child: &mut std::process::Child) -> thread::JoinHandle<String> {
+    use std::io::BufRead;
+    // What each mode says once it runs: the spin probe, the wake-up probe,
+    // passive mode with and without a thread to watch yet.
+    const READY: [&str; 4] = ["watching CPU", "wake-up probe:", "passive: watching", "passive: no thread matches yet"];
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let gather = thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if READY.iter().any(|r| line.contains(r)) {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(Duration::from_secs(30)) {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("jitterwatch never said it was watching in 30 s: {}", gather.join().unwrap_or_default());
+    }
+    gather
 }
 
 /// One hog burst: start, end (CLOCK_MONOTONIC ns), runtime (ns).
