@@ -106,16 +106,23 @@ fn prometheus_scrapes_what_the_summary_says() {
         get(jw, "/metrics").unwrap();
     }
     eprintln!("endpoint: {} bytes, {:.2} ms per scrape", text.len(), t0.elapsed().as_secs_f64() * 1e3 / n as f64);
+    // Prometheus scraped the final figures during the linger: asked while
+    // it lingers, since once the target is gone the next failed scrape
+    // marks its series stale and a query finds none.
+    let (mut got, mut got_un) = (vec![], vec![]);
+    let scraped = wait_until(Duration::from_secs(3), || {
+        got = query(prom, "jitterwatch_hiccups_total");
+        got_un = query(prom, "jitterwatch_cause_stolen_seconds_total{kind=\"unexplained\"}");
+        !got.is_empty() && !got_un.is_empty()
+    });
+    assert!(scraped, "Prometheus has no series while the endpoint lingers: {got:?} {got_un:?}");
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
     let c = &summary["cpus"][0];
-    // Prometheus scraped the final figures during the linger.
     let hiccups = c["hiccups"].as_f64().unwrap();
-    let got = query(prom, "jitterwatch_hiccups_total");
     let unexplained = c["top_causes"].as_array().unwrap().iter().find(|k| k["kind"] == "unexplained").expect("unexplained in the summary");
     let want = unexplained["total_ns"].as_f64().unwrap() / 1e9;
-    let got_un = query(prom, "jitterwatch_cause_stolen_seconds_total{kind=\"unexplained\"}");
     let _ = server.kill();
     let _ = server.wait();
     assert_eq!(got.len(), 1, "{got:?}");
