@@ -62,13 +62,17 @@ fn dropped_events_are_marked_lost() {
 /// A 2 s run on `cpu` with its probe at SCHED_FIFO 10, output piped: a
 /// FIFO 50 task there starves it (neither RT throttling nor the fair
 /// server gives it time).
-fn rt10_run(cpu: usize) -> std::process::Child {
-    std::process::Command::new(bin())
-        .args(["--cpus", &cpu.to_string(), "--no-tui", "--json", "--rt", "10", "--duration", "2s"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap()
+fn rt10_run(cpu: usize) -> Watched {
+    spawn_started(std::process::Command::new(bin()).args([
+        "--cpus",
+        &cpu.to_string(),
+        "--no-tui",
+        "--json",
+        "--rt",
+        "10",
+        "--duration",
+        "2s",
+    ]))
 }
 
 /// A probe starved by a SCHED_FIFO hog on its CPU when the run ends: the
@@ -86,7 +90,7 @@ fn quitting_is_bounded_when_the_probe_is_starved() {
     let cpu = last_cpu();
     let started = Instant::now();
     let child = rt10_run(cpu);
-    thread::sleep(Duration::from_millis(1200));
+    thread::sleep(Duration::from_millis(700));
     // Still spinning well after the run is due to end.
     let hog = fifo_hog(cpu, 50, Instant::now() + Duration::from_secs(4));
     let out = child.wait_with_output().unwrap();
@@ -115,7 +119,7 @@ fn the_ring_is_drained_while_a_starved_probe_stops() {
     let cpu = last_cpu();
     let child = rt10_run(cpu);
     // Once the probe is measuring; on until well after the run's end.
-    thread::sleep(Duration::from_millis(1200));
+    thread::sleep(Duration::from_millis(700));
     let stop = Arc::new(AtomicBool::new(false));
     let storm = storm(cpu, stop.clone(), Some(50), Duration::from_millis(2500));
     let out = child.wait_with_output().unwrap();

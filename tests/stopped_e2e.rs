@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::thread;
 use std::time::Duration;
 
@@ -17,14 +17,10 @@ fn being_stopped_is_not_a_stall_anything_caused() {
     let cpu = last_cpu().to_string();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("x.csv");
-    let child = Command::new(bin())
-        .args(["--cpus", &cpu, "--no-tui", "--json", "--duration", "5s", "--csv", csv.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child =
+        spawn_started(Command::new(bin()).args(["--cpus", &cpu, "--no-tui", "--json", "--duration", "5s", "--csv", csv.to_str().unwrap()]));
     let pid = child.id() as i32;
-    thread::sleep(Duration::from_millis(1500));
+    thread::sleep(Duration::from_millis(500));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     thread::sleep(Duration::from_millis(1500));

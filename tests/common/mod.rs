@@ -213,20 +213,19 @@ impl Watched {
     }
 }
 
+/// `cmd` (jitterwatch) spawned with its output piped, once it says it is
+/// watching (see [`started`]).
+pub fn spawn_started(cmd: &mut Command) -> Watched {
+    let mut child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let err = started(&mut child);
+    Watched { child, err }
+}
+
 pub fn watch_csv(args: &[&str], env: &[(&str, &str)]) -> (Watched, tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
-    let mut child = Command::new(bin())
-        .envs(env.iter().copied())
-        .args(args)
-        .arg("--csv")
-        .arg(&csv)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let err = started(&mut child);
-    (Watched { child, err }, dir, csv)
+    let child = spawn_started(Command::new(bin()).envs(env.iter().copied()).args(args).arg("--csv").arg(&csv));
+    (child, dir, csv)
 }
 
 /// Waits until `child` says on stderr that it is watching (its programs
