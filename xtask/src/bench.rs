@@ -16,8 +16,8 @@
 //!    replaying synthetic streams (this machine has two CPUs);
 //! 8. the wake-up probe's latencies beside cyclictest's.
 //!
-//! `--figure 3b` measures that one figure and prints its section, writing
-//! nothing (the figures that stand alone: 3b).
+//! `--figure 3b` (or 8b) measures that one figure and prints its section, writing
+//! nothing (the figures that stand alone: 3b, 8b).
 //!
 //! Needs root (BPF): a non-root user builds, then the bench re-runs itself
 //! through sudo.
@@ -123,6 +123,11 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
         let mut o = String::new();
         details::per_interruption::section(&mut o, Some(&p), watched, house);
         println!("{o}");
+        return Ok(());
+    }
+    if figure == Some("8b") {
+        let o = wakeup::observer(&cx)?;
+        println!("{}", wakeup::markdown(&[], Some(&o), watched, quick));
         return Ok(());
     }
     let quiet = quiet::quiet_check();

@@ -113,15 +113,18 @@ pub mod method {
         format!("v1: replay-bench at 1, 8, 64, 256 CPUs, {events_per_cpu_sec:.0} events/s per CPU stream, pinned to the housekeeping CPU")
     }
     /// v2: both hold /dev/cpu_dma_latency at 0 (jitterwatch by
-    /// --dma-latency 0), and avg is a figure.
+    /// --dma-latency 0), and avg is a figure. v3: cyclictest's avg is its
+    /// histogram's mean, not its summary's whole µs.
     pub fn wakeup(reps: usize) -> String {
-        format!("v2: cyclictest -i 1000 and --probe wakeup --period 1ms --dma-latency 0, alternated, {reps} repetitions per condition")
+        format!("v3: cyclictest -i 1000 and --probe wakeup --period 1ms --dma-latency 0, alternated, {reps} repetitions per condition")
     }
     pub fn passive_mix(runs: usize) -> String {
         format!("v1: --pid of a loopback TCP ping-pong on the watched CPU, {runs} runs")
     }
+    /// v2: avg is the mean of cyclictest's histogram (v1: its summary's
+    /// whole µs), and each round's paired change is a figure.
     pub fn observer(runs: usize) -> String {
-        format!("v1: cyclictest -p 80 alone and watched by jitterwatch --comm cyclictest (passive), alternated, {runs} runs each")
+        format!("v2: cyclictest -p 80 alone and watched by jitterwatch --comm cyclictest (passive), alternated, {runs} runs each")
     }
 }
 
@@ -250,7 +253,8 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
     for (stat, i) in [("avg", 1), ("p50", 2), ("p99", 3), ("max", 4)] {
         fig = fig
             .with(&format!("alone_{stat}_us"), b.and_then(|b| med(&b.alone[i])))
-            .with(&format!("watched_{stat}_us"), b.and_then(|b| med(&b.watched[i])));
+            .with(&format!("watched_{stat}_us"), b.and_then(|b| med(&b.watched[i])))
+            .with(&format!("paired_{stat}_pct"), b.and_then(|b| med(&b.paired[i])));
     }
     o.insert(Id::WatchedCyclictest, fig);
     o.insert(Id::PerInterruption, per_interruption(r.per_interruption.as_ref(), &q));

@@ -24,6 +24,14 @@ fn n(v: Option<f64>, prec: usize) -> String {
     }
 }
 
+/// A signed change in %, or "n/a".
+fn pct(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:+.1}%"),
+        _ => "n/a".into(),
+    }
+}
+
 /// A rate with thousands separators, or "n/a".
 fn g(v: Option<f64>) -> String {
     v.map_or("n/a".into(), grouped)
@@ -140,13 +148,16 @@ pub fn measured(id: Id, f: &Figures) -> String {
             })
             .join("; "),
         Id::WatchedCyclictest => format!(
-            "cyclictest alone vs watched: avg {} vs {} µs, p50 {} vs {} µs, p99 {} vs {} µs ({} wake-ups seen per run)",
+            "cyclictest alone vs watched: avg {} vs {} µs, p50 {} vs {} µs, p99 {} vs {} µs; each round's change, median: avg {}, p50 {}, p99 {} ({} wake-ups seen per run)",
             n(v("alone_avg_us"), 1),
             n(v("watched_avg_us"), 1),
             n(v("alone_p50_us"), 0),
             n(v("watched_p50_us"), 0),
             n(v("alone_p99_us"), 0),
             n(v("watched_p99_us"), 0),
+            pct(v("paired_avg_pct")),
+            pct(v("paired_p50_pct")),
+            pct(v("paired_p99_pct")),
             n(v("wakeups_seen"), 0)
         ),
         Id::PerInterruption => crate::bench::interruption::Kind::ALL

@@ -126,6 +126,7 @@ fn results(sampled: bool) -> Results {
         observer: Some(wakeup::Observer {
             alone: std::array::from_fn(|_| s(50.0)),
             watched: std::array::from_fn(|_| s(50.5)),
+            paired: std::array::from_fn(|_| s(1.0)),
             wakeups_seen: s(5000.0),
         }),
         recorder: [(Load::PerfPipe, false), (Load::PerfPipe, true), (STORM, false), (STORM, true)][..rows(4)]
