@@ -275,9 +275,6 @@ impl<'obj> Tracer<'obj> {
             open.maps.stacks.set_max_entries(1).map_err(bpf("sizing the stacks map"))?;
             open.maps.stacks.set_value_size(8).map_err(bpf("sizing the stacks map"))?;
         }
-        if let Some(kb) = std::env::var("JW_EXP_RING_KB").ok().and_then(|v| v.parse::<u32>().ok()) {
-            open.maps.events.set_max_entries(kb << 10).map_err(bpf("exp"))?;
-        }
         let bss = open.maps.bss_data.as_deref_mut().expect("the object has a .bss");
         for &c in cpus {
             *bss.watched.get_mut(c).ok_or(TracerError::CpuTooLarge(c))? = 1;
