@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread;
@@ -25,17 +25,10 @@ fn traces_in(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// Runs `jitterwatch --cpus CPU --no-tui --json ARGS` while `load` runs;
 /// returns its exit code, summary JSON and stderr.
 fn run_with(cpu: usize, args: &[&str], load: impl FnOnce()) -> (Option<i32>, serde_json::Value, String) {
-    let mut child = Command::new(bin())
-        .args(["--cpus", &cpu.to_string(), "--no-tui", "--json"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let err = started(&mut child);
+    let child = spawn_started(Command::new(bin()).args(["--cpus", &cpu.to_string(), "--no-tui", "--json"]).args(args));
     load();
     let out = child.wait_with_output().unwrap();
-    let err = err.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
     let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON summary ({e}): {err}"));
     (out.status.code(), v, err)
 }
@@ -176,8 +169,13 @@ fn stop_above_ends_the_run_at_the_first_large_stall() {
     assert!(v["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("stopped on a stall")));
     let files = traces_in(dir.path());
     assert!(!files.is_empty(), "its trace written before the end");
-    let slices = read_trace(files.last().unwrap());
-    assert!(slices.iter().any(|x| x.start == s["time_ns"].as_u64().unwrap()), "the trace holds the stall that stopped the run");
+    // Any of them: stalls over the default --trace-above (10 × the
+    // threshold) while the run stops may be traced after it.
+    let at = s["time_ns"].as_u64().unwrap();
+    assert!(
+        files.iter().any(|f| read_trace(f).iter().any(|x| x.start == at)),
+        "no trace holds the stall that stopped the run ({s}): {files:?}"
+    );
 }
 
 /// Passive mode: the traced stall is the watched thread's, on the track
@@ -205,19 +203,17 @@ fn a_watched_threads_preemption_is_traced() {
     };
     let tid = rx.recv().unwrap();
     let name = random_name("jwpre");
-    let mut child = Command::new(bin())
-        .args(["--tid", &tid.to_string(), "--cpus", &cpu.to_string(), "--no-tui", "--json", "--duration", "3s"])
-        .args(["--trace-dir", dir.path().to_str().unwrap(), "--trace-above", "2ms"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let err = started(&mut child);
+    let child =
+        spawn_started(
+            Command::new(bin())
+                .args(["--tid", &tid.to_string(), "--cpus", &cpu.to_string(), "--no-tui", "--json", "--duration", "3s"])
+                .args(["--trace-dir", dir.path().to_str().unwrap(), "--trace-above", "2ms"]),
+        );
     let hog_tid = fifo_bursts(cpu, name.clone(), Duration::from_millis(100), 3, 3_000_000).join().unwrap().0;
     let out = child.wait_with_output().unwrap();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     spinner.join().unwrap();
-    let err = err.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let (victim, hog) = (format!("jwvictim[{tid}]"), format!("{name}[{hog_tid}]"));
     let found = traces_in(dir.path()).iter().any(|p| {

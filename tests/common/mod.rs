@@ -182,11 +182,8 @@ pub fn storm(
         .collect()
 }
 
-/// Starts `jitterwatch ARGS` with `env`, piped, writing its CSV to
-/// `<tmp>/out.csv`: (the child, the temp dir that holds it, the CSV path).
-/// jitterwatch writing its CSV to a temporary file, started: `watch_csv`
-/// returns once it says it is watching (see [`started`]). Derefs to the
-/// child; `wait_with_output` gives its whole stderr as a plain child's does.
+/// jitterwatch started (see [`started`]): derefs to the child;
+/// `wait_with_output` gives its whole stderr as a plain child's does.
 pub struct Watched {
     child: std::process::Child,
     err: thread::JoinHandle<String>,
@@ -221,6 +218,9 @@ pub fn spawn_started(cmd: &mut Command) -> Watched {
     Watched { child, err }
 }
 
+/// Starts `jitterwatch ARGS` with `env`, piped, writing its CSV to
+/// `<tmp>/out.csv`, and returns once it says it is watching: (the child,
+/// the temp dir that holds it, the CSV path).
 pub fn watch_csv(args: &[&str], env: &[(&str, &str)]) -> (Watched, tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("out.csv");
