@@ -4,10 +4,10 @@
  * interruption of a watched CPU, kept per CPU as they happen and written
  * as one record (struct jw_batch) when the interruption ends. One ring
  * buffer write, one steal-clock read per interruption instead of one per
- * tracepoint: the write's reservation (its lock, the producer and
- * consumer positions the collector keeps pulling to its own CPU) is most
- * of what a record costs on the watched CPU. Uses watched[], dropped[],
- * the drops map, events and read_steal() from the including file.
+ * tracepoint: the record's write (its lines, cold after a millisecond
+ * of anything else) is most of what a record costs on the watched CPU.
+ * Uses watched[], dropped[], the drops map, events, the CPU's nest and
+ * region (region.bpf.h) and read_steal() from the including file.
  */
 #ifndef JITTERWATCH_BATCH_BPF_H
 #define JITTERWATCH_BATCH_BPF_H
@@ -15,33 +15,6 @@
 /* A batch held longer than this is written at the next event (an exit that
  * never came must not hold the events back from the collector). */
 #define JW_BATCH_AGE_NS 200000ULL
-
-/*
- * A watched CPU's open batch. Only the outermost of our programs running
- * on the CPU touches it: a program that interrupted another of ours (an
- * IRQ while a softirq's program ran) writes a record of its own, so no
- * two programs write it at once (NMIs never do). Aligned so that two CPUs
- * never share a cache line.
- */
-struct jw_nest {
-	__u32 active; /* our programs running on this CPU now */
-	__u32 depth; /* interrupt levels open: entries less exits */
-	__u32 runs; /* programs that appended here: every JW_OWN_EVERY-th times itself */
-	__u16 out_est; /* what the ring buffer's copy took when last timed, ns */
-	__u16 write_est; /* the whole of a program that wrote the batch, as last timed, ns */
-	__u32 writes; /* batches written: every JW_OWN_EVERY-th times its program */
-	__u32 pad;
-	/*
-	 * The record itself, built in place (rec.ts: the first item's time,
-	 * rec.n: items held) and copied out whole by one helper call: no
-	 * copy loop per record size inlined in each program (7.5 KB of code
-	 * each before, 3.2 KB since; end to end, no change beyond figure 3b's
-	 * noise was measured).
-	 */
-	struct jw_batch rec;
-	/* Each kind's own time as last timed, ns (JW_OWN_KINDS kinds). */
-	__u16 own_est[32];
-} __attribute__((aligned(64)));
 
 /*
  * A program that appends (and does not write the batch) reads the clock
@@ -54,8 +27,6 @@ struct jw_nest {
  * (figure 3b): one per interruption fewer is worth an estimate.
  */
 #define JW_OWN_EVERY 8
-
-struct jw_nest nests[JW_MAX_CPUS];
 
 /* The action each IRQ number was last named with (its name is sent once). */
 __u64 irq_named[JW_MAX_IRQS];
@@ -75,6 +46,31 @@ static __always_inline void count_drop(__u64 cpu)
 	barrier_var(cpu);
 	if (cpu < JW_MAX_CPUS)
 		dropped[cpu] += 1;
+}
+
+/*
+ * `size` bytes of the nest's record out: to the CPU's region, whose nest
+ * the caller holds (the outermost of our programs), else to the ring
+ * buffer. Non-zero if there was no room.
+ */
+static __always_inline long write_out(__u64 cpu, struct jw_batch *rec, __u64 size)
+{
+	struct jw_region *r = NULL;
+	void *dst;
+	__u32 k;
+
+	barrier_var(cpu);
+	if (cpu < JW_MAX_CPUS && (k = region_of[cpu])) {
+		k -= 1;
+		r = bpf_map_lookup_elem(&regions, &k);
+	}
+	if (!r)
+		return bpf_ringbuf_output(&events, rec, size, BPF_RB_NO_WAKEUP);
+	dst = region_space(r, size);
+	if (!dst || bpf_probe_read_kernel(dst, size, rec))
+		return -1;
+	region_commit(r, size);
+	return 0;
 }
 
 /*
@@ -117,7 +113,7 @@ static __always_inline void flush(struct jw_nest *st, __u64 cpu, __u32 mine, __u
 		}
 	}
 	size = __builtin_offsetof(struct jw_batch, items) + n * sizeof(struct jw_item);
-	if (bpf_ringbuf_output(&events, &st->rec, size, BPF_RB_NO_WAKEUP)) {
+	if (write_out(cpu, &st->rec, size)) {
 		count_drop(cpu);
 	} else if (t1) {
 		now = bpf_ktime_get_ns();
@@ -251,8 +247,11 @@ static __always_inline void flush_before(__u64 cpu)
 	if (cpu >= JW_MAX_CPUS)
 		return;
 	st = &nests[cpu];
-	if (st->active == 0 && st->rec.n > 0)
+	/* Held while it writes: an NMI's program must not write the region too. */
+	st->active += 1;
+	if (st->active == 1 && st->rec.n > 0)
 		flush(st, cpu, JW_BATCH_ITEMS, 0);
+	st->active -= 1;
 }
 
 /* The CPU enters an idle state: no interrupt level can be open. */
@@ -271,25 +270,15 @@ static __always_inline void levels_closed(__u64 cpu)
 static __always_inline void name_irq(int irq, struct irqaction *action)
 {
 	struct jw_event *e;
-	__u64 cpu, key = irq;
+	struct jw_out o;
+	__u64 key = irq;
 
 	barrier_var(key);
 	if (key < JW_MAX_IRQS && irq_named[key] == (__u64)action)
 		return;
-	cpu = bpf_get_smp_processor_id();
-	barrier_var(cpu);
-	if (cpu >= JW_MAX_CPUS || !watched[cpu])
+	e = reserve_on(&o, bpf_get_smp_processor_id(), JW_IRQ_NAME, 0);
+	if (!e)
 		return;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_drop(cpu);
-		return;
-	}
-	e->ts = bpf_ktime_get_ns();
-	e->cpu = cpu;
-	e->kind = JW_IRQ_NAME;
-	e->sub = 0;
-	e->dropped = dropped[cpu];
 	e->u.irq.irq = irq;
 	e->u.irq.ret = 0;
 	if (bpf_probe_read_kernel_str(e->u.irq.name, sizeof(e->u.irq.name), action->name) < 0)
@@ -297,7 +286,7 @@ static __always_inline void name_irq(int irq, struct irqaction *action)
 	/* What --stacks-above shows for a stall an IRQ topped: its functions. */
 	e->u.irq.handler = (__u64)action->handler;
 	e->u.irq.thread_fn = (__u64)action->thread_fn;
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	submit(&o);
 	/* After the record: a CPU that sees the new action finds its name sent. */
 	if (key < JW_MAX_IRQS)
 		irq_named[key] = (__u64)action;

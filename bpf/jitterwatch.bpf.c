@@ -97,16 +97,36 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
+/* The watched CPUs' own regions, and the nest their writer holds. */
+#include "region.bpf.h"
+
+/*
+ * Where a record is being written: the writing CPU's region (`r`, whose
+ * nest is held until submit()), or a ring buffer (`rb`, the reservation).
+ * Two pointers, so that the verifier follows each kind to its own commit.
+ */
+struct jw_out {
+	struct jw_event *rb;
+	struct jw_region *r;
+	struct jw_event *at; /* the record, in the region */
+	__u64 me; /* the writing CPU */
+	__u64 steal; /* a steal reading is due after the record (reserve()) */
+};
+
 /*
  * A record about `cpu` (the current CPU but for wake-ups), if it is
- * watched; the ring and the drop counters are the current CPU's (events
- * when it is watched, else elsewhere), where the record is written.
+ * watched; the ring and the drop counters are the current CPU's (its
+ * region or the events ring when it is watched, else elsewhere), where
+ * the record is written.
  */
-static __always_inline struct jw_event *reserve_on(__u64 cpu, __u8 kind, __u8 sub)
+static __always_inline struct jw_event *reserve_on(struct jw_out *o, __u64 cpu, __u8 kind, __u8 sub)
 {
-	struct jw_event *e;
+	struct jw_event *e = NULL;
 	__u64 me;
 
+	o->rb = NULL;
+	o->r = NULL;
+	o->steal = 0;
 	/*
 	 * Each index is 64-bit and pinned in its register before its bound
 	 * check (barrier_var): checked as a 32-bit value, the compiler tests a
@@ -121,11 +141,22 @@ static __always_inline struct jw_event *reserve_on(__u64 cpu, __u8 kind, __u8 su
 	barrier_var(me);
 	if (me >= JW_MAX_CPUS)
 		return NULL;
+	o->me = me;
 	/* Each call names its ring: the verifier needs the map known. */
-	if (watched[me])
-		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	else
-		e = bpf_ringbuf_reserve(&elsewhere, sizeof(*e), 0);
+	if (watched[me]) {
+		o->r = region_take(me);
+		if (o->r) {
+			e = o->at = region_space(o->r, sizeof(*e));
+			if (!e) {
+				region_put(me);
+				o->r = NULL;
+			}
+		} else {
+			e = o->rb = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		}
+	} else {
+		e = o->rb = bpf_ringbuf_reserve(&elsewhere, sizeof(*e), 0);
+	}
 	if (!e) {
 		__u32 zero = 0;
 		__u64 *n = bpf_map_lookup_elem(&drops, &zero);
@@ -146,23 +177,45 @@ static __always_inline struct jw_event *reserve_on(__u64 cpu, __u8 kind, __u8 su
 /*
  * No wakeup: a wakeup from a watched CPU raises irq_work and an IPI, which is
  * exactly the noise we measure. The reader polls on a short period instead.
+ * The record's time, for the steal reading that may follow it.
  */
-static __always_inline void submit(struct jw_event *e)
+static __always_inline __u64 commit(struct jw_out *o)
 {
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	__u64 ts = 0;
+
+	if (o->rb) {
+		ts = o->rb->ts;
+		bpf_ringbuf_submit(o->rb, BPF_RB_NO_WAKEUP);
+	} else if (o->r) {
+		ts = o->at->ts;
+		region_commit(o->r, sizeof(struct jw_event));
+		region_put(o->me);
+	}
+	return ts;
 }
 
 /* note_steal(): the hypervisor's steal clock, read with every record. */
 #include "steal.bpf.h"
 
-static __always_inline struct jw_event *reserve(__u8 kind, __u8 sub)
+/* A record about the current CPU; its steal clock follows it (submit()). */
+static __always_inline struct jw_event *reserve(struct jw_out *o, __u8 kind, __u8 sub)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct jw_event *e = reserve_on(cpu, kind, sub);
+	struct jw_event *e = reserve_on(o, bpf_get_smp_processor_id(), kind, sub);
 
-	if (e)
-		note_steal(cpu, e->ts);
+	o->steal = 1;
 	return e;
+}
+
+/*
+ * The record out, then the steal reading reserve() asked for: a record of
+ * its own after this one (at its time), once the region is free again.
+ */
+static __always_inline void submit(struct jw_out *o)
+{
+	__u64 ts = commit(o);
+
+	if (o->steal && ts)
+		note_steal(o->me, ts);
 }
 
 /* Whether this CPU is watched: the first test of most programs. */
@@ -264,6 +317,7 @@ SEC("?tp_btf/cpu_frequency")
 int BPF_PROG(on_cpu_frequency, unsigned int frequency, unsigned int cpu_id)
 {
 	struct jw_event *e;
+	struct jw_out o;
 	__u64 cpu = cpu_id;
 
 	/*
@@ -274,13 +328,13 @@ int BPF_PROG(on_cpu_frequency, unsigned int frequency, unsigned int cpu_id)
 	barrier_var(cpu);
 	if (cpu >= JW_MAX_CPUS)
 		return 0;
-	e = reserve_on(cpu, JW_FREQ, 0);
+	e = reserve_on(&o, cpu, JW_FREQ, 0);
 
 	if (!e)
 		return 0;
 	e->u.fn.func = 0;
 	e->u.fn.obj = frequency;
-	submit(e);
+	submit(&o);
 	return 0;
 }
 
@@ -355,13 +409,14 @@ int on_csd_exit(struct bpf_raw_tracepoint_args *ctx)
 SEC("?tp_btf/nmi_handler")
 int BPF_PROG(on_nmi, void *handler, s64 delta_ns, int handled)
 {
-	struct jw_event *e = reserve(JW_NMI, handled);
+	struct jw_out o;
+	struct jw_event *e = reserve(&o, JW_NMI, handled);
 
 	if (!e)
 		return 0;
 	e->u.nmi.handler = (__u64)handler;
 	e->u.nmi.delta_ns = delta_ns;
-	submit(e);
+	submit(&o);
 	return 0;
 }
 
@@ -381,13 +436,14 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 {
 	__u32 cpu;
 	struct jw_event *e;
+	struct jw_out o;
 
 	/* Direct BTF loads (no probe-read helper): this runs on every wake-up. */
 	if (bpf_core_field_exists(p->thread_info.cpu))
 		cpu = p->thread_info.cpu;
 	else
 		cpu = ((struct task_struct___old *)p)->cpu;
-	e = reserve_on(cpu, JW_WAKEUP, 0);
+	e = reserve_on(&o, cpu, JW_WAKEUP, 0);
 	if (!e)
 		return 0;
 	e->u.wk.pid = p->pid;
@@ -395,7 +451,7 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 	e->u.wk.prio = p->prio;
 	e->u.wk.waker_cpu = bpf_get_smp_processor_id();
 	__builtin_memcpy(e->u.wk.comm, p->comm, JW_COMM_LEN);
-	submit(e);
+	submit(&o);
 	return 0;
 }
 
@@ -408,10 +464,11 @@ SEC("?tp_btf/task_rename")
 int BPF_PROG(on_task_rename, struct task_struct *task, const char *comm)
 {
 	struct jw_event *e;
+	struct jw_out o;
 
 	if ((void *)task != (void *)bpf_get_current_task())
 		return 0;
-	e = reserve(JW_RENAME, 0);
+	e = reserve(&o, JW_RENAME, 0);
 	if (!e)
 		return 0;
 	e->u.wk.pid = task->pid;
@@ -419,7 +476,7 @@ int BPF_PROG(on_task_rename, struct task_struct *task, const char *comm)
 	e->u.wk.prio = task->prio;
 	e->u.wk.waker_cpu = 0;
 	bpf_probe_read_kernel_str(e->u.wk.comm, JW_COMM_LEN, comm);
-	submit(e);
+	submit(&o);
 	return 0;
 }
 

@@ -19,6 +19,8 @@ enum jw_limits {
 	JW_BATCH_ITEMS = 16, /* a batch record's items at most */
 	JW_MAX_IRQS = 4096, /* IRQ numbers whose name is sent once, not with each entry */
 	JW_STACK_DEPTH = 32, /* frames of a kernel stack kept (--stacks-above) */
+	JW_REGION_BYTES = 1 << 21, /* a watched CPU's region of its own records (a power of two) */
+	JW_REGION_SLACK = 512, /* past its end: a record (with its header) never wraps */
 };
 
 /*
@@ -246,6 +248,25 @@ struct jw_batch {
 	 */
 	__u64 steal;
 	struct jw_item items[JW_BATCH_ITEMS];
+};
+
+
+/*
+ * A watched CPU's own records (x86), written by that CPU alone and read by
+ * the collector through an mmap of the `regions` map: a ring of its own,
+ * with no lock and no line the other CPUs write but `tail` (which the
+ * collector moves once per read). Each record is an 8-byte header (its
+ * length in bytes, then 0) and the record, the two rounded up to 8 bytes.
+ * A record starting near the end runs on into the slack rather than
+ * wrapping, so every record is contiguous; the next starts at the next
+ * position modulo JW_REGION_BYTES.
+ */
+struct jw_region {
+	__u64 head; /* bytes written: moved by the CPU once a record is whole */
+	__u64 pad0[7];
+	__u64 tail; /* bytes read: moved by the collector */
+	__u64 pad1[7];
+	__u8 data[JW_REGION_BYTES + JW_REGION_SLACK];
 };
 
 #endif

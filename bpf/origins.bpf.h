@@ -38,15 +38,16 @@ static __always_inline void fill_origin(struct jw_event *e, __u64 callsite, __u6
 static __always_inline void origin(__u64 cpu, __u8 kind, __u64 callsite, __u64 func, __u32 woken)
 {
 	struct jw_event *e;
+	struct jw_out o;
 
 	barrier_var(cpu);
 	if (cpu >= JW_MAX_CPUS)
 		return;
-	e = reserve_on(cpu, JW_ORIGIN, kind);
+	e = reserve_on(&o, cpu, JW_ORIGIN, kind);
 	if (!e)
 		return;
 	fill_origin(e, callsite, func, woken);
-	submit(e);
+	submit(&o);
 }
 
 SEC("?tp_btf/ipi_send_cpu")

@@ -60,6 +60,7 @@ static __always_inline __u64 read_steal(void)
 static __always_inline void note_steal(__u64 cpu, __u64 ts)
 {
 	struct jw_event *e;
+	struct jw_out o;
 	__u64 steal;
 
 	barrier_var(cpu);
@@ -68,14 +69,14 @@ static __always_inline void note_steal(__u64 cpu, __u64 ts)
 	steal = read_steal();
 	if (!steal || steal == steal_seen[cpu])
 		return;
-	e = reserve_on(cpu, JW_STEAL, 0);
+	e = reserve_on(&o, cpu, JW_STEAL, 0);
 	if (!e)
 		return;
 	steal_seen[cpu] = steal;
 	e->ts = ts;
 	e->u.fn.func = 0;
 	e->u.fn.obj = steal;
-	submit(e);
+	commit(&o);
 }
 
 #endif

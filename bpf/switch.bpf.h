@@ -124,15 +124,16 @@ static __always_inline long stack_of_prev(void *ctx, struct task_struct *prev, _
 static __always_inline void name_stack(struct task_struct *prev, long id)
 {
 	struct jw_event *e;
+	struct jw_out o;
 
 	if (id < 0)
 		return;
-	e = reserve(JW_STACK, 0);
+	e = reserve(&o, JW_STACK, 0);
 	if (!e)
 		return;
 	e->u.fn.func = prev->pid;
 	e->u.fn.obj = id;
-	submit(e);
+	submit(&o);
 }
 
 /*
@@ -148,6 +149,7 @@ int on_switch_out(struct bpf_perf_event_data *ctx)
 	struct task_struct *next;
 	__u32 state, ran;
 	struct jw_event *e;
+	struct jw_out o;
 	long id;
 
 	if (floor_only || !cfs)
@@ -162,14 +164,14 @@ int on_switch_out(struct bpf_perf_event_data *ctx)
 	/* The CPU's batch first: its records stay in order. */
 	flush_before(bpf_get_smp_processor_id());
 	/* The tracepoint's preempt flag: switched out while still runnable. */
-	e = reserve(JW_SWITCH, state == 0);
+	e = reserve(&o, JW_SWITCH, state == 0);
 	if (!e)
 		return 0;
 	ran = ran_since_arrival(prev, rq);
 	id = stack_of_prev(ctx, prev, ran);
 	/* Fired after sched_info_arrive: next's reading has its wait in. */
 	fill_switch(e, prev, next, state, ran, JW_UNKNOWN);
-	submit(e);
+	submit(&o);
 	name_stack(prev, id);
 	return 0;
 }
@@ -180,6 +182,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
 	struct jw_event *e;
+	struct jw_out o;
 	struct rq *rq;
 	__u32 ran;
 	long id;
@@ -187,14 +190,14 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
 	if (!watched_here())
 		return 0;
 	flush_before(bpf_get_smp_processor_id());
-	e = reserve(JW_SWITCH, preempt);
+	e = reserve(&o, JW_SWITCH, preempt);
 	if (!e)
 		return 0;
 	rq = rq_of(prev);
 	ran = ran_since_arrival(prev, rq);
 	id = stack_of_prev(ctx, prev, ran);
 	fill_switch(e, prev, next, prev_state, ran, run_delay(next));
-	submit(e);
+	submit(&o);
 	name_stack(prev, id);
 	return 0;
 }
@@ -209,6 +212,7 @@ int BPF_PROG(on_sched_switch_old, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
 {
 	struct jw_event *e;
+	struct jw_out o;
 	struct rq *rq;
 	__u32 ran;
 	long id;
@@ -216,14 +220,14 @@ int BPF_PROG(on_sched_switch_old, bool preempt, struct task_struct *prev,
 	if (!watched_here())
 		return 0;
 	flush_before(bpf_get_smp_processor_id());
-	e = reserve(JW_SWITCH, preempt);
+	e = reserve(&o, JW_SWITCH, preempt);
 	if (!e)
 		return 0;
 	rq = rq_of(prev);
 	ran = ran_since_arrival(prev, rq);
 	id = stack_of_prev(ctx, prev, ran);
 	fill_switch(e, prev, next, task_state(prev), ran, run_delay(next));
-	submit(e);
+	submit(&o);
 	name_stack(prev, id);
 	return 0;
 }

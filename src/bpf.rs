@@ -12,7 +12,9 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
 
 mod loadlog;
+mod regions;
 mod stacks;
+pub use regions::Regions;
 pub use stacks::StackMap;
 
 mod skel {
@@ -135,6 +137,12 @@ const FORCE_TRACEPOINT: (&str, &str) = ("JITTERWATCH_SWITCH_HOOK", "tracepoint")
 /// benchmark only (figure 3b: where our programs' time goes).
 const FLOOR: &str = "JITTERWATCH_BPF_FLOOR";
 
+/// The events ring's size where the watched CPUs have regions: it takes
+/// only the records one of our programs writes inside another (an IRQ
+/// during a softirq's program), and a ring counts up to twice its size in
+/// our RSS once wrapped.
+const EVENTS_BESIDE_REGIONS: u32 = 256 << 10;
+
 /// Where JITTERWATCH_BPF_FLOOR's value stops our programs (enum jw_stop):
 /// unset, the whole of them; `1` or `hook` right after the watched-CPU
 /// test (the kernel's hooks alone); `clock` after the per-interruption
@@ -168,6 +176,8 @@ pub struct Tracer<'obj> {
     pub missing: Vec<&'static str>,
     /// Where context switches come from, for the summary and the TUI.
     pub switch_hook: SwitchHook,
+    /// The CPUs with a region, in the regions map's order (empty: none).
+    region_cpus: Vec<usize>,
 }
 
 /// How sched switches are hooked. The per-CPU perf event leaves unwatched
@@ -285,6 +295,16 @@ impl<'obj> Tracer<'obj> {
             *slot = c as u32;
         }
         bss.watched_n = cpus.len().min(bss.watched_list.len()) as u32;
+        if regions::USED && !cpus.is_empty() {
+            // A region per watched CPU for its own records (bpf/region.bpf.h):
+            // the events ring keeps only those written inside another of
+            // our programs, a few.
+            for (i, &c) in cpus.iter().enumerate() {
+                bss.region_of[c] = i as u32 + 1;
+            }
+            open.maps.regions.set_max_entries(cpus.len() as u32).map_err(bpf("sizing the regions map"))?;
+            open.maps.events.set_max_entries(EVENTS_BESIDE_REGIONS).map_err(bpf("sizing the events ring"))?;
+        }
         // The perf-event program finds the runqueue via task->se.cfs_rq->rq,
         // which exists with CONFIG_FAIR_GROUP_SCHED only.
         let has_member = |ty: &str, member: &str| {
@@ -358,7 +378,8 @@ impl<'obj> Tracer<'obj> {
                 (SwitchHook::Tracepoint(why), vec![link])
             }
         };
-        Ok(Self { _switch_links: links, skel, missing, switch_hook })
+        let region_cpus = if regions::USED { cpus.to_vec() } else { vec![] };
+        Ok(Self { _switch_links: links, skel, missing, switch_hook, region_cpus })
     }
 
     /// One perf event per watched CPU with the program on it; on error the
@@ -388,6 +409,16 @@ impl<'obj> Tracer<'obj> {
             b.add(map, move |data: &[u8]| (cb.borrow_mut())(data)).map_err(bpf("opening the ring buffers"))?;
         }
         b.build().map_err(bpf("opening the ring buffers"))
+    }
+
+    /// The watched CPUs' regions, mapped (None where they have none: arm64).
+    pub fn regions(&self) -> Result<Option<Regions>, TracerError> {
+        if self.region_cpus.is_empty() {
+            return Ok(None);
+        }
+        Regions::map(&self.skel.maps.regions, &self.region_cpus)
+            .map(Some)
+            .map_err(|e| TracerError::Bpf { what: "mapping the watched CPUs' regions", source: libbpf_rs::Error::from(e) })
     }
 
     /// `--stacks-above`: the stacks map, for any thread to read.

@@ -5,6 +5,7 @@
 //! at the screen's rate. It runs on the housekeeping CPUs only.
 
 mod drain;
+pub mod region;
 mod ring;
 
 use std::mem::MaybeUninit;
