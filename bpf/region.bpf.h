@@ -23,6 +23,10 @@
 #ifndef JITTERWATCH_REGION_BPF_H
 #define JITTERWATCH_REGION_BPF_H
 
+/* Every record, with its header, fits in the slack (so never wraps). */
+_Static_assert(sizeof(struct jw_event) + 8 <= JW_REGION_SLACK, "a jw_event outgrows the region's slack");
+_Static_assert(sizeof(struct jw_batch) + 8 <= JW_REGION_SLACK, "a jw_batch outgrows the region's slack");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);

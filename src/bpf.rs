@@ -11,6 +11,7 @@ use libbpf_rs::btf::ReferencesType;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
 
+mod framing;
 mod loadlog;
 mod regions;
 mod stacks;

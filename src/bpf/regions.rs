@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use libbpf_rs::MapCore;
 
+use super::framing::{header_at, place, BYTES, SLACK};
 use super::types::jw_region;
-use crate::collector::region::{header_at, place, BYTES, SLACK};
 
 /// Where regions are used: x86 only. The CPU publishes a record by a plain
 /// store of its head after the record's, which x86 keeps in order; arm64

@@ -5,7 +5,6 @@
 //! at the screen's rate. It runs on the housekeeping CPUs only.
 
 mod drain;
-pub mod region;
 mod ring;
 
 use std::mem::MaybeUninit;

@@ -1,10 +1,10 @@
 //! The framing of a watched CPU's region (struct jw_region in
 //! bpf/jitterwatch.h, written by bpf/region.bpf.h): where each record
 //! between the collector's tail and the CPU's head lies. Pure positions, no
-//! memory: the reader (bpf/regions.rs) reads the headers and records these
+//! memory: the reader (regions.rs) reads the headers and records these
 //! say, so the arithmetic is tested here without BPF.
 
-use crate::bpf::types::jw_limits;
+use super::types::jw_limits;
 
 /// The ring's bytes (a power of two); records past its end run on into
 /// the slack instead of wrapping.
