@@ -48,7 +48,8 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
     let count = std::cell::Cell::new(0u64);
     let mut decoder = Decoder::default();
     let mut batch = Vec::with_capacity(32);
-    let rb = tracer.ring_buffer(|data| {
+    // One handler for the rings' records and the regions' (x86).
+    let handle = RefCell::new(|data: &[u8]| {
         batch.clear();
         // A record that does not decode is skipped.
         let _ = decoder.decode(data, &mut batch);
@@ -64,7 +65,9 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
             }
         }
         0
-    })?;
+    });
+    let rb = tracer.ring_buffer(|data| (handle.borrow_mut())(data))?;
+    let mut regions = tracer.regions()?;
     let started = Instant::now();
     let mut last = false;
     while !last {
@@ -75,8 +78,16 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
         }
         // Bounded, but for the last read: a storm could produce faster than
         // lines can be printed.
-        let r =
-            if last { rb.consume().map(|()| 0).map_err(|e| std::io::Error::other(e.to_string())) } else { Ok(rb.consume_raw_n(1 << 14)) };
+        let max = if last { usize::MAX } else { 1 << 14 };
+        let r = if last { rb.consume().map(|()| 0).map_err(|e| std::io::Error::other(e.to_string())) } else { Ok(rb.consume_raw_n(max)) };
+        if let Some(regions) = &mut regions {
+            regions.read(max, |data| {
+                // After a failed write, the rest is only taken off the region.
+                if failed.borrow().is_none() {
+                    (handle.borrow_mut())(data);
+                }
+            });
+        }
         if let Some(e) = failed.borrow_mut().take() {
             return Err(e).context("writing events");
         }
@@ -89,7 +100,7 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
             thread::sleep(collector::POLL);
         }
     }
-    let drops: u64 = tracer.drops()?.iter().sum();
+    let drops: u64 = tracer.drops()?.iter().sum::<u64>() + regions.as_ref().map_or(0, |r| r.refused().map(|(_, n)| n).sum());
     drop(rb);
     if let Some(w) = whole {
         let r = w.into_inner().finish(now_ns(), &mut printer.into_inner().into_namer())?;
