@@ -56,6 +56,18 @@ fn events_on_the_watched_cpu_are_decoded_and_named() {
         .unwrap_or_else(|| panic!("no drop count in {summary:?}"));
     assert!(summary.contains(&format!("events from CPU {cpu}")), "{summary}");
     assert_eq!(dropped, 0, "{summary}");
+    // On x86 the watched CPU's own records come through its region (a
+    // silent fall back to the ring buffer would pass every other check).
+    let via_regions = summary
+        .split("; ")
+        .nth(1)
+        .and_then(|s| s.strip_suffix(" records through the CPUs' own regions"))
+        .and_then(|n| n.parse::<u64>().ok());
+    if cfg!(target_arch = "x86_64") {
+        assert!(via_regions.is_some_and(|n| n > 50), "the watched CPU's records did not come through its region: {summary}");
+    } else {
+        assert_eq!(via_regions, None, "{summary}");
+    }
 }
 
 /// `events --format perfetto FILE`: the same stream as one trace, with a
