@@ -375,6 +375,7 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         let (from, to) = (w["from_ns"].as_u64().unwrap(), w["to_ns"].as_u64().unwrap());
         let k = kernel_over(&m.samples, from, to);
         let (queued, woken, kernel_queued, stolen) = (n("queued_ns"), n("woken_queued_ns"), n("kernel_queued_ns"), n("stolen_ns"));
+        let stale = n("kernel_stale_ns");
         // As the kernel books it: its run time leaves the steal clock's
         // advance out (the hypervisor ran something else), its run_delay
         // does not.
@@ -382,7 +383,7 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         let sleeps = r["classes"]["wakeups"].as_u64().unwrap_or(0);
         assert_eq!(n("runnable_ns"), runnable + stolen, "run {i} {c:?}: runnable_ns is ran, stolen and queued");
         let line = format!(
-            "run {i} {c:?}: found {}, window {:.3} s ({} placed, {} from the kernel, {sleeps} sleeps): runnable {runnable} (and {stolen} stolen) vs kernel {:?}; queued {queued} (woken {woken}), kernel's run_delay {kernel_queued} vs schedstat {:?}",
+            "run {i} {c:?}: found {}, window {:.3} s ({} placed, {} from the kernel, {sleeps} sleeps): runnable {runnable} (and {stolen} stolen) vs kernel {:?}; queued {queued} (woken {woken}), kernel's run_delay {kernel_queued} ({stale} of it run by the clock) vs schedstat {:?}",
             r["found"],
             (to - from) as f64 / 1e9,
             w["placed"],
@@ -429,7 +430,13 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         // By the clock: every preemption's wait is booked by the kernel
         // too; a wake-up's only in part (none of it when the wake-up
         // preempts: the kernel does not read its clock again before the
-        // switch). So schedstat lies between the two.
+        // switch). So schedstat lies between the two, once the kernel's
+        // own skip is added to the clock's: a preemption that a wake-up
+        // decided is switched on the wake-up's runqueue clock, and the
+        // thread's run until the switch is booked as waiting (9-13 µs a
+        // preemption here with a compiler looping on the housekeeping
+        // CPU, whose tasks the kernel placed on the watched one: the
+        // resched IPI's way; 20-35% of the wait; `kernel_stale_ns`).
         // Where a switch in no hook saw was placed, its wait ends where the
         // kernel's last_arrival says, on a runqueue clock that may not have
         // been updated for that switch: the split between run and wait is
@@ -437,10 +444,10 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         // placed), so the clock's wait may fall short of schedstat's.
         let placed = w["placed"].as_u64().unwrap_or(0);
         let preempted = queued - woken;
-        if !within(preempted, (0, k.waited.1), QUEUED_PCT) || (placed == 0 && !within(k.waited.0, (0, queued), QUEUED_PCT)) {
+        if !within(preempted, (0, k.waited.1), QUEUED_PCT) || (placed == 0 && !within(k.waited.0, (0, queued + stale), QUEUED_PCT)) {
             bad.push("the clock's wait on a runqueue does not bracket schedstat's");
         }
-        if woken == 0 && !within(queued, k.waited, QUEUED_PCT) {
+        if woken == 0 && !within(queued + stale, k.waited, QUEUED_PCT) {
             bad.push("without wake-ups, the clock's wait on a runqueue outside 2% of schedstat's");
         }
         if !bad.is_empty() {

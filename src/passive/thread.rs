@@ -84,6 +84,16 @@ pub struct Books {
     /// What the kernel booked to its run_delay over the same window
     /// (schedstat's second field), from its own count read at each switch.
     pub kernel_queued_ns: u64,
+    /// The part of the kernel's run_delay that ran by the clock: a
+    /// preemption that a wake-up decided (the woken task's, on another CPU
+    /// as often as not) is switched at the runqueue clock of that wake-up,
+    /// which the switch does not read again (`wakeup_preempt()` asks it to
+    /// skip the update); the thread ran on until the switch (the resched
+    /// IPI's way, here), and the kernel books that stretch as waiting. Per
+    /// preemption: the kernel's run time of the tasks that ran meanwhile
+    /// (each switch record's `prev_ran`, on that clock) less the clock's
+    /// wait, where every one of them is known.
+    pub kernel_stale_ns: u64,
     /// The kernel's run_delay (low 32 bits) as last read, while the
     /// window's bookings are being summed (None: no reading yet, or the
     /// last one came before the window).

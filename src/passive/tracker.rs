@@ -70,6 +70,10 @@ struct Cpu {
     /// A thread /proc showed running here, and when it was read: applied
     /// once the events up to then are read.
     seed: Option<(super::Seed, u64)>,
+    /// The watched thread preempted here, and the kernel's run time of the
+    /// tasks that have run since (None once one's is not known): the
+    /// kernel's length of that wait, on its runqueue clock.
+    kernel_wait: Option<(u32, Option<u64>)>,
 }
 
 pub struct Tracker {
@@ -221,6 +225,13 @@ impl Tracker {
                 // When prev was switched in, where the kernel says how long
                 // it ran: not before the last switch seen here.
                 let arrived = (prev_ran_ns > 0).then(|| ts.saturating_sub(u64::from(prev_ran_ns)).max(self.cpus[cpu as usize].last_switch));
+                // The kernel's run time of each task between a watched
+                // thread's preemption and its return: the kernel's wait.
+                if let Some((tid, sum)) = &mut self.cpus[cpu as usize].kernel_wait {
+                    if *tid != prev.pid {
+                        *sum = sum.filter(|_| prev_ran_ns > 0 && prev_ran_ns < u32::MAX).map(|s| s + u64::from(prev_ran_ns));
+                    }
+                }
                 self.unseen_switch_out(cpu, prev.pid, arrived.unwrap_or(ts), out);
                 self.unseen_switch_in(cpu, &prev, arrived, out);
                 self.switch(cpu, ts, (&prev, prev_state, delays.0), (&next, delays.1), out);
@@ -378,6 +389,9 @@ impl Tracker {
                 State::Sleeping
             };
             self.cpus[cpu as usize].waiting = (prev_state == 0).then_some(prev.pid);
+            if prev_state == 0 {
+                self.cpus[cpu as usize].kernel_wait = Some((prev.pid, Some(0)));
+            }
         }
         // Another task switched in while a watched one waits here: osnoise's
         // thread noise, one per task run.
@@ -429,8 +443,14 @@ impl Tracker {
         if matches!(waited, Some((.., Source::Wakeup))) {
             t.info.classes.wakeups += 1;
         }
-        if let Some((_, since, _, source)) = waited {
+        if let Some((on, since, _, source)) = waited {
             t.info.books.queued(since, ts, source == Source::Wakeup);
+            // What of the kernel's wait it ran (Books::kernel_stale_ns).
+            if let Some((_, Some(kernel))) = self.cpus[on as usize].kernel_wait.take().filter(|&(w, _)| w == task.pid && on == cpu) {
+                if source == Source::Preempted {
+                    t.info.books.kernel_stale_ns += kernel.saturating_sub(ts - since);
+                }
+            }
         }
         // The wait that ends here is in the window if one began before it;
         // else the window begins now, after it.

@@ -55,6 +55,10 @@ pub struct ThreadRow {
     /// after wake-ups that preempt (the kernel does not read its clock
     /// again before the switch).
     pub kernel_queued_ns: u64,
+    /// The part of `kernel_queued_ns` the thread ran by the clock: at a
+    /// preemption a wake-up decided, the kernel's runqueue clock stopped at
+    /// the wake-up and the thread ran on until the switch.
+    pub kernel_stale_ns: u64,
     /// The span these figures cover (None: never seen to run or wait).
     pub window: Option<Window>,
     /// Share of its runnable time the hiccups took, % (None: it never ran).
@@ -152,6 +156,7 @@ pub fn rows(threads: &Threads) -> Vec<ThreadRow> {
                 queued_ns: info.map_or(0, |i| i.books.queued_ns),
                 woken_queued_ns: info.map_or(0, |i| i.books.woken_queued_ns),
                 kernel_queued_ns: info.map_or(0, |i| i.books.kernel_queued_ns),
+                kernel_stale_ns: info.map_or(0, |i| i.books.kernel_stale_ns),
                 window: info.and_then(|i| window(&i.books)),
                 lost_pct: t.lost_pct(),
                 top_causes: t
@@ -183,6 +188,12 @@ fn books_words(t: &ThreadRow, w: &Window, start_ns: u64) -> String {
         ms(t.woken_queued_ns),
         ms(t.kernel_queued_ns),
     );
+    if t.kernel_stale_ns > 0 {
+        s += &format!(
+            " ({} of it running by the clock: preemptions the kernel switched on its runqueue clock of the wake-up that decided them)",
+            ms(t.kernel_stale_ns)
+        );
+    }
     if w.placed > 0 {
         s += &format!("; {} switches into it no hook saw, placed by the kernel's run time", w.placed);
     }

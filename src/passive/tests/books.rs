@@ -146,3 +146,40 @@ fn a_sleeping_threads_window_runs_to_the_last_look() {
     let b = books(&t, 5_000 * US);
     assert_eq!((b.from_ns, b.to_ns, b.runnable_ns()), (Some(0), 5_000 * US, 100 * US));
 }
+
+#[test]
+fn a_preemption_switched_on_a_stale_runqueue_clock_books_its_run_as_the_kernels_wait() {
+    // app is preempted at 100 µs; the kernel's clock for that switch was
+    // the wake-up's, 15 µs before (the hog's switch out says it ran 25 µs
+    // where the clock saw 10): the kernel books 25 µs of waiting, of which
+    // app ran 15. Then a second preemption whose intervening tasks' run
+    // is not all known (the agent's 0) gives no figure rather than a guess.
+    let evs = [
+        sw(0, task(0, 0, "swapper/3"), app(), 1, 0, (None, Some(0))),
+        sw(100 * US, app(), hog(), 0, 100 * US, (Some(0), None)),
+        sw(110 * US, hog(), app(), 1, 25 * US, (None, Some(0))),
+        sw(200 * US, app(), hog(), 0, 90 * US, (Some(25_000), None)),
+        sw(205 * US, hog(), agent(), 1, 5 * US, (None, None)),
+        sw(210 * US, agent(), app(), 1, 0, (None, Some(25_000))),
+        sw(300 * US, app(), task(0, 0, "swapper/3"), TASK_DEAD, 90 * US, (Some(45_000), None)),
+    ];
+    let (_, t) = run(&evs, US);
+    let b = books(&t, 300 * US);
+    assert_eq!((b.queued_ns, b.kernel_queued_ns), (20 * US, 45 * US), "{b:?}");
+    assert_eq!(b.kernel_stale_ns, 15 * US, "{b:?}");
+}
+
+#[test]
+fn a_wait_the_kernels_clock_saw_as_long_has_nothing_stale() {
+    // The hog ran 10 µs by both clocks: nothing of app's run was booked
+    // as waiting.
+    let evs = [
+        sw(0, task(0, 0, "swapper/3"), app(), 1, 0, (None, Some(0))),
+        sw(100 * US, app(), hog(), 0, 100 * US, (Some(0), None)),
+        sw(110 * US, hog(), app(), 1, 10 * US, (None, Some(0))),
+        sw(200 * US, app(), task(0, 0, "swapper/3"), TASK_DEAD, 90 * US, (Some(10_000), None)),
+    ];
+    let (_, t) = run(&evs, US);
+    let b = books(&t, 200 * US);
+    assert_eq!((b.queued_ns, b.kernel_stale_ns), (10 * US, 0), "{b:?}");
+}
