@@ -159,9 +159,13 @@ pub fn run(opts: &Options) -> Result<()> {
     let kvm = arch == Arch::X86_64 && qemu::kvm();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let jobs = opts.jobs.unwrap_or(cores).clamp(1, vms.len().max(1));
-    let accel = if kvm { "KVM" } else { "TCG, one host thread per VM: its timings mean nothing, its function does" };
+    const TCG: &str = "TCG, one host thread per VM: its timings mean nothing, its function does";
+    let accel = if kvm { "KVM (TCG if KVM cannot start a VM)" } else { TCG };
     println!("vmtest: {} VM(s), {jobs} at a time, {accel}", vms.len());
     let results = run_all(arch, &vms, jobs, kvm, &logs);
+    // What the VMs ran under, said again at the end: KVM may have failed
+    // on the first VM and left every one to TCG.
+    let ran_under = if kvm && !KVM_BROKEN.load(Ordering::Relaxed) { "KVM" } else { TCG };
 
     let rows: Vec<report::Row<'_>> = vms
         .iter()
@@ -170,6 +174,7 @@ pub fn run(opts: &Options) -> Result<()> {
         .collect();
     let table = report::table(&rows, setup.tick_count);
     println!("\n{table}");
+    println!("vmtest: the VMs ran under {ran_under}");
     let saved = cache.join("results.md");
     std::fs::write(&saved, &table)?;
     write_rtla(arch, &vms, &results, &cache)?;
