@@ -14,6 +14,9 @@ use crate::fastmap::Map;
 use crate::interval::{Interval, Source, Victim};
 use crate::record::{Event, Payload, Task};
 
+mod running;
+mod unseen;
+
 use super::classes::class_of;
 use super::filter::Filter;
 use super::thread::{Books, Found, State, Thread, ThreadInfo};
@@ -70,10 +73,12 @@ struct Cpu {
     /// A thread /proc showed running here, and when it was read: applied
     /// once the events up to then are read.
     seed: Option<(super::Seed, u64)>,
-    /// The watched thread preempted here, and the kernel's run time of the
-    /// tasks that have run since (None once one's is not known): the
-    /// kernel's length of that wait, on its runqueue clock.
-    kernel_wait: Option<(u32, Option<u64>)>,
+    /// The watched thread preempted here, the kernel's run time of the
+    /// tasks that have run since (None once one's is not known: the
+    /// kernel's length of that wait, on its runqueue clock), and how long
+    /// the thread had run before (what of it the kernel can have booked
+    /// as waiting, at most: 0 if not known).
+    kernel_wait: Option<(u32, Option<u64>, u64)>,
 }
 
 pub struct Tracker {
@@ -142,54 +147,6 @@ impl Tracker {
         out(Interval { cpu, t0, t1, source, victim: Some(Victim { tid, comm }), smis: 0 });
     }
 
-    /// Threads /proc showed running on a watched CPU, read at `read_at`
-    /// (after tracing began): each runs there from `read_at`, unless the
-    /// events up to then say otherwise. The events before the read are
-    /// still in the ring when it is taken, so each seed waits on its CPU
-    /// until the stream gets there ([`Self::settle`]).
-    pub fn seed(&mut self, seeds: &[super::Seed], read_at: u64) {
-        for s in seeds {
-            if self.watched(s.cpu) {
-                self.cpus[s.cpu as usize].seed = Some((*s, read_at));
-            }
-        }
-    }
-
-    /// The seed waiting on `cpu`, once the events up to its reading have
-    /// been read (`upto`): a switch seen there, or the thread already
-    /// known, says more than /proc did.
-    fn settle(&mut self, cpu: u32, upto: u64) {
-        let c = self.cpus[cpu as usize];
-        let Some((s, read_at)) = c.seed.filter(|&(_, at)| at <= upto) else { return };
-        self.cpus[cpu as usize].seed = None;
-        if c.switched || self.threads.contains_key(&s.tid) {
-            return;
-        }
-        let mut info = ThreadInfo::new(s.tid, s.tgid, s.comm, Found::RunningAtAttach);
-        info.last_cpu = Some(cpu);
-        self.threads.insert(s.tid, Thread { info, state: State::Running { cpu, since: read_at } });
-        self.cpus[cpu as usize].running = Some(s.tid);
-    }
-
-    /// The task running on `cpu` took a new name (exec, prctl): a thread
-    /// that now matches runs there from `ts` (on an isolated CPU it may
-    /// never switch again).
-    fn rename(&mut self, cpu: u32, ts: u64, task: &Task) {
-        let c = self.cpus[cpu as usize];
-        if c.running.is_some() || !self.watched(cpu) {
-            if let Some(t) = self.threads.get_mut(&task.pid) {
-                t.info.comm = task.comm;
-            }
-            return;
-        }
-        let Some(t) = self.thread(task, cpu, Found::Rename) else { return };
-        if !matches!(t.state, State::Running { .. }) {
-            t.state = State::Running { cpu, since: ts };
-        }
-        t.info.last_cpu = Some(cpu);
-        self.cpus[cpu as usize].running = Some(task.pid);
-    }
-
     /// The thread, seen now as `task` on `cpu`; None if it is not watched.
     fn thread(&mut self, task: &Task, cpu: u32, how: Found) -> Option<&mut Thread> {
         if !self.threads.contains_key(&task.pid) {
@@ -227,7 +184,7 @@ impl Tracker {
                 let arrived = (prev_ran_ns > 0).then(|| ts.saturating_sub(u64::from(prev_ran_ns)).max(self.cpus[cpu as usize].last_switch));
                 // The kernel's run time of each task between a watched
                 // thread's preemption and its return: the kernel's wait.
-                if let Some((tid, sum)) = &mut self.cpus[cpu as usize].kernel_wait {
+                if let Some((tid, sum, _)) = &mut self.cpus[cpu as usize].kernel_wait {
                     if *tid != prev.pid {
                         *sum = sum.filter(|_| prev_ran_ns > 0 && prev_ran_ns < u32::MAX).map(|s| s + u64::from(prev_ran_ns));
                     }
@@ -373,8 +330,12 @@ impl Tracker {
         }
         self.close_pending(cpu, out);
         if let Some(t) = self.thread(prev, cpu, Found::Switch) {
+            let mut ran_for = 0;
             match t.state {
-                State::Running { since, .. } => t.info.books.ran(since, ts),
+                State::Running { since, .. } => {
+                    t.info.books.ran(since, ts);
+                    ran_for = ts.saturating_sub(since);
+                }
                 // Found at its switch out: its window begins here.
                 _ => t.info.books.seen(ts),
             }
@@ -390,7 +351,7 @@ impl Tracker {
             };
             self.cpus[cpu as usize].waiting = (prev_state == 0).then_some(prev.pid);
             if prev_state == 0 {
-                self.cpus[cpu as usize].kernel_wait = Some((prev.pid, Some(0)));
+                self.cpus[cpu as usize].kernel_wait = Some((prev.pid, Some(0), ran_for));
             }
         }
         // Another task switched in while a watched one waits here: osnoise's
@@ -446,9 +407,11 @@ impl Tracker {
         if let Some((on, since, _, source)) = waited {
             t.info.books.queued(since, ts, source == Source::Wakeup);
             // What of the kernel's wait it ran (Books::kernel_stale_ns).
-            if let Some((_, Some(kernel))) = self.cpus[on as usize].kernel_wait.take().filter(|&(w, _)| w == task.pid && on == cpu) {
+            if let Some((_, Some(kernel), ran_for)) =
+                self.cpus[on as usize].kernel_wait.take().filter(|&(w, ..)| w == task.pid && on == cpu)
+            {
                 if source == Source::Preempted {
-                    t.info.books.kernel_stale_ns += kernel.saturating_sub(ts - since);
+                    t.info.books.kernel_stale_ns += kernel.saturating_sub(ts - since).min(ran_for);
                 }
             }
         }
@@ -468,63 +431,6 @@ impl Tracker {
         }
         if let Some((on, _, from, source)) = waited {
             self.emit(out, on, from, ts.max(from), source, tid);
-        }
-    }
-
-    /// A switch out of `prev` while the tracker believed a watched thread
-    /// ran here: that thread's switch out was not seen (a dropped record).
-    /// It ran until at most `cut`, when prev came in; then it slept or
-    /// waited, which its next wake-up or switch in will say.
-    fn unseen_switch_out(&mut self, cpu: u32, prev: u32, cut: u64, out: &mut dyn FnMut(Interval)) {
-        let Some(w) = self.cpus[cpu as usize].running.filter(|&w| w != prev) else { return };
-        {
-            let c = &mut self.cpus[cpu as usize];
-            if let Some((t0, source)) = c.start.take() {
-                c.pending = Some(Pending { t0, t1: cut.max(t0), tid: w, source });
-            }
-            c.depth = 0;
-            c.running = None;
-        }
-        self.close_pending(cpu, out);
-        if let Some(t) = self.threads.get_mut(&w) {
-            if let State::Running { cpu: on, since } = t.state {
-                if on == cpu {
-                    let cut = cut.max(since);
-                    t.info.books.ran(since, cut);
-                    t.state = State::Unseen { cpu, since: cut };
-                }
-            }
-        }
-    }
-
-    /// A switch out of `prev` that the tracker did not know ran here: the
-    /// switch into it was not seen. `arrived` (when the kernel says how
-    /// long it had run) places that switch; else its last stretch is not
-    /// in its books, and they say so.
-    fn unseen_switch_in(&mut self, cpu: u32, prev: &Task, arrived: Option<u64>, out: &mut dyn FnMut(Interval)) {
-        if self.cpus[cpu as usize].running == Some(prev.pid) {
-            return;
-        }
-        let Some(t) = self.thread(prev, cpu, Found::Switch) else { return };
-        // Known before (not found just now): a switch in was missed.
-        let known = t.info.books.from_ns.is_some() || !matches!(t.state, State::Sleeping);
-        match arrived {
-            Some(at) => {
-                if known {
-                    t.info.books.placed += 1;
-                    // Asleep as far as we know: its wake-up was not seen
-                    // either, and the wait before this switch is only in
-                    // the kernel's books, read as it leaves.
-                    t.info.books.unseen_wait = t.state == State::Sleeping && t.info.books.delay_seen.is_some();
-                }
-                // Not seen: what the kernel booked there is not known.
-                self.switch_in(cpu, at, prev, None, out);
-            }
-            None if known => {
-                t.info.books.unplaced += 1;
-                t.state = State::Sleeping;
-            }
-            None => {}
         }
     }
 

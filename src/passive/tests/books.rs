@@ -183,3 +183,19 @@ fn a_wait_the_kernels_clock_saw_as_long_has_nothing_stale() {
     let b = books(&t, 200 * US);
     assert_eq!((b.queued_ns, b.kernel_stale_ns), (10 * US, 0), "{b:?}");
 }
+
+#[test]
+fn the_kernels_stale_stretch_is_never_more_than_the_thread_had_run() {
+    // The hog says it ran 500 µs where the clock saw 10 (a reading off
+    // the kernel's clock, as the idle task's can be): app, preempted
+    // after running 100 µs, cannot have had more than those booked as
+    // waiting.
+    let evs = [
+        sw(0, task(0, 0, "swapper/3"), app(), 1, 0, (None, Some(0))),
+        sw(100 * US, app(), hog(), 0, 100 * US, (Some(0), None)),
+        sw(110 * US, hog(), app(), 1, 500 * US, (None, Some(0))),
+        sw(200 * US, app(), task(0, 0, "swapper/3"), TASK_DEAD, 90 * US, (Some(10_000), None)),
+    ];
+    let (_, t) = run(&evs, US);
+    assert_eq!(books(&t, 200 * US).kernel_stale_ns, 100 * US);
+}
