@@ -55,15 +55,9 @@ static __always_inline void count_drop(__u64 cpu)
  */
 static __always_inline long write_out(__u64 cpu, struct jw_batch *rec, __u64 size)
 {
-	struct jw_region *r = NULL;
+	struct jw_region *r = region_at(cpu);
 	void *dst;
-	__u32 k;
 
-	barrier_var(cpu);
-	if (cpu < JW_MAX_CPUS && (k = region_of[cpu])) {
-		k -= 1;
-		r = bpf_map_lookup_elem(&regions, &k);
-	}
 	if (!r)
 		return bpf_ringbuf_output(&events, rec, size, BPF_RB_NO_WAKEUP);
 	dst = region_space(r, size);

@@ -67,14 +67,9 @@ struct jw_nest {
 
 struct jw_nest nests[JW_MAX_CPUS];
 
-/*
- * Takes the CPU's nest for a record: its region if this is the outermost
- * of our programs there and the CPU has one (hold it until region_put()),
- * else NULL (nothing held).
- */
-static __always_inline struct jw_region *region_take(__u64 cpu)
+/* The CPU's region, or NULL if it has none (bounds checked here). */
+static __always_inline struct jw_region *region_at(__u64 cpu)
 {
-	struct jw_region *r;
 	__u32 k;
 
 	barrier_var(cpu);
@@ -83,14 +78,26 @@ static __always_inline struct jw_region *region_take(__u64 cpu)
 	k = region_of[cpu];
 	if (!k)
 		return NULL;
+	k -= 1;
+	return bpf_map_lookup_elem(&regions, &k);
+}
+
+/*
+ * Takes the CPU's nest for a record: its region if this is the outermost
+ * of our programs there and the CPU has one (hold it until region_put()),
+ * else NULL (nothing held).
+ */
+static __always_inline struct jw_region *region_take(__u64 cpu)
+{
+	struct jw_region *r = region_at(cpu);
+
+	barrier_var(cpu);
+	if (!r || cpu >= JW_MAX_CPUS)
+		return NULL;
 	/* Plain increments: see batched(). */
 	nests[cpu].active += 1;
-	if (nests[cpu].active == 1) {
-		k -= 1;
-		r = bpf_map_lookup_elem(&regions, &k);
-		if (r)
-			return r;
-	}
+	if (nests[cpu].active == 1)
+		return r;
 	nests[cpu].active -= 1;
 	return NULL;
 }
