@@ -83,6 +83,9 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
         deps::ensure(false)?;
         build()?;
     }
+    // A bench stopped while figure 3b had the NIC's interrupts on the
+    // watched CPU left them there: back first, before anything measures.
+    nic::restore_left();
     let bin = proc::target_dir().join("release/jitterwatch");
     if !bin.is_file() {
         bail!("{} is missing after the build", bin.display());

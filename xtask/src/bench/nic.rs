@@ -67,6 +67,45 @@ fn affinity(irq: u32) -> String {
     format!("/proc/irq/{irq}/smp_affinity_list")
 }
 
+/// Where the IRQs' own affinities are kept while they are routed: a bench
+/// killed meanwhile (Ctrl-C, SIGKILL: no Drop runs) leaves it behind, and
+/// the next bench puts them back from it ([`restore_left`]).
+fn left_file() -> std::path::PathBuf {
+    crate::proc::target_dir().join("bench-nic-routed")
+}
+
+/// "IRQ AFFINITY" lines, one per routed IRQ.
+fn saved_lines(saved: &[(u32, String)]) -> String {
+    saved.iter().map(|(irq, old)| format!("{irq} {old}\n")).collect()
+}
+
+/// The (IRQ, affinity) pairs of [`saved_lines`]; lines that are not one are skipped.
+fn parse_saved(text: &str) -> Vec<(u32, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let (irq, old) = l.split_once(' ')?;
+            let old = old.trim();
+            (!old.is_empty() && old.bytes().all(|b| b.is_ascii_digit() || b == b',' || b == b'-'))
+                .then(|| Some((irq.parse().ok()?, old.to_string())))?
+        })
+        .collect()
+}
+
+/// Puts back the affinities a killed bench left routed, and says which.
+pub fn restore_left() {
+    let path = left_file();
+    let Ok(text) = std::fs::read_to_string(&path) else { return };
+    for (irq, old) in parse_saved(&text) {
+        match std::fs::write(affinity(irq), &old) {
+            Ok(()) => println!("bench: IRQ {irq} was left routed by a bench that was stopped: its affinity is {old} again"),
+            Err(e) => {
+                println!("bench: IRQ {irq} was left routed by a bench that was stopped, and putting back its affinity {old} failed: {e}")
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
 /// Routes the NIC's send-completion interrupts to `cpu`: the default
 /// gateway from /proc/net/route, and the IRQs that count a burst of
 /// datagrams to it, 2 ms apart (so that the NIC does not batch them).
@@ -84,11 +123,16 @@ pub fn route_to(cpu: usize) -> Result<Routed> {
     if irqs.is_empty() {
         bail!("no interrupt counted {MATCHED} of {BURST} datagrams to the gateway {gateway}");
     }
+    restore_left();
     let mut r = Routed { gateway, irqs: irqs.clone(), saved: Vec::new() };
+    for irq in &irqs {
+        let old = std::fs::read_to_string(affinity(*irq)).with_context(|| format!("reading {}", affinity(*irq)))?;
+        r.saved.push((*irq, old.trim().to_string()));
+    }
+    // Kept before any is moved, so that a kill at any point leaves them.
+    std::fs::write(left_file(), saved_lines(&r.saved)).with_context(|| format!("writing {}", left_file().display()))?;
     for irq in irqs {
-        let old = std::fs::read_to_string(affinity(irq)).with_context(|| format!("reading {}", affinity(irq)))?;
         std::fs::write(affinity(irq), cpu.to_string()).with_context(|| format!("routing IRQ {irq} to CPU {cpu}"))?;
-        r.saved.push((irq, old.trim().to_string()));
     }
     Ok(r)
 }
@@ -98,12 +142,21 @@ impl Drop for Routed {
         for (irq, old) in &self.saved {
             let _ = std::fs::write(affinity(*irq), old);
         }
+        let _ = std::fs::remove_file(left_file());
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_affinities_left_behind_read_back_as_written() {
+        let saved = vec![(39, "0-1".to_string()), (40, "0,2-3".to_string())];
+        assert_eq!(parse_saved(&saved_lines(&saved)), saved);
+        // Nothing else is written to /proc: a torn or foreign line is skipped.
+        assert_eq!(parse_saved("39\nx 1\n41 1;rm\n42 \n43 5\n"), vec![(43, "5".to_string())]);
+    }
 
     #[test]
     fn the_gateway_is_the_default_routes() {
