@@ -131,11 +131,23 @@ enum Found {
     Comm,
 }
 
+/// What else runs on the watched CPU beside the workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Competitor {
+    None,
+    /// A thread that spins: the tick shares the CPU out.
+    Hog,
+    /// A thread that sleeps 200 µs at a time: each of its timer's wake-ups
+    /// preempts the workload, on the runqueue clock of that wake-up
+    /// (`kernel_stale_ns`).
+    Waker,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Case {
     found: Found,
     sleepy: bool,
-    competitor: bool,
+    competitor: Competitor,
     housekeeping_busy: bool,
 }
 
@@ -153,6 +165,18 @@ fn hogs(cpus: &[usize], stop: &Arc<AtomicBool>) -> Vec<thread::JoinHandle<()>> {
             })
         })
         .collect()
+}
+
+/// A thread pinned to `cpu` that sleeps 200 µs at a time, until `stop`.
+fn waker(cpu: usize, stop: &Arc<AtomicBool>) -> thread::JoinHandle<()> {
+    let stop = stop.clone();
+    thread::spawn(move || {
+        pin_self(cpu);
+        set_thread_name("jwbooks-waker");
+        while !stop.load(Relaxed) {
+            thread::sleep(Duration::from_micros(200));
+        }
+    })
 }
 
 /// A child process killed however the test ends (a failed assertion
@@ -230,8 +254,10 @@ fn measure(case: Case, cpu: usize, housekeeping: &[usize]) -> Measured {
     if case.housekeeping_busy {
         hog_threads.1.extend(hogs(&housekeeping[..housekeeping.len().min(4)], &stop));
     }
-    if case.competitor {
-        hog_threads.1.extend(hogs(&[cpu], &stop));
+    match case.competitor {
+        Competitor::None => {}
+        Competitor::Hog => hog_threads.1.extend(hogs(&[cpu], &stop)),
+        Competitor::Waker => hog_threads.1.push(waker(cpu, &stop)),
     }
     let name = random_name("jwbooks");
     let cpus = cpu.to_string();
@@ -352,17 +378,20 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
     let cpu = last_cpu();
     let housekeeping: Vec<usize> = online_cpus().into_iter().filter(|&c| c != cpu).collect();
     let case = |found, sleepy, competitor, housekeeping_busy| Case { found, sleepy, competitor, housekeeping_busy };
+    let (no, hog, waker) = (Competitor::None, Competitor::Hog, Competitor::Waker);
     let cases = [
-        case(Found::Pid, false, false, false),
-        case(Found::Pid, true, true, true),
-        case(Found::Tid, false, true, false),
-        case(Found::Tid, true, false, true),
-        case(Found::Comm, false, false, true),
-        case(Found::Comm, true, true, false),
-        case(Found::Pid, false, true, true),
-        case(Found::Tid, true, true, false),
-        case(Found::Comm, false, true, true),
-        case(Found::Comm, true, false, false),
+        case(Found::Pid, false, no, false),
+        case(Found::Pid, true, hog, true),
+        case(Found::Tid, false, hog, false),
+        case(Found::Tid, true, no, true),
+        case(Found::Comm, false, no, true),
+        case(Found::Comm, true, hog, false),
+        case(Found::Pid, false, hog, true),
+        case(Found::Tid, true, hog, false),
+        case(Found::Comm, false, hog, true),
+        case(Found::Comm, true, no, false),
+        case(Found::Pid, false, waker, false),
+        case(Found::Tid, false, waker, true),
     ];
     let mut failures = Vec::new();
     let mut short_chains: Vec<String> = Vec::new();
@@ -446,6 +475,12 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         let preempted = queued - woken;
         if !within(preempted, (0, k.waited.1), QUEUED_PCT) || (placed == 0 && !within(k.waited.0, (0, queued + stale), QUEUED_PCT)) {
             bad.push("the clock's wait on a runqueue does not bracket schedstat's");
+        }
+        // Each of the waker's wake-ups preempts the workload at its timer's
+        // interrupt: the kernel's clock stops at the wake-up, the switch
+        // comes as the interrupt returns.
+        if c.competitor == Competitor::Waker && stale == 0 {
+            bad.push("preemptions by a waker, and no stretch the kernel booked on its wake-up's clock");
         }
         if woken == 0 && !within(queued + stale, k.waited, QUEUED_PCT) {
             bad.push("without wake-ups, the clock's wait on a runqueue outside 2% of schedstat's");
