@@ -14,7 +14,7 @@ use crate::stats::Threads;
 /// Causes listed per thread.
 const TOP: usize = 5;
 
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 pub struct ThreadRow {
     pub tid: u32,
     /// `comm[tid]`, escaped.
@@ -261,4 +261,25 @@ pub fn write_text(rows: &[ThreadRow], start_ns: u64, out: &mut dyn Write) -> io:
         writeln!(out)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_books_line_says_what_of_the_kernels_wait_the_thread_ran() {
+        let t = ThreadRow {
+            ran_ns: 1_000_000,
+            queued_ns: 2_000_000,
+            kernel_queued_ns: 3_000_000,
+            kernel_stale_ns: 1_000_000,
+            ..Default::default()
+        };
+        let w = Window { from_ns: 0, to_ns: 5_000_000, placed: 0, unplaced: 0, from_kernel: 0 };
+        let s = books_words(&t, &w, 0);
+        assert!(s.contains("the kernel's run_delay books 3.000 ms (1.000 ms of it running by the clock"), "{s}");
+        let quiet = ThreadRow { kernel_stale_ns: 0, ..t };
+        assert!(!books_words(&quiet, &w, 0).contains("by the clock"));
+    }
 }
