@@ -91,7 +91,7 @@ pub mod method {
         )
     }
     pub fn per_interruption(reps: usize, secs: f64) -> String {
-        format!("v5: a C clock loop's gaps on the watched CPU (the tick by its period; every 1 ms in turn a membarrier IPI, a UDP datagram to the gateway whose send-completion interrupt is routed to the watched CPU, a signal to the loop (a reschedule IPI), a stat_refresh write (a workqueue item), two membarrier IPIs 20 µs apart (the second: warm caches), each by its send), nothing attached / the hooks alone (JITTERWATCH_BPF_FLOOR=1) / jitterwatch --comm with the loop turning watched[] off and on every 50 ms (paired), then the paired run with our programs stopped after their clock read and after their append (JITTERWATCH_BPF_FLOOR=clock|append), alternated, {reps} runs of {secs} s each (the paired runs twice as long)")
+        format!("v6: a C clock loop's gaps on the watched CPU (the tick by its period; every 1 ms in turn a membarrier IPI, a UDP datagram to the gateway whose send-completion interrupt is routed to the watched CPU, a signal to the loop (a reschedule IPI), a stat_refresh write (a workqueue item), two membarrier IPIs 20 µs apart (the second: warm caches), each by its send), nothing attached / the hooks alone (JITTERWATCH_BPF_FLOOR=1) / jitterwatch --comm with the loop turning watched[] off and on every 50 ms (paired), then the paired run with our programs stopped after their clock read and after their append (JITTERWATCH_BPF_FLOOR=clock|append), then two runs with --bpf-stats (whole, and JITTERWATCH_BPF_FLOOR=1), alternated, {reps} runs of {secs} s each (the paired runs twice as long)")
     }
 
     pub fn bpf(reps: usize, secs: f64) -> String {
@@ -179,7 +179,7 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
             .with("noise_pct", half(&m.null).map(|x| 100.0 * x)),
     );
     let b = &r.bpf;
-    let switch = b.watched.iter().find(|p| p.name == "on_switch_out" || p.name == "on_sched_switch");
+    let switch = b.watched.iter().find(|p| super::measure::is_prog(&p.name, "switch"));
     let (_, stacked) = b.switch_ns();
     o.insert(
         Id::BpfRunTime,
@@ -286,6 +286,15 @@ fn per_interruption(p: Option<&super::interruption::PerInterruption>, q: &dyn Fn
         for (s, stage) in super::interruption::STAGES.into_iter().enumerate() {
             fig = fig.with(&format!("{}_stage_{stage}_p50_ns", kind.key()), p.and_then(|p| m(&p.stages[s].0[k][1])));
         }
+    }
+    // The kernel's BPF statistics, summed over each kind's programs: whole,
+    // and returning at once (the statistics' own cost and the dispatch).
+    let sums = p.map(|p| super::interruption::per_kind(&p.stats[0], &p.stats[1]));
+    // Not the warm IPI's: its programs are the cold one's.
+    for (k, kind) in Kind::ALL.into_iter().enumerate().filter(|(_, kind)| kind.programs().is_some()) {
+        let sum = sums.and_then(|s| s[k]);
+        fig = fig.with(&format!("{}_bpf_stats_ns", kind.key()), sum.map(|s| s.whole));
+        fig = fig.with(&format!("{}_bpf_stats_floor_ns", kind.key()), sum.map(|s| s.floor));
     }
     fig
 }

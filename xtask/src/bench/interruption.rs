@@ -20,7 +20,9 @@
 //! clock read; =append: once their item joins the batch, never written),
 //! which splits that work into the clock read, the append and the record's
 //! write. The host adds noise of its own, so each kind is read at its 25th
-//! percentile and median, per run.
+//! percentile and median, per run. Beside them, two runs with the kernel's
+//! BPF statistics on (our programs whole, then returning at once) give the
+//! same work as the kernel's books count it (stats.rs).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -29,9 +31,11 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 
 mod gaps;
+mod stats;
 pub use gaps::{classify, classify_paired, parse, ByKind, Gaps, Kind};
+pub use stats::per_kind;
 
-use super::measure::Ctx;
+use super::measure::{prog_costs, Ctx, ProgCost};
 use super::spread::Spread;
 use super::util::{self, Bg};
 
@@ -117,6 +121,9 @@ pub struct PerInterruption {
     /// The NIC's receive IRQs routed to the watched CPU, or why the device
     /// interrupt was not measured.
     pub routed: std::result::Result<Vec<u32>, String>,
+    /// The kernel's BPF statistics per program over the loop's runs: our
+    /// programs whole, and returning at once (JITTERWATCH_BPF_FLOOR=1).
+    pub stats: [Vec<ProgCost>; 2],
 }
 
 /// 3b: the three runs, alternated, `reps` times each.
@@ -128,6 +135,7 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
     let mut paired = Paired::default();
     let mut stages = [Paired::default(), Paired::default()];
     let mut own: ByKind<Vec<f64>> = Default::default();
+    let mut stats: [Vec<serde_json::Value>; 2] = Default::default();
     // Routed for the whole figure, and put back however it ends.
     let nic = super::nic::route_to(cx.watched);
     let gateway = nic.as_ref().map_or("-".to_string(), |r| r.gateway.to_string());
@@ -149,6 +157,9 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
         for (stage, p) in STAGES.into_iter().zip(stages.iter_mut()) {
             p.add(&classify_paired(&run(cx, exe, 2.0 * secs, &gateway, Some((Watch::Paired(Some(stage)), &csv)))?));
         }
+        for (floor, runs) in [false, true].into_iter().zip(stats.iter_mut()) {
+            runs.push(stats_run(cx, exe, secs, &gateway, floor)?);
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(PerInterruption {
@@ -162,7 +173,24 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
         stages,
         own: own.map(|v| Spread::of(&v)),
         routed: nic.as_ref().map(|r| r.irqs.clone()).map_err(|e| format!("{e:#}")),
+        stats: stats.map(|runs| prog_costs(&runs)),
     })
+}
+
+/// One run of the loop (not toggled) watched with `--bpf-stats`: our
+/// programs whole, or returning at once (`floor`); jitterwatch's JSON
+/// summary, whose `overhead.bpf_programs` holds each program's ns/run.
+fn stats_run(cx: &Ctx, exe: &Path, secs: f64, gateway: &str, floor: bool) -> Result<serde_json::Value> {
+    let w = cx.watched.to_string();
+    let args = ["--comm", "jwgaps", "--cpus", &w, "--no-tui", "--json", "--bpf-stats", "--duration", "60s"];
+    let env: &[(&str, &str)] = if floor { &[("JITTERWATCH_BPF_FLOOR", "1")] } else { &[] };
+    let mut jw = util::Jw::spawn_env(&cx.bin, &args, env, None)?;
+    jw.wait_ready(Duration::from_secs(20))?;
+    std::thread::sleep(Duration::from_millis(500));
+    util::output(Command::new(exe).args([w, cx.house.to_string(), format!("{secs}"), SLOT_US.to_string(), gateway.to_string()]))?;
+    // Stopped at once: the statistics cover the loop's run, and little else.
+    jw.interrupt();
+    Ok(jw.finish()?.json)
 }
 
 fn tempfile_dir() -> Result<std::path::PathBuf> {

@@ -159,6 +159,17 @@ pub fn floor(cx: &Ctx) -> Result<Floor> {
     })
 }
 
+/// The context-switch program, by whichever of its names userspace loaded
+/// (the per-CPU perf event's, or a sched_switch tracepoint's: passive mode
+/// takes the tracepoint, whose arguments carry the incoming task's wait).
+pub const SWITCH_PROGS: [&str; 3] = ["on_switch_out", "on_sched_switch", "on_sched_switch_old"];
+
+/// Whether a program named `name` is the one `wanted` names: itself, or
+/// for "switch", any of SWITCH_PROGS.
+pub fn is_prog(name: &str, wanted: &str) -> bool {
+    name == wanted || (wanted == "switch" && SWITCH_PROGS.contains(&name))
+}
+
 pub struct ProgCost {
     pub name: String,
     pub run_cnt: Spread,
@@ -181,12 +192,7 @@ pub struct BpfCost {
 impl BpfCost {
     /// The switch program's ns/run: without stacks, and with one at every switch.
     pub fn switch_ns(&self) -> (Option<f64>, Option<f64>) {
-        let of = |v: &[ProgCost]| {
-            v.iter()
-                .find(|p| p.name == "on_switch_out" || p.name == "on_sched_switch")
-                .filter(|p| p.ns_per_run.n > 0)
-                .map(|p| p.ns_per_run.median)
-        };
+        let of = |v: &[ProgCost]| v.iter().find(|p| is_prog(&p.name, "switch")).filter(|p| p.ns_per_run.n > 0).map(|p| p.ns_per_run.median);
         (of(&self.watched), of(&self.stacked))
     }
 }
@@ -233,7 +239,7 @@ impl BpfCost {
     }
 }
 
-fn prog_costs(runs: &[serde_json::Value]) -> Vec<ProgCost> {
+pub(super) fn prog_costs(runs: &[serde_json::Value]) -> Vec<ProgCost> {
     let mut names: Vec<String> = vec![];
     for v in runs {
         for p in v.pointer("/overhead/bpf_programs").and_then(|p| p.as_array()).into_iter().flatten() {

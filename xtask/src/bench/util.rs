@@ -228,8 +228,13 @@ pub struct JwRun {
 
 impl Jw {
     pub fn spawn(bin: &Path, args: &[&str], sample_every: Option<Duration>) -> Result<Jw> {
+        Jw::spawn_env(bin, args, &[], sample_every)
+    }
+
+    /// The same with `env` set for it (JITTERWATCH_BPF_FLOOR, say).
+    pub fn spawn_env(bin: &Path, args: &[&str], env: &[(&str, &str)], sample_every: Option<Duration>) -> Result<Jw> {
         let mut cmd = Command::new(bin);
-        cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.args(args).envs(env.iter().copied()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let t0_ns = mono_ns();
         let mut child = cmd.spawn().with_context(|| format!("cannot run `{}`", proc::show(&cmd)))?;
         let pid = child.id();

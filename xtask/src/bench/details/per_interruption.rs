@@ -86,6 +86,61 @@ pub fn section(o: &mut String, p: Option<&PerInterruption>, w: usize, h: usize) 
          the median over the paired runs' rows of that kind."
     );
     stages(o, p);
+    kernel_books(o, p, w);
+}
+
+/// The same work as the kernel's BPF statistics count it: each program's
+/// ns/run whole and returning at once, and their sums per interruption.
+fn kernel_books(o: &mut String, p: &PerInterruption, w: usize) {
+    let _ = writeln!(
+        o,
+        "
+The kernel's books: two more runs in each round ({} s of the loop, not toggled), watched with `--bpf-stats` \
+         (`kernel.bpf_stats_enabled`: run_time_ns / run_cnt per program), our programs doing their work, then returning \
+         at once (`JITTERWATCH_BPF_FLOOR=1`). A program that only returns costs, in these books, the dispatch past the \
+         hook plus the two clock reads the statistics add to every run: the whole less that is our programs' work as \
+         the kernel counts it, beside the end-to-end figure above. ns/run is each run's whole-run figure (the loop's \
+         interruptions and whatever else ran on CPU {} meanwhile), median [min–max] over the rounds.\n",
+        p.secs, w
+    );
+    let _ =
+        writeln!(o, "| program | runs | ns/run, whole | ns/run, returning at once | whole less returning (ns) |\n|---|---|---|---|---|");
+    let [whole, floor] = &p.stats;
+    // The kinds' programs only (the idle and wake-up programs run too).
+    let in_a_kind = |name: &str| Kind::ALL.iter().filter_map(|k| k.programs()).flatten().any(|p| crate::bench::measure::is_prog(name, p));
+    for w in whole.iter().filter(|w| in_a_kind(&w.name)) {
+        let f = floor.iter().find(|f| f.name == w.name && f.ns_per_run.n > 0);
+        let less = f.map(|f| w.ns_per_run.median - f.ns_per_run.median).filter(|x| x.is_finite());
+        let _ = writeln!(
+            o,
+            "| {} | {:.0} | {} | {} | {} |",
+            w.name,
+            w.run_cnt.median,
+            w.ns_per_run.show(0),
+            f.map_or("not measured".to_string(), |f| f.ns_per_run.show(0)),
+            less.map_or("not measured".to_string(), |x| format!("{x:.0}"))
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\n| interruption | its programs | kernel BPF stats, whole (ns) | returning at once (ns) | our programs' work by the books (ns) | end to end, paired p50 (ns) |\n|---|---|---|---|---|---|"
+    );
+    let sums = crate::bench::interruption::per_kind(whole, floor);
+    for (k, kind) in Kind::ALL.into_iter().enumerate() {
+        let Some(progs) = kind.programs() else { continue };
+        let ns = |x: Option<f64>| x.map_or("not measured".to_string(), |x| format!("{x:.0}"));
+        let paired = Spread::of(&p.paired.0[k][1]);
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} |",
+            kind.describe(),
+            progs.join(", "),
+            ns(sums[k].map(|s| s.whole)),
+            ns(sums[k].map(|s| s.floor)),
+            ns(sums[k].map(|s| s.work())),
+            ns((paired.n > 0).then_some(paired.median))
+        );
+    }
 }
 
 /// Where our programs' work goes: the paired p50 with them stopped at each

@@ -165,6 +165,19 @@ fn results(sampled: bool) -> Results {
                 stages: [20.0, 45.0].map(|ns| interruption::Paired([0.0; 6].map(|_| [vec![ns - 10.0], vec![ns]]))),
                 own: [s(300.0), s(200.0), s(250.0), s(150.0), s(400.0), s(120.0)],
                 routed: Ok(vec![38]),
+                // Every kind's programs at 100 ns/run whole, 40 returning
+                // at once; the reschedule IPI's own figures.
+                stats: [[100.0, 180.0, 90.0], [40.0, 50.0, 45.0]].map(|[other, entry, exit]| {
+                    let ns = |name: &str| match name {
+                        "on_reschedule_entry" => entry,
+                        "on_reschedule_exit" => exit,
+                        _ => other,
+                    };
+                    let mut names: Vec<&str> = interruption::Kind::ALL.iter().filter_map(|k| k.programs()).flatten().copied().collect();
+                    names.sort_unstable();
+                    names.dedup();
+                    names.into_iter().map(|name| ProgCost { name: name.into(), run_cnt: s(700.0), ns_per_run: s(ns(name)) }).collect()
+                }),
             }
         }),
         bt_probes: 21,
@@ -304,4 +317,28 @@ fn per_interruption_records_and_shows_where_the_work_goes() {
     crate::bench::details::per_interruption::section(&mut o, r.per_interruption.as_ref(), 1, 0);
     assert!(o.lines().any(|l| l.starts_with("| a tick") && l.ends_with("| 20 [20–20] | not measured | 80 [80–80] |")), "{o}");
     assert_eq!(from_results(&r, false)[&Id::PerInterruption].values["tick_stage_append_p50_ns"], None);
+}
+
+/// 3b's kernel books: the BPF statistics of each kind's programs, whole and
+/// returning at once, are recorded, shown per program and per interruption
+/// beside the end-to-end figure, and said in the summary's row.
+#[test]
+fn per_interruption_shows_the_kernel_books_less_their_own_cost() {
+    let r = results(true);
+    let f = from_results(&r, false);
+    let v = &f[&Id::PerInterruption].values;
+    assert_eq!((v["resched_bpf_stats_ns"], v["resched_bpf_stats_floor_ns"]), (Some(270.0), Some(95.0)));
+    assert_eq!(v["tick_bpf_stats_ns"], Some(400.0));
+    assert!(!v.contains_key("ipi_warm_bpf_stats_ns"), "the warm IPI's programs are the cold one's");
+    let mut r = r;
+    r.per_interruption.as_mut().unwrap().stats[1].retain(|p| p.name != "on_hrtimer_exit");
+    let mut o = String::new();
+    crate::bench::details::per_interruption::section(&mut o, r.per_interruption.as_ref(), 1, 0);
+    assert!(o.lines().any(|l| l == "| on_reschedule_entry | 700 | 180 [180–180] | 50 [50–50] | 130 |"), "{o}");
+    let row = o.lines().find(|l| l.starts_with("| a reschedule IPI") && l.contains("on_reschedule_exit")).expect("the books' row");
+    assert!(row.ends_with("| 270 | 95 | 175 | 50 |"), "{row}");
+    assert!(o.lines().any(|l| l.starts_with("| a tick") && l.ends_with("| not measured | not measured | not measured | 80 |")), "{o}");
+    assert!(o.lines().any(|l| l == "| on_hrtimer_exit | 700 | 100 [100–100] | not measured | not measured |"), "{o}");
+    let said = crate::bench::summary::rows(&f).into_iter().find(|r| r.name.starts_with("3b")).unwrap().measured;
+    assert!(said.contains("kernel BPF stats 270 ns less 95 returning at once = 175 ns"), "{said}");
 }

@@ -49,6 +49,23 @@ impl Kind {
         }
     }
 
+    /// Our programs one interruption of this kind runs on the watched CPU,
+    /// for the kernel's BPF statistics beside the end-to-end figure; None for
+    /// the warm IPI, whose programs are the cold one's (their statistics
+    /// mix both). "switch" is the context-switch program, by whichever
+    /// name was loaded (measure::is_prog). The workqueue item's kworker is woken from the other CPU
+    /// with a reschedule IPI, then preempts the loop and gives the CPU back.
+    pub fn programs(self) -> Option<&'static [&'static str]> {
+        Some(match self {
+            Kind::Tick => &["on_local_timer_entry", "on_hrtimer_entry", "on_hrtimer_exit", "on_local_timer_exit"],
+            Kind::Ipi => &["on_call_function_single_entry", "on_csd_entry", "on_csd_exit", "on_call_function_single_exit"],
+            Kind::Irq => &["on_irq_entry", "on_irq_exit", "on_softirq_entry", "on_softirq_exit"],
+            Kind::Resched => &["on_reschedule_entry", "on_reschedule_exit"],
+            Kind::Work => &["on_reschedule_entry", "on_reschedule_exit", "switch", "on_work_start", "on_work_end", "switch"],
+            Kind::IpiWarm => return None,
+        })
+    }
+
     /// The C program's letter for a send of this kind (the tick has none).
     fn letter(self) -> Option<&'static str> {
         match self {
