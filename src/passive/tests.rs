@@ -76,6 +76,24 @@ fn an_irq_inside_a_watched_slice_is_an_interruption() {
     assert_eq!(h[1].2, ["irq:24=5000"]);
 }
 
+/// Our program at an interruption's exit runs after the exit's time: the
+/// thread's gap lasts until it returns, and that stretch is `self`.
+#[test]
+fn an_interruption_ends_when_our_exit_program_returns() {
+    let own = |e: Event, ns: u32| Event { own_ns: ns, ..e };
+    let evs = [
+        switch(0, task(0, 0, "swapper/3"), app(), 1),
+        own(irq(100 * US, true), 300),
+        own(irq(130 * US, false), 2_000),
+        irq(400 * US, true),
+        irq(405 * US, false),
+    ];
+    let (h, _) = run(&evs, US);
+    assert_eq!(h.len(), 2, "{h:?}");
+    assert_eq!(h[0].2, ["irq:24=29700", "self:jitterwatch=2300"], "from the entry to the exit program's end");
+    assert_eq!(h[1].2, ["irq:24=5000"]);
+}
+
 #[test]
 fn a_preemption_by_a_fifo_task_with_a_nested_irq() {
     let hog = Task { prio: 49, ..task(77, 77, "hog") };

@@ -214,11 +214,15 @@ impl Tracker {
             | Payload::HrtimerEntry { .. }
             | Payload::VectorEntry(_)
             | Payload::CsdEntry { .. } => self.enter(cpu, ts, Source::Interrupted, out),
+            // The interruption ends when our program at its exit returns:
+            // that program (the one that writes the interruption's record,
+            // the dearest of ours) ran after the exit's time, on the
+            // thread's CPU, and is its loss too (shown as `self`).
             Payload::IrqExit { .. }
             | Payload::SoftirqExit { .. }
             | Payload::HrtimerExit { .. }
             | Payload::VectorExit(_)
-            | Payload::CsdExit { .. } => self.exit(cpu, ts),
+            | Payload::CsdExit { .. } => self.exit(cpu, ts + u64::from(ev.own_ns)),
             Payload::Nmi { delta_ns, .. } => {
                 // Reported at its end; inside other activity it adds nothing.
                 if self.cpus[cpu as usize].depth == 0 {
