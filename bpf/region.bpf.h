@@ -45,13 +45,26 @@ __u32 region_of[JW_MAX_CPUS] = {};
  * so no two programs write either at once (NMIs never do). Aligned so
  * that two CPUs never share a cache line.
  */
+/*
+ * Own-time slots: one per program, so that each carries its own estimate
+ * (a reschedule IPI's entry is not a tick's). The system vectors' programs
+ * share two kinds, told apart by their sub (enum jw_vector, below 8).
+ */
+#define JW_OWN_SLOTS 48
+
+static __always_inline __u32 own_slot(__u8 kind, __u8 sub)
+{
+	if (kind == JW_VECTOR_ENTRY || kind == JW_VECTOR_EXIT)
+		return 32 + ((sub & 7) << 1) + (kind == JW_VECTOR_EXIT);
+	return kind & 31;
+}
+
 struct jw_nest {
 	__u32 active; /* our programs running on this CPU now */
 	__u32 depth; /* interrupt levels open: entries less exits */
-	__u32 runs; /* programs that appended here: every JW_OWN_EVERY-th times itself */
+	__u64 last_t; /* the time of the last item that joined a batch here */
 	__u16 out_est; /* what the record's write took when last timed, ns */
-	__u16 write_est; /* the whole of a program that wrote the batch, as last timed, ns */
-	__u32 writes; /* batches written: every JW_OWN_EVERY-th times its program */
+	__u16 pad16;
 	__u32 pad;
 	/*
 	 * The record itself, built in place (rec.ts: the first item's time,
@@ -61,8 +74,14 @@ struct jw_nest {
 	 * noise was measured).
 	 */
 	struct jw_batch rec;
-	/* Each kind's own time as last timed, ns (JW_OWN_KINDS kinds). */
-	__u16 own_est[32];
+	/*
+	 * Per program (own_slot()), low 16 bits: its own time as last timed,
+	 * ns; high 16: its runs, of which every JW_OWN_EVERY-th times itself.
+	 * `own` as a program that appended, `wrote` as the one that wrote
+	 * the batch (its whole run, the write included).
+	 */
+	__u32 own[JW_OWN_SLOTS];
+	__u32 wrote[JW_OWN_SLOTS];
 } __attribute__((aligned(64)));
 
 struct jw_nest nests[JW_MAX_CPUS];
