@@ -70,6 +70,38 @@ fn a_fifo_hog_preempting_the_application_is_named() {
     assert!(rows.iter().all(|r| r.cpu as usize == cpu && !r.victim.is_empty()));
 }
 
+/// Our own programs' time inside each interruption of the thread is a
+/// cause of its own, `self: jitterwatch`, with a non-zero time: the
+/// thread's ticks (it never sleeps) show it, and it is not most of a
+/// tick.
+#[test]
+fn each_interruption_shows_our_own_time_as_self() {
+    if !require_root_btf("each_interruption_shows_our_own_time_as_self") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let app = Kill(app(cpu));
+    thread::sleep(Duration::from_millis(200));
+    let (child, _dir, csv) = watch(&["--pid", &app.0.id().to_string(), "--duration", "2s"]);
+    finish(child);
+    let rows = read_csv(&csv);
+    let ticks: Vec<&Row> =
+        rows.iter().filter(|r| r.source == "interrupted" && r.causes.iter().any(|c| c.0 == "irq" && c.1 == "local_timer")).collect();
+    let own: Vec<u64> =
+        ticks.iter().map(|r| r.causes.iter().filter(|c| c.0 == "self" && c.1 == "jitterwatch").map(|c| c.2).sum()).collect();
+    let with = own.iter().filter(|&&ns| ns > 0).count();
+    eprintln!("{with} of {} tick rows show self; self ns: {:?}", own.len(), &own[..own.len().min(20)]);
+    assert!(ticks.len() >= 20, "only {} tick rows in 2 s of a busy thread", ticks.len());
+    assert!(with * 10 >= ticks.len() * 9, "only {with} of {} tick rows show self", ticks.len());
+    let median = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let (own_p50, gap_p50) = (median(own.clone()), median(ticks.iter().map(|r| r.gap_ns).collect()));
+    assert!(own_p50 * 2 < gap_p50, "self's median {own_p50} ns is most of a tick's {gap_p50} ns");
+}
+
 #[test]
 fn stat_refresh_work_items_preempting_the_application_are_named() {
     if !require_root_btf("stat_refresh_work_items_preempting_the_application_are_named") {
