@@ -14,8 +14,11 @@ use crate::fastmap::Map;
 use crate::interval::{Interval, Source, Victim};
 use crate::record::{Event, Payload, Task};
 
+mod kernel_wait;
 mod running;
 mod unseen;
+
+use kernel_wait::KernelWait;
 
 use super::classes::class_of;
 use super::filter::Filter;
@@ -73,12 +76,8 @@ struct Cpu {
     /// A thread /proc showed running here, and when it was read: applied
     /// once the events up to then are read.
     seed: Option<(super::Seed, u64)>,
-    /// The watched thread preempted here, the kernel's run time of the
-    /// tasks that have run since (None once one's is not known: the
-    /// kernel's length of that wait, on its runqueue clock), and how long
-    /// the thread had run before (what of it the kernel can have booked
-    /// as waiting, at most: 0 if not known).
-    kernel_wait: Option<(u32, Option<u64>, u64)>,
+    /// The watched thread preempted here, as the kernel books its wait.
+    kernel_wait: Option<KernelWait>,
 }
 
 pub struct Tracker {
@@ -184,10 +183,8 @@ impl Tracker {
                 let arrived = (prev_ran_ns > 0).then(|| ts.saturating_sub(u64::from(prev_ran_ns)).max(self.cpus[cpu as usize].last_switch));
                 // The kernel's run time of each task between a watched
                 // thread's preemption and its return: the kernel's wait.
-                if let Some((tid, sum, _)) = &mut self.cpus[cpu as usize].kernel_wait {
-                    if *tid != prev.pid {
-                        *sum = sum.filter(|_| prev_ran_ns > 0 && prev_ran_ns < u32::MAX).map(|s| s + u64::from(prev_ran_ns));
-                    }
+                if let Some(w) = &mut self.cpus[cpu as usize].kernel_wait {
+                    w.ran(prev.pid, prev_ran_ns);
                 }
                 self.unseen_switch_out(cpu, prev.pid, arrived.unwrap_or(ts), out);
                 self.unseen_switch_in(cpu, &prev, arrived, out);
@@ -355,7 +352,7 @@ impl Tracker {
             };
             self.cpus[cpu as usize].waiting = (prev_state == 0).then_some(prev.pid);
             if prev_state == 0 {
-                self.cpus[cpu as usize].kernel_wait = Some((prev.pid, Some(0), ran_for));
+                self.cpus[cpu as usize].kernel_wait = Some(KernelWait::new(prev.pid, ran_for));
             }
         }
         // Another task switched in while a watched one waits here: osnoise's
@@ -411,11 +408,9 @@ impl Tracker {
         if let Some((on, since, _, source)) = waited {
             t.info.books.queued(since, ts, source == Source::Wakeup);
             // What of the kernel's wait it ran (Books::kernel_stale_ns).
-            if let Some((_, Some(kernel), ran_for)) =
-                self.cpus[on as usize].kernel_wait.take().filter(|&(w, ..)| w == task.pid && on == cpu)
-            {
+            if let Some(w) = self.cpus[on as usize].kernel_wait.take().filter(|w| w.tid == task.pid && on == cpu) {
                 if source == Source::Preempted {
-                    t.info.books.kernel_stale_ns += kernel.saturating_sub(ts - since).min(ran_for);
+                    t.info.books.kernel_stale_ns += w.stale(ts - since);
                 }
             }
         }
