@@ -15,6 +15,7 @@ use crate::interval::{Interval, Source, Victim};
 use crate::record::{Event, Payload, Task};
 
 mod kernel_wait;
+mod levels;
 mod running;
 mod unseen;
 
@@ -251,46 +252,6 @@ impl Tracker {
         let who = if ts == c.last_switch { c.left } else { c.running };
         if let Some(t) = who.and_then(|tid| self.threads.get_mut(&tid)) {
             t.info.books.stolen_ns += ns.saturating_sub(last);
-        }
-    }
-
-    /// `what`: the kind of activity this is when it begins a stretch of
-    /// its own (activity that continues a stretch keeps the stretch's kind:
-    /// an IRQ's softirq at its exit is part of the interruption).
-    fn enter(&mut self, cpu: u32, ts: u64, what: Source, out: &mut dyn FnMut(Interval)) {
-        let c = self.cpus[cpu as usize];
-        let mut next = c;
-        next.depth += 1;
-        if c.depth == 0 {
-            if let Some(tid) = c.running {
-                next.start = match c.pending {
-                    Some(p) if p.tid == tid && ts <= p.t1 + MERGE_NS => Some((p.t0, p.source)),
-                    Some(p) => {
-                        self.emit(out, cpu, p.t0, p.t1, p.source, p.tid);
-                        Some((ts, what))
-                    }
-                    None => Some((ts, what)),
-                };
-                next.pending = None;
-            }
-        }
-        self.cpus[cpu as usize] = next;
-    }
-
-    fn exit(&mut self, cpu: u32, ts: u64) {
-        let c = &mut self.cpus[cpu as usize];
-        // An exit whose entry came before tracing began: nothing to close.
-        c.depth = c.depth.saturating_sub(1);
-        if c.depth == 0 {
-            if let (Some((t0, source)), Some(tid)) = (c.start.take(), c.running) {
-                c.pending = Some(Pending { t0, t1: ts.max(t0), tid, source });
-            }
-        }
-    }
-
-    fn close_pending(&mut self, cpu: u32, out: &mut dyn FnMut(Interval)) {
-        if let Some(p) = self.cpus[cpu as usize].pending.take() {
-            self.emit(out, cpu, p.t0, p.t1, p.source, p.tid);
         }
     }
 
