@@ -272,15 +272,31 @@ int BPF_PROG(on_softirq_exit, unsigned int vec)
 	return batched(JW_SOFTIRQ_EXIT, vec, 0, 0, JW_LEAVE);
 }
 
+/*
+ * Set by userspace where every switch reaches a program (the sched_switch
+ * tracepoint, which sees the idle task leave): an idle exit is then held
+ * for what follows it, always within µs (the idle loop enters a state
+ * again, or switches, which writes what is held), and a poll slice's
+ * exit and re-entry are folded (idle_again()). Off with the per-CPU perf
+ * event, which never fires as the idle task leaves: a held exit could
+ * wait there for the next interrupt. Off for `events`: every transition.
+ */
+const volatile bool fold_idle = false;
+
 /* The idle state a watched CPU enters and leaves: waking from it is part of a late wake-up. */
 SEC("?tp_btf/cpu_idle")
 int BPF_PROG(on_cpu_idle, unsigned int state, unsigned int cpu_id)
 {
+	__u64 cpu = bpf_get_smp_processor_id();
+
 	if (!watched_here())
 		return 0;
+	if (state == (unsigned int)-1)
+		return batched(JW_IDLE, 0, 0, state, fold_idle ? JW_HOLD : JW_POINT);
 	/* The idle loop runs at task level: no interrupt level is open. */
-	if (state != (unsigned int)-1)
-		levels_closed(bpf_get_smp_processor_id());
+	levels_closed(cpu);
+	if (fold_idle && idle_again(cpu, state))
+		return 0;
 	return batched(JW_IDLE, 0, 0, state, JW_POINT);
 }
 

@@ -65,7 +65,8 @@ struct jw_nest {
 	__u64 last_t; /* the time of the last item that joined a batch here */
 	__u16 out_est; /* what the record's write took when last timed, ns */
 	__u16 pad16;
-	__u32 pad;
+	/* The idle state last entered and written, plus one (0: none yet). */
+	__u32 idle_state;
 	/*
 	 * The record itself, built in place (rec.ts: the first item's time,
 	 * rec.n: items held) and copied out whole by one helper call: no

@@ -166,6 +166,10 @@ pub struct Programs {
     /// `--stacks-above`: take the kernel stack of a task that leaves a
     /// watched CPU after running this long in one go (0: never).
     pub stacks_above_ns: u64,
+    /// Every idle transition as its own event (`events`): a poll slice's
+    /// exit and re-entry are not folded into one idle stretch
+    /// (bpf/jitterwatch.bpf.c, fold_idle).
+    pub every_idle: bool,
 }
 
 impl<'obj> Tracer<'obj> {
@@ -185,7 +189,7 @@ impl<'obj> Tracer<'obj> {
 
     /// Opens and loads the programs this kernel can run.
     fn load(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &[usize], programs: Programs) -> Result<Loaded<'obj>, TracerError> {
-        let Programs { passive, wakeups, origins, wake_origins, stacks_above_ns } = programs;
+        let Programs { passive, wakeups, origins, wake_origins, stacks_above_ns, every_idle } = programs;
         let btf = Btf::from_vmlinux().map_err(|e| TracerError::Btf(e.to_string()))?;
         let has = |tp: &str| btf.type_by_name::<Typedef<'_>>(&format!("btf_trace_{tp}")).is_some();
         if !has("sched_switch") {
@@ -254,6 +258,9 @@ impl<'obj> Tracer<'obj> {
             Ok(())
         };
         let perf_ok = perf.is_ok();
+        // A held idle exit is written by the switch that follows it: only
+        // where every switch reaches a program (the tracepoint).
+        open.maps.rodata_data.as_deref_mut().expect("the object has a .rodata").fold_idle = !perf_ok && !every_idle;
         let mut missing = Vec::new();
         for mut prog in open.open_object_mut().progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();

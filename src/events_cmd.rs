@@ -38,8 +38,9 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
         _ => None,
     };
     let mut storage = MaybeUninit::uninit();
-    // Every sending onto the CPUs, and nothing passive mode alone needs.
-    let programs = Programs { origins: true, wake_origins: true, ..Programs::default() };
+    // Every sending onto the CPUs and every idle transition, and nothing
+    // passive mode alone needs.
+    let programs = Programs { origins: true, wake_origins: true, every_idle: true, ..Programs::default() };
     let tracer = Tracer::attach(&mut storage, &prep.cpus, programs)?;
     startup::say_missing(&tracer.missing);
     let out = RefCell::new(BufWriter::with_capacity(1 << 16, std::io::stdout().lock()));

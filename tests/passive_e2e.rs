@@ -186,6 +186,45 @@ fn wakeup_delays_are_charged_to_what_ran() {
     assert!(!long.is_empty() && long_busy * 10 >= long.len() * 9, "{long_busy} of {} long delays led by the busy task", long.len());
 }
 
+/// A thread that sleeps 1 ms at a time on an otherwise idle CPU: each
+/// wake-up leaves an idle state, and its delay names that state's exit.
+/// Passive mode holds each idle exit for the switch that follows it, and
+/// folds a poll slice's exit and re-entry (bpf/jitterwatch.bpf.c,
+/// fold_idle): an exit held and never written, or a pair folded that was
+/// not one, takes the exit out of these rows.
+#[test]
+fn wakeups_from_idle_name_the_idle_state_s_exit() {
+    if !require_root_btf("wakeups_from_idle_name_the_idle_state_s_exit") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let sleeper = {
+        let stop = stop.clone();
+        thread::spawn(move || {
+            pin_self(cpu);
+            set_thread_name("jwnapper");
+            tid_tx.send(jitterwatch::sys::gettid()).unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let tid = tid_rx.recv().unwrap();
+    let (child, _dir, csv) = watch(&["--tid", &tid.to_string(), "--duration", "2s", "--threshold", "1ns"]);
+    let v = finish(child);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    sleeper.join().unwrap();
+    let rows = read_csv(&csv);
+    let wakeups: Vec<_> = rows.iter().filter(|r| r.source == "wakeup").collect();
+    let exits = wakeups.iter().filter(|r| r.causes.iter().any(|c| c.0 == "idle" && c.1.ends_with(" exit"))).count();
+    eprintln!("{} wake-up rows, {exits} with an idle state's exit; switch hook: {}", wakeups.len(), v["switch_hook"]);
+    assert!(wakeups.len() >= 500, "only {} wake-ups seen in 2 s of 1 ms sleeps: {}", wakeups.len(), v["threads"]);
+    assert!(exits * 10 >= wakeups.len() * 8, "{exits} of {} wake-ups from idle name the idle state's exit", wakeups.len());
+}
+
 /// Passive mode on the test's own process: a thread started after
 /// jitterwatch is picked up.
 #[test]
