@@ -19,7 +19,7 @@ use crate::bpf::{Programs, Tracer};
 use crate::cli::EventsFormat;
 use crate::clock::now_ns;
 use crate::event_lines::Printer;
-use crate::record::Decoder;
+use crate::record::{in_time_order, Decoder};
 use crate::trace::{Format, Whole};
 use crate::{collector, lifecycle, startup};
 
@@ -43,34 +43,27 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
     let programs = Programs { origins: true, wake_origins: true, every_idle: true, ..Programs::default() };
     let tracer = Tracer::attach(&mut storage, &prep.cpus, programs)?;
     startup::say_missing(&tracer.missing);
-    let out = RefCell::new(BufWriter::with_capacity(1 << 16, std::io::stdout().lock()));
-    let printer = RefCell::new(Printer::new(prep.namer));
-    let failed = RefCell::new(None);
-    let count = std::cell::Cell::new(0u64);
+    let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut printer = Printer::new(prep.namer);
     let mut decoder = Decoder::default();
-    let mut batch = Vec::with_capacity(32);
-    // One handler for the rings' records and the regions' (x86).
-    let handle = RefCell::new(|data: &[u8]| {
-        batch.clear();
+    // The events read, printed in time order once 1 ms old: the rings are
+    // read before the regions, and a record written while a CPU's batch
+    // was open (a wake-up inside a tick) comes before the batch's earlier
+    // events, in the same poll or the next (record/order.rs). Reused:
+    // nothing allocated per poll once warm.
+    let pending = RefCell::new(Vec::with_capacity(1 << 12));
+    let handle = |data: &[u8]| {
         // A record that does not decode is skipped.
-        let _ = decoder.decode(data, &mut batch);
-        for ev in &batch {
-            count.set(count.get() + 1);
-            if let Some(w) = &whole {
-                w.borrow_mut().on_event(ev);
-                continue;
-            }
-            if let Err(e) = printer.borrow_mut().print(ev, &mut *out.borrow_mut()) {
-                *failed.borrow_mut() = Some(e);
-                return -1;
-            }
-        }
+        let _ = decoder.decode(data, &mut pending.borrow_mut());
+    };
+    let handle = RefCell::new(handle);
+    let rb = tracer.ring_buffer(|data| {
+        (handle.borrow_mut())(data);
         0
-    });
-    let rb = tracer.ring_buffer(|data| (handle.borrow_mut())(data))?;
+    })?;
     let mut regions = tracer.regions()?;
     let started = Instant::now();
-    let mut from_regions = 0;
+    let (mut from_regions, mut count) = (0, 0u64);
     let mut last = false;
     while !last {
         last = lifecycle::stop_requested() || duration.is_some_and(|d| started.elapsed() >= d);
@@ -83,21 +76,27 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
         let max = if last { usize::MAX } else { 1 << 14 };
         let r = if last { rb.consume().map(|()| 0).map_err(|e| std::io::Error::other(e.to_string())) } else { Ok(rb.consume_raw_n(max)) };
         if let Some(regions) = &mut regions {
-            from_regions += regions.read(max, |data| {
-                // After a failed write, the rest is only taken off the region.
-                if failed.borrow().is_none() {
-                    (handle.borrow_mut())(data);
-                }
-            });
-        }
-        if let Some(e) = failed.borrow_mut().take() {
-            return Err(e).context("writing events");
+            from_regions += regions.read(max, |data| (handle.borrow_mut())(data));
         }
         let r = r.context("reading the ring buffer")?;
         if r < 0 {
             return Err(std::io::Error::from_raw_os_error(-r)).context("reading the ring buffer");
         }
-        out.borrow_mut().flush().context("writing events")?;
+        let mut events = pending.borrow_mut();
+        in_time_order(&mut events);
+        // Events of the last millisecond wait for the next poll: a CPU's
+        // batch still open now holds events earlier than some just read.
+        let cutoff = if last { u64::MAX } else { now_ns().saturating_sub(collector::MARGIN_NS) };
+        let ready = events.partition_point(|e| e.ts <= cutoff);
+        count += ready as u64;
+        for ev in events.drain(..ready) {
+            match &whole {
+                Some(w) => w.borrow_mut().on_event(&ev),
+                None => printer.print(&ev, &mut out).context("writing events")?,
+            }
+        }
+        drop(events);
+        out.flush().context("writing events")?;
         if !last {
             thread::sleep(collector::POLL);
         }
@@ -105,7 +104,7 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
     let drops: u64 = tracer.drops()?.iter().sum::<u64>() + regions.as_ref().map_or(0, |r| r.refused().map(|(_, n)| n).sum());
     drop(rb);
     if let Some(w) = whole {
-        let r = w.into_inner().finish(now_ns(), &mut printer.into_inner().into_namer())?;
+        let r = w.into_inner().finish(now_ns(), &mut printer.into_namer())?;
         say!(
             "{} events written to {} ({}){}",
             r.events,
@@ -121,7 +120,7 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
     let via = if regions.is_some() { format!("; {from_regions} records through the CPUs' own regions") } else { String::new() };
     say!(
         "{} events from CPU {} in {:.1}s, {drops} dropped (ring buffer full){via}",
-        count.get(),
+        count,
         crate::cpulist::Display(&prep.cpus),
         started.elapsed().as_secs_f64()
     );
