@@ -35,6 +35,29 @@ fn finish(child: Watched) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("JSON summary")
 }
 
+/// A thread named `name` pinned to `cpu` at `nice` that sleeps 1 ms at a
+/// time until `stop`; its tid.
+fn sleeper(
+    cpu: usize,
+    name: &'static str,
+    nice: i32,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (thread::JoinHandle<()>, u32) {
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let stop = stop.clone();
+    let handle = thread::spawn(move || {
+        pin_self(cpu);
+        set_thread_name(name);
+        // SAFETY: setpriority on this thread (who 0 = the caller).
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+        tid_tx.send(jitterwatch::sys::gettid()).unwrap();
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            thread::sleep(Duration::from_millis(1));
+        }
+    });
+    (handle, tid_rx.recv().unwrap())
+}
+
 const BURSTS: usize = 60;
 const BURST_NS: u64 = 200_000;
 
@@ -140,23 +163,9 @@ fn wakeup_delays_are_charged_to_what_ran() {
     let _g = lock();
     let cpu = last_cpu();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-    let sleeper = {
-        let stop = stop.clone();
-        thread::spawn(move || {
-            pin_self(cpu);
-            set_thread_name("jwsleeper");
-            // Nice 19 beside a nice 0 busy task: a wake-up rarely preempts
-            // it, so most delays wait out its slice (not only the IRQ's end).
-            // SAFETY: setpriority on this thread (who 0 = the caller).
-            unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
-            tid_tx.send(jitterwatch::sys::gettid()).unwrap();
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                thread::sleep(Duration::from_millis(1));
-            }
-        })
-    };
-    let tid = tid_rx.recv().unwrap();
+    // Nice 19 beside a nice 0 busy task: a wake-up rarely preempts it, so
+    // most delays wait out its slice (not only the IRQ's end).
+    let (sleeper, tid) = sleeper(cpu, "jwsleeper", 19, &stop);
     let busy = {
         let stop = stop.clone();
         thread::spawn(move || {
@@ -200,19 +209,7 @@ fn wakeups_from_idle_name_the_idle_state_s_exit() {
     let _g = lock();
     let cpu = last_cpu();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-    let sleeper = {
-        let stop = stop.clone();
-        thread::spawn(move || {
-            pin_self(cpu);
-            set_thread_name("jwnapper");
-            tid_tx.send(jitterwatch::sys::gettid()).unwrap();
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                thread::sleep(Duration::from_millis(1));
-            }
-        })
-    };
-    let tid = tid_rx.recv().unwrap();
+    let (sleeper, tid) = sleeper(cpu, "jwnapper", 0, &stop);
     let (child, _dir, csv) = watch(&["--tid", &tid.to_string(), "--duration", "2s", "--threshold", "1ns"]);
     let v = finish(child);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
