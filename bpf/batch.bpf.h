@@ -297,7 +297,7 @@ static __always_inline void levels_closed(__u64 cpu)
  * its time limit and the governor picked the same state again. The pair
  * is dropped, so the idle stretch reads as one (entered at its first
  * entry, left at its last exit), and no record is written for it. A KVM
- * guest's haltpoll driver polls in ~200 µs slices: 16,000 idle events a
+ * guest's haltpoll driver polls in ~200 µs slices: 6,400 idle events a
  * second on a CPU that wakes cyclictest each ms, each its own record
  * before (a tenth of a µs of ours each on the watched CPU, and as much
  * of the collector's time as all the other events). Another state, or
