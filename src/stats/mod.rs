@@ -140,6 +140,9 @@ pub struct Stats {
     slots: CpuSlots,
     pub causes: Map<CauseKey, CauseStats>,
     pub worst: Vec<Hiccup>,
+    /// At most the oldest start among `worst` (u64::MAX: none): the aged
+    /// ones are looked for only once one may be there.
+    worst_oldest: u64,
     /// What the probes, the kernel and jitterwatch itself count (events,
     /// drops, own CPU...), since the reset; `raw` since the start, `base`
     /// as it was at the reset.
@@ -177,6 +180,7 @@ impl Stats {
             slots: CpuSlots::new(cpus),
             causes: Map::default(),
             worst: Vec::with_capacity(WORST_KEPT + 1),
+            worst_oldest: u64::MAX,
             counters: Counters::new(cpus),
             raw: Counters::new(cpus),
             base: Counters::new(cpus),
@@ -346,13 +350,17 @@ impl Stats {
 
     fn note_worst(&mut self, h: &Hiccup) {
         let cutoff = h.t0.saturating_sub(WORST_AGE_NS);
-        self.worst.retain(|w| w.t0 >= cutoff);
+        if self.worst_oldest < cutoff {
+            self.worst.retain(|w| w.t0 >= cutoff);
+            self.worst_oldest = self.worst.iter().map(|w| w.t0).min().unwrap_or(u64::MAX);
+        }
         if self.worst.len() == WORST_KEPT && self.worst.last().is_some_and(|w| w.gap >= h.gap) {
             return;
         }
         let at = self.worst.partition_point(|w| w.gap >= h.gap);
         self.worst.insert(at, h.clone());
         self.worst.truncate(WORST_KEPT);
+        self.worst_oldest = self.worst_oldest.min(h.t0);
     }
 
     /// Causes of one CPU (or all), by total time, largest first.

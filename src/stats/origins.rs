@@ -61,9 +61,19 @@ pub struct Sent {
     pub what: Option<(Cause, u64)>,
 }
 
+/// Where the time no origin covers is tallied, per CPU and kind: one
+/// fixed row per CPU, indexed, so a stall's causes cost no hashing here.
+type Unsent = [[Sent; 2]; Kind::ALL.len()];
+const UNKNOWN: usize = 0;
+const NOT_SENT: usize = 1;
+/// The keys [`BySender::top`] lends for the tallies' two columns.
+static UNSENT_KEYS: [SenderKey; 2] = [SenderKey::Unknown, SenderKey::NotSent];
+
 #[derive(Debug, Default)]
 pub struct BySender {
+    /// Senders known: their CPU, the kind of what they sent, who.
     map: Map<(u32, Kind, SenderKey), Sent>,
+    unsent: Map<u32, Unsent>,
     entries: Map<(u32, Kind), usize>,
     /// Origins not counted: their CPU and kind had [`KEPT`] senders already.
     pub left_out: u64,
@@ -71,18 +81,18 @@ pub struct BySender {
 
 impl BySender {
     pub fn record(&mut self, h: &Hiccup) {
-        // What no origin covers: unknown senders, and what no one sends
-        // (not bounded: a handful of kinds at most).
+        // What no origin covers: unknown senders, and what no one sends.
+        let row = self.unsent.entry(h.cpu).or_insert_with(|| std::array::from_fn(|_| Default::default()));
         for (cause, ns) in &h.causes {
             // A stopped probe's time is not stolen: not in the view.
             if cause.kind() == Kind::Stopped || h.origins.iter().any(|(c, _)| c == cause) {
                 continue;
             }
-            let who = if sendable(cause.kind()) { SenderKey::Unknown } else { SenderKey::NotSent };
-            self.add_unsent(h.cpu, cause.kind(), who, *ns);
+            let who = if sendable(cause.kind()) { UNKNOWN } else { NOT_SENT };
+            add_unsent(row, cause.kind(), who, *ns);
         }
         if h.unexplained > 0 {
-            self.add_unsent(h.cpu, Kind::Unexplained, SenderKey::NotSent, h.unexplained);
+            add_unsent(row, Kind::Unexplained, NOT_SENT, h.unexplained);
         }
         for (cause, origin) in &h.origins {
             let ns = h.causes.iter().find(|(c, _)| c == cause).map_or(0, |c| c.1);
@@ -105,23 +115,28 @@ impl BySender {
         }
     }
 
-    fn add_unsent(&mut self, cpu: u32, kind: Kind, who: SenderKey, ns: u64) {
-        let s = self.map.entry((cpu, kind, who)).or_default();
-        s.count += 1;
-        s.ns += ns;
-    }
-
     /// `cpu`'s senders, most time first: (kind of cause, sender, totals).
     /// With no sender seen on it, nothing: the rest alone would hide why
     /// (origins off, a kernel without their tracepoints).
     pub fn top(&self, cpu: u32) -> Vec<(Kind, &SenderKey, &Sent)> {
         let mut v: Vec<_> = self.map.iter().filter(|((c, _, _), _)| *c == cpu).map(|((_, k, s), t)| (*k, s, t)).collect();
+        if let Some(row) = self.unsent.get(&cpu) {
+            for (k, cols) in Kind::ALL.into_iter().zip(row) {
+                v.extend(UNSENT_KEYS.iter().zip(cols).filter(|(_, t)| t.count > 0).map(|(s, t)| (k, s, t)));
+            }
+        }
         if v.iter().all(|(_, s, _)| matches!(s, SenderKey::Unknown | SenderKey::NotSent)) {
             return Vec::new();
         }
         v.sort_by(|a, b| b.2.ns.cmp(&a.2.ns).then(b.2.count.cmp(&a.2.count)).then_with(|| (a.0, a.1).cmp(&(b.0, b.1))));
         v
     }
+}
+
+fn add_unsent(row: &mut Unsent, kind: Kind, who: usize, ns: u64) {
+    let s = &mut row[kind.index()][who];
+    s.count += 1;
+    s.ns += ns;
 }
 
 #[cfg(test)]
