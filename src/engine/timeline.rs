@@ -160,9 +160,9 @@ impl Timeline {
         }
     }
 
-    /// A switch into `to` at `at` that no event reported: the per-CPU perf
-    /// event never fires when the idle task is switched out, so the next
-    /// switch-out of `to` says when it arrived. Time already closed since
+    /// A switch into `to` at `at` that no event reported (on our VMs' CPU 1
+    /// no hook sees the idle task switched out: bpf/switch.bpf.h), so the
+    /// next switch-out of `to` says when it arrived. Time already closed since
     /// then was charged to the old task and moves to `to`.
     ///
     /// Interrupt frames entered before it are stale (no switch happens in
