@@ -53,6 +53,10 @@ pub struct MachineCost {
     pub hook_tpevent_pct: Spread,
     pub hook_tpevent_bpf_pct: Spread,
     pub hook_switchrec_pct: Spread,
+    /// What the sched_switch perf event costs the watched CPU itself, ns a
+    /// switch: the same harness pinned there, its ping-pong on that CPU
+    /// (the cost the cheapest hook for the other CPUs moves onto it).
+    pub tpevent_watched_ns: Spread,
     /// bpftrace's BPF programs' run time on this CPU during a perf run, % of
     /// the CPU (kernel BPF stats; its perf tracepoint records not counted).
     pub bt_bpf_pct: Spread,
@@ -214,7 +218,7 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
         );
     }
     let (mut hook, mut hook_null, mut hook_tp, mut bt_bpf) = (vec![], vec![], vec![], vec![]);
-    let (mut tpevent, mut tpevent_bpf, mut switchrec) = (vec![], vec![], vec![]);
+    let (mut tpevent, mut tpevent_bpf, mut switchrec, mut tpevent_watched) = (vec![], vec![], vec![], vec![]);
     // ~5 ms batches: short enough that the host's drifts cancel in pairs.
     let per = ((warm * 0.005) as u64).max(200).to_string();
     for _ in 0..cx.reps(3) {
@@ -237,17 +241,29 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
             // neighbours' without: above 1 is a cost.
             out.push(hook_cost_pct(util::field(&got, "ratio_median")?));
         }
+        // The same event's cost where it writes its records: the harness on
+        // the watched CPU, both ends of its ping-pong there.
+        let got = util::output(Command::new("taskset").args(["-c", &w.to_string()]).arg(&cx.hookcost).args([
+            &w.to_string(),
+            "601",
+            &per,
+            "tpevent",
+        ]))?;
+        tpevent_watched.push(ns_per_switch(util::field(&got, "ratio_median")?, util::field(&got, "off_ns_per_op")?));
         bt_bpf.push(bpftrace_bpf_pct(cx, loops)?);
     }
     println!(
         "bench:   per-CPU switch event: {:.2}% (null {:.2}%; instead: a sched_switch program {:.2}%, a sched_switch perf event {:.2}%, \
-         with a BPF program {:.2}%, switch records {:.2}%); bpftrace's BPF run time on CPU {}: {:.2}%",
+         with a BPF program {:.2}%, switch records {:.2}%; the perf event on CPU {} itself: {:.0} ns a switch); \
+         bpftrace's BPF run time on CPU {}: {:.2}%",
         Spread::of(&hook).median,
         Spread::of(&hook_null).median,
         Spread::of(&hook_tp).median,
         Spread::of(&tpevent).median,
         Spread::of(&tpevent_bpf).median,
         Spread::of(&switchrec).median,
+        cx.watched,
+        Spread::of(&tpevent_watched).median,
         cx.house,
         Spread::of(&bt_bpf).median
     );
@@ -270,6 +286,7 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
         hook_tpevent_pct: Spread::of(&tpevent),
         hook_tpevent_bpf_pct: Spread::of(&tpevent_bpf),
         hook_switchrec_pct: Spread::of(&switchrec),
+        tpevent_watched_ns: Spread::of(&tpevent_watched),
         bt_bpf_pct: Spread::of(&bt_bpf),
     })
 }
@@ -304,6 +321,13 @@ fn bpftrace_bpf_pct(cx: &Ctx, loops: u64) -> Result<f64> {
 
 /// A hook's cost in % from the harness's median ratio (a batch's time per
 /// op with the hook over its neighbours' without).
+/// A hook's cost in ns a context switch, from the paired batches' ratio and
+/// the batches' time per round trip without it (a round trip through the
+/// pipe is two switches).
+pub fn ns_per_switch(ratio: f64, off_ns_per_op: f64) -> f64 {
+    (ratio - 1.0) * off_ns_per_op / 2.0
+}
+
 pub fn hook_cost_pct(ratio: f64) -> f64 {
     100.0 * (ratio - 1.0)
 }
@@ -322,6 +346,8 @@ mod tests {
     #[test]
     fn a_batch_slower_with_the_hook_is_a_cost() {
         assert!((super::hook_cost_pct(1.0305) - 3.05).abs() < 1e-9);
+        // 5 µs round trips, 20% longer with the hook: 1 µs, over two switches.
+        assert!((super::ns_per_switch(1.2, 5000.0) - 500.0).abs() < 1e-9);
         assert!(super::hook_cost_pct(0.99) < 0.0);
     }
 }

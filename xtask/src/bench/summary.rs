@@ -73,8 +73,10 @@ pub fn measured(id: Id, f: &Figures) -> String {
             };
             // The other hooks by the same harness, where the run measured them.
             let others = v("hook_tpevent_pct").map_or(String::new(), |e| {
+                // Its cost on the watched CPU itself, where a run measured it.
+                let there = v("tpevent_watched_ns").map_or(String::new(), |ns| format!(", {ns:.0} ns a switch on the watched CPU"));
                 format!(
-                    ", a sched_switch perf event {}% (with a BPF program {}%), switch records {}%",
+                    ", a sched_switch perf event {}%{there} (with a BPF program {}%), switch records {}%",
                     n(Some(e), 2),
                     n(v("hook_tpevent_bpf_pct"), 2),
                     n(v("hook_switchrec_pct"), 2)

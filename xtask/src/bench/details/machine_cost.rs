@@ -63,7 +63,9 @@ pub fn section(o: &mut String, r: &Results, fig: &Figures, w: usize, h: usize) {
          opening nothing. The alternatives, by the same harness: a sched_switch program that returns at once unless it \
          runs on CPU {w} (the fallback where the event cannot be opened) {}; a sched_switch tracepoint perf event opened \
          on CPU {w} only, its samples written to a ring there, no BPF (its perf probe runs on every CPU, and on CPU {h} \
-         returns at the CPU's empty list of events) {}; the same event with a BPF program that returns 0 (a tracepoint's \
+         returns at the CPU's empty list of events) {}, but on CPU {w} itself, where it builds and writes each record, \
+         {} ns a switch (the same harness pinned to CPU {w}, both ends of its ping-pong there; our switch program: {} \
+         ns a run, figure 3's kernel stats); the same event with a BPF program that returns 0 (a tracepoint's \
          programs are the tracepoint's, not a CPU's: CPU {h} builds the record and runs it) {}; a dummy event on CPU {w} \
          asking for switch records (the scheduler's perf hooks turned on for every CPU) {}. The cheapest here: {} |\n\
          | BPF programs' early returns | {:.2} | figure 3 with the load on CPU {h}: Σ runs × ns/run over the run time \
@@ -86,6 +88,8 @@ pub fn section(o: &mut String, r: &Results, fig: &Figures, w: usize, h: usize) {
         m.hook_pct.n,
         m.hook_tp_pct.show(2),
         m.hook_tpevent_pct.show(2),
+        m.tpevent_watched_ns.show(0),
+        r.bpf.switch_ns().0.map_or("not measured".into(), |ns| format!("{ns:.0}")),
         m.hook_tpevent_bpf_pct.show(2),
         m.hook_switchrec_pct.show(2),
         m.cheapest_hook().unwrap_or("none measured"),
