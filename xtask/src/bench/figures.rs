@@ -169,6 +169,8 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
             .with("hook_tpevent_bpf_pct", med(&m.hook_tpevent_bpf_pct))
             .with("hook_switchrec_pct", med(&m.hook_switchrec_pct))
             .with("tpevent_watched_ns", med(&m.tpevent_watched_ns))
+            .with("perf_bpf_watched_ns", med(&m.perf_bpf_watched_ns))
+            .with("tp_watched_ns", med(&m.tp_watched_ns))
             .with("hook_null_half_spread_pct", half(&m.hook_null_pct))
             .with("bpf_early_returns_pct", progs.then(|| r.bpf.busy_pct_unwatched()))
             .with("opt_in_pct", progs.then(|| r.bpf.opt_in_pct_unwatched()))

@@ -57,6 +57,11 @@ pub struct MachineCost {
     /// switch: the same harness pinned there, its ping-pong on that CPU
     /// (the cost the cheapest hook for the other CPUs moves onto it).
     pub tpevent_watched_ns: Spread,
+    /// The two hooks jitterwatch can take switches from, on the watched CPU
+    /// itself, their programs returning at once, ns a switch: its software
+    /// event (`perf-bpf`) and the sched_switch program (`tp`).
+    pub perf_bpf_watched_ns: Spread,
+    pub tp_watched_ns: Spread,
     /// bpftrace's BPF programs' run time on this CPU during a perf run, % of
     /// the CPU (kernel BPF stats; its perf tracepoint records not counted).
     pub bt_bpf_pct: Spread,
@@ -218,7 +223,8 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
         );
     }
     let (mut hook, mut hook_null, mut hook_tp, mut bt_bpf) = (vec![], vec![], vec![], vec![]);
-    let (mut tpevent, mut tpevent_bpf, mut switchrec, mut tpevent_watched) = (vec![], vec![], vec![], vec![]);
+    let (mut tpevent, mut tpevent_bpf, mut switchrec) = (vec![], vec![], vec![]);
+    let (mut tpevent_watched, mut perf_bpf_watched, mut tp_watched) = (vec![], vec![], vec![]);
     // ~5 ms batches: short enough that the host's drifts cancel in pairs.
     let per = ((warm * 0.005) as u64).max(200).to_string();
     for _ in 0..cx.reps(3) {
@@ -241,20 +247,23 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
             // neighbours' without: above 1 is a cost.
             out.push(hook_cost_pct(util::field(&got, "ratio_median")?));
         }
-        // The same event's cost where it writes its records: the harness on
-        // the watched CPU, both ends of its ping-pong there.
-        let got = util::output(Command::new("taskset").args(["-c", &w.to_string()]).arg(&cx.hookcost).args([
-            &w.to_string(),
-            "601",
-            &per,
-            "tpevent",
-        ]))?;
-        tpevent_watched.push(ns_per_switch(util::field(&got, "ratio_median")?, util::field(&got, "off_ns_per_op")?));
+        // What the hooks cost the CPU they are opened on: the harness on the
+        // watched CPU, both ends of its ping-pong there.
+        for (mode, out) in [("tpevent", &mut tpevent_watched), ("perf-bpf", &mut perf_bpf_watched), ("tp", &mut tp_watched)] {
+            let got = util::output(Command::new("taskset").args(["-c", &w.to_string()]).arg(&cx.hookcost).args([
+                &w.to_string(),
+                "601",
+                &per,
+                mode,
+            ]))?;
+            out.push(ns_per_switch(util::field(&got, "ratio_median")?, util::field(&got, "off_ns_per_op")?));
+        }
         bt_bpf.push(bpftrace_bpf_pct(cx, loops)?);
     }
     println!(
         "bench:   per-CPU switch event: {:.2}% (null {:.2}%; instead: a sched_switch program {:.2}%, a sched_switch perf event {:.2}%, \
-         with a BPF program {:.2}%, switch records {:.2}%; the perf event on CPU {} itself: {:.0} ns a switch); \
+         with a BPF program {:.2}%, switch records {:.2}%; on CPU {} itself, ns a switch: the perf event {:.0}, \
+         the switch event with a program returning at once {:.0}, the sched_switch program {:.0}); \
          bpftrace's BPF run time on CPU {}: {:.2}%",
         Spread::of(&hook).median,
         Spread::of(&hook_null).median,
@@ -264,6 +273,8 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
         Spread::of(&switchrec).median,
         cx.watched,
         Spread::of(&tpevent_watched).median,
+        Spread::of(&perf_bpf_watched).median,
+        Spread::of(&tp_watched).median,
         cx.house,
         Spread::of(&bt_bpf).median
     );
@@ -287,6 +298,8 @@ pub fn machine_cost(cx: &Ctx) -> Result<MachineCost> {
         hook_tpevent_bpf_pct: Spread::of(&tpevent_bpf),
         hook_switchrec_pct: Spread::of(&switchrec),
         tpevent_watched_ns: Spread::of(&tpevent_watched),
+        perf_bpf_watched_ns: Spread::of(&perf_bpf_watched),
+        tp_watched_ns: Spread::of(&tp_watched),
         bt_bpf_pct: Spread::of(&bt_bpf),
     })
 }

@@ -75,8 +75,13 @@ pub fn measured(id: Id, f: &Figures) -> String {
             let others = v("hook_tpevent_pct").map_or(String::new(), |e| {
                 // Its cost on the watched CPU itself, where a run measured it.
                 let there = v("tpevent_watched_ns").map_or(String::new(), |ns| format!(", {ns:.0} ns a switch on the watched CPU"));
+                // And the two hooks jitterwatch can use, on the watched CPU.
+                let ours = match (v("perf_bpf_watched_ns"), v("tp_watched_ns")) {
+                    (Some(e), Some(t)) => format!("; on the watched CPU, programs returning at once: the switch event {e:.0} ns a switch, the program {t:.0}"),
+                    _ => String::new(),
+                };
                 format!(
-                    ", a sched_switch perf event {}%{there} (with a BPF program {}%), switch records {}%",
+                    ", a sched_switch perf event {}%{there} (with a BPF program {}%), switch records {}%{ours}",
                     n(Some(e), 2),
                     n(v("hook_tpevent_bpf_pct"), 2),
                     n(v("hook_switchrec_pct"), 2)

@@ -7,7 +7,10 @@
 /// other modes measure the alternatives: a sched_switch program on every
 /// CPU (`tp`), a per-CPU sched_switch tracepoint event writing samples to a
 /// ring (`tpevent`), the same with a BPF program on it (`tpevent-bpf`),
-/// and a per-CPU dummy event asking for switch records (`switchrec`).
+/// a per-CPU dummy event asking for switch records (`switchrec`), and
+/// jitterwatch's own event with a program that returns at once on it
+/// (`perf-bpf`: the hook's cost without our program's work, for the CPU it
+/// is opened on).
 pub const HOOKCOST: &str = r#"
 /*
  * What a context-switch hook on CPU W costs the other CPUs: a pipe
@@ -33,7 +36,11 @@ pub const HOOKCOST: &str = r#"
  *     CPU's, so every CPU builds the record and runs the program;
  *   switchrec: a dummy software event opened on W asking for switch
  *     records (context_switch) into the same ring: it turns on the
- *     scheduler's perf hooks on every CPU, and each looks for its own.
+ *     scheduler's perf hooks on every CPU, and each looks for its own;
+ *   perf-bpf: the perf mode's event with a perf_event BPF program that
+ *     returns 0 on it (jitterwatch's hook, its program doing nothing):
+ *     with the ping-pong on W itself, what reaching a program through
+ *     the event costs the CPU it watches, beside the tp mode there.
  */
 #define _GNU_SOURCE
 #include <linux/perf_event.h>
@@ -53,7 +60,7 @@ pub const HOOKCOST: &str = r#"
 #define RING_PAGES 8
 #define SWITCH_ID "/sys/kernel/tracing/events/sched/sched_switch/id"
 
-enum mode { PERF, TP, TPEVENT, TPEVENT_BPF, SWITCHREC };
+enum mode { PERF, TP, TPEVENT, TPEVENT_BPF, SWITCHREC, PERF_BPF };
 
 static uint64_t now(void)
 {
@@ -97,6 +104,17 @@ static int load_nothing(void)
 	return load(BPF_PROG_TYPE_TRACEPOINT, insns, 2);
 }
 
+/* The same, as a perf_event program (the type jitterwatch's hangs on its
+ * software event). */
+static int load_nothing_perf(void)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	return load(BPF_PROG_TYPE_PERF_EVENT, insns, 2);
+}
+
 static int attach_filter(int prog)
 {
 	union bpf_attr a;
@@ -138,6 +156,14 @@ static int open_hook(enum mode m, int cpu, long id, int prog, void **ring)
 	at.sample_period = 1;
 	if (m == PERF)
 		return syscall(SYS_perf_event_open, &at, -1, cpu, -1, 0);
+	if (m == PERF_BPF) {
+		fd = syscall(SYS_perf_event_open, &at, -1, cpu, -1, 0);
+		if (fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_BPF, prog)) {
+			close(fd);
+			return -1;
+		}
+		return fd;
+	}
 	if (m == SWITCHREC) {
 		at.config = PERF_COUNT_SW_DUMMY;
 		at.context_switch = 1;
@@ -171,7 +197,7 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	static const char *names[] = { "perf", "tp", "tpevent", "tpevent-bpf", "switchrec" };
+	static const char *names[] = { "perf", "tp", "tpevent", "tpevent-bpf", "switchrec", "perf-bpf" };
 	int cpu = argc > 1 ? atoi(argv[1]) : 1;
 	int batches = argc > 2 ? atoi(argv[2]) : 601;
 	int per = argc > 3 ? atoi(argv[3]) : 2000;
@@ -180,9 +206,9 @@ int main(int argc, char **argv)
 	int prog = -1;
 
 	if (argc > 4) {
-		for (m = 0; m <= SWITCHREC && strcmp(argv[4], names[m]); m++)
+		for (m = 0; m <= PERF_BPF && strcmp(argv[4], names[m]); m++)
 			;
-		if (m > SWITCHREC) {
+		if (m > PERF_BPF) {
 			fprintf(stderr, "unknown mode %s\n", argv[4]);
 			return 2;
 		}
@@ -191,7 +217,9 @@ int main(int argc, char **argv)
 		prog = load_filter(cpu);
 	else if (m == TPEVENT_BPF)
 		prog = load_nothing();
-	if ((m == TP || m == TPEVENT_BPF) && prog < 0) {
+	else if (m == PERF_BPF)
+		prog = load_nothing_perf();
+	if ((m == TP || m == TPEVENT_BPF || m == PERF_BPF) && prog < 0) {
 		perror("bpf prog load");
 		return 1;
 	}

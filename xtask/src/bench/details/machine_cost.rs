@@ -67,7 +67,9 @@ pub fn section(o: &mut String, r: &Results, fig: &Figures, w: usize, h: usize) {
          {} ns a switch (the same harness pinned to CPU {w}, both ends of its ping-pong there; our switch program: {} \
          ns a run, figure 3's kernel stats); the same event with a BPF program that returns 0 (a tracepoint's \
          programs are the tracepoint's, not a CPU's: CPU {h} builds the record and runs it) {}; a dummy event on CPU {w} \
-         asking for switch records (the scheduler's perf hooks turned on for every CPU) {}. The cheapest here: {} |\n\
+         asking for switch records (the scheduler's perf hooks turned on for every CPU) {}. The cheapest here: {}. \
+         What the two hooks jitterwatch can use cost CPU {w} itself, their programs returning at once (the same \
+         harness pinned to CPU {w}), ns a switch: the switch event {}, the sched_switch program {} |\n\
          | BPF programs' early returns | {:.2} | figure 3 with the load on CPU {h}: Σ runs × ns/run over the run time \
          (the tracepoints jitterwatch keeps: IRQs, softirqs, timers, IPIs, and the IPI and work senders); an upper \
          bound. Not counted: `--wake-origins` (off by default) adds on_waking's {:.2} |\n\
@@ -93,6 +95,8 @@ pub fn section(o: &mut String, r: &Results, fig: &Figures, w: usize, h: usize) {
         m.hook_tpevent_bpf_pct.show(2),
         m.hook_switchrec_pct.show(2),
         m.cheapest_hook().unwrap_or("none measured"),
+        m.perf_bpf_watched_ns.show(0),
+        m.tp_watched_ns.show(0),
         r.bpf.busy_pct_unwatched(),
         r.bpf.opt_in_pct_unwatched(),
         shown(unwatched_total(unwatched_parts(fig))),
