@@ -334,15 +334,15 @@ fn bpftrace_bpf_pct(cx: &Ctx, loops: u64) -> Result<f64> {
 
 /// A hook's cost in % from the harness's median ratio (a batch's time per
 /// op with the hook over its neighbours' without).
+pub fn hook_cost_pct(ratio: f64) -> f64 {
+    100.0 * (ratio - 1.0)
+}
+
 /// A hook's cost in ns a context switch, from the paired batches' ratio and
 /// the batches' time per round trip without it (a round trip through the
 /// pipe is two switches).
 pub fn ns_per_switch(ratio: f64, off_ns_per_op: f64) -> f64 {
     (ratio - 1.0) * off_ns_per_op / 2.0
-}
-
-pub fn hook_cost_pct(ratio: f64) -> f64 {
-    100.0 * (ratio - 1.0)
 }
 
 #[cfg(test)]

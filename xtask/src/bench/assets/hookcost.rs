@@ -94,25 +94,16 @@ static int load_filter(int w)
 	return load(BPF_PROG_TYPE_RAW_TRACEPOINT, insns, sizeof(insns) / sizeof(insns[0]));
 }
 
-/* The least tracepoint program: returns 0 (no sample for perf). */
-static int load_nothing(void)
+/* The least program of a type: returns 0 (no sample for perf). A
+ * tracepoint one for tpevent-bpf, a perf_event one (the type jitterwatch's
+ * hangs on its software event) for perf-bpf. */
+static int load_nothing(enum bpf_prog_type type)
 {
 	struct bpf_insn insns[] = {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
-	return load(BPF_PROG_TYPE_TRACEPOINT, insns, 2);
-}
-
-/* The same, as a perf_event program (the type jitterwatch's hangs on its
- * software event). */
-static int load_nothing_perf(void)
-{
-	struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	return load(BPF_PROG_TYPE_PERF_EVENT, insns, 2);
+	return load(type, insns, 2);
 }
 
 static int attach_filter(int prog)
@@ -216,9 +207,9 @@ int main(int argc, char **argv)
 	if (m == TP)
 		prog = load_filter(cpu);
 	else if (m == TPEVENT_BPF)
-		prog = load_nothing();
+		prog = load_nothing(BPF_PROG_TYPE_TRACEPOINT);
 	else if (m == PERF_BPF)
-		prog = load_nothing_perf();
+		prog = load_nothing(BPF_PROG_TYPE_PERF_EVENT);
 	if ((m == TP || m == TPEVENT_BPF || m == PERF_BPF) && prog < 0) {
 		perror("bpf prog load");
 		return 1;
