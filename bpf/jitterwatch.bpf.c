@@ -274,14 +274,14 @@ int BPF_PROG(on_softirq_exit, unsigned int vec)
 
 /*
  * Set by userspace where every switch reaches a program (the sched_switch
- * tracepoint: passive mode, and the fallback): an idle exit is then held for what follows
+ * tracepoint, the default hook): an idle exit is then held for what follows
  * it (the idle loop enters a state again, or switches, which writes what
  * is held), and a poll slice's exit and re-entry are folded
  * (idle_again()). Where the idle task's switch out is reported, that is
  * within µs; on our VMs' CPU 1 it never is (see ran_since_arrival()), and
  * the woken task's next record (its switch out, an interrupt) writes it.
- * Off with the per-CPU perf event (the probe modes, where it opens):
- * there the fold was not measured. Off for `events`: every transition.
+ * Off with --switch-hook perf-event: there the fold was not measured.
+ * Off for `events`: every transition.
  */
 const volatile bool fold_idle = false;
 

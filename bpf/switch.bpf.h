@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Part of jitterwatch.bpf.c (one object, one skeleton): the context-switch
- * programs, one of which userspace attaches (the per-CPU perf event where
- * the kernel allows it, else one of the two sched_switch tracepoint
- * programs, by the tracepoint's arguments). Uses reserve() and submit()
+ * programs, one of which userspace attaches (one of the two sched_switch
+ * tracepoint programs, by the tracepoint's arguments; the per-CPU perf
+ * event's where --switch-hook perf-event asks and the kernel allows it). Uses reserve() and submit()
  * from the including file.
  */
 #ifndef JITTERWATCH_SWITCH_BPF_H
@@ -82,11 +82,12 @@ static __always_inline struct rq *rq_of(struct task_struct *t)
 }
 
 /*
- * Context switches come from a per-CPU software perf event
+ * --switch-hook perf-event: a per-CPU software perf event
  * (PERF_COUNT_SW_CONTEXT_SWITCHES, period 1, opened on each watched CPU only):
  * an unwatched CPU then pays a hash lookup per switch and never enters BPF,
- * where the sched_switch tracepoint would run a program on every switch of
- * every CPU. The event fires in prepare_task_switch(): current is still the
+ * where the sched_switch tracepoint runs a program on every switch of every
+ * CPU; but the watched CPU pays ~235 ns more a switch to reach this program
+ * through perf's sample path (BENCHMARKS.md §2). The event fires in prepare_task_switch(): current is still the
  * outgoing task and rq->curr already the incoming one. The runqueue is
  * reached through the outgoing task's cfs_rq (CONFIG_FAIR_GROUP_SCHED, which
  * userspace checks), because the per-CPU runqueues symbol needs
@@ -180,7 +181,7 @@ int on_switch_out(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-/* The fallback where the perf event cannot be opened: runs on every CPU. */
+/* The default hook (and where the perf event cannot be opened): runs on every CPU. */
 SEC("?tp_btf/sched_switch")
 int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)

@@ -59,8 +59,6 @@ fn bpf(what: &'static str) -> impl FnOnce(libbpf_rs::Error) -> TracerError {
     move |source| TracerError::Bpf { what, source }
 }
 
-/// The environment setting that forces tp_btf/sched_switch (name, value).
-const FORCE_TRACEPOINT: (&str, &str) = ("JITTERWATCH_SWITCH_HOOK", "tracepoint");
 /// The environment setting that stops every program at a stage, for the
 /// benchmark only (figure 3b: where our programs' time goes).
 const FLOOR: &str = "JITTERWATCH_BPF_FLOOR";
@@ -108,12 +106,15 @@ pub struct Tracer<'obj> {
     region_cpus: Vec<usize>,
 }
 
-/// How sched switches are hooked. The per-CPU perf event leaves unwatched
-/// CPUs out of BPF entirely; the tracepoint runs a program on every CPU.
+/// How sched switches are hooked. The tracepoint runs a program on every
+/// CPU's switches, the cheapest hook on the watched CPU (BENCHMARKS.md §2:
+/// 94 ns a switch there against the event's 328); the per-CPU perf event,
+/// asked for, leaves unwatched CPUs out of BPF but costs the watched more.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SwitchHook {
     PerCpuPerfEvent,
-    /// The tracepoint, and why the perf event could not be used.
+    /// The tracepoint, and why (the default, or why the event asked for
+    /// could not be used).
     Tracepoint(String),
 }
 
@@ -170,6 +171,9 @@ pub struct Programs {
     /// exit and re-entry are not folded into one idle stretch
     /// (bpf/jitterwatch.bpf.c, fold_idle).
     pub every_idle: bool,
+    /// `--switch-hook perf-event`: the per-CPU software switch event
+    /// instead of the tracepoint, where the kernel allows it.
+    pub switch_event: bool,
 }
 
 impl<'obj> Tracer<'obj> {
@@ -189,7 +193,7 @@ impl<'obj> Tracer<'obj> {
 
     /// Opens and loads the programs this kernel can run.
     fn load(storage: &'obj mut MaybeUninit<OpenObject>, cpus: &[usize], programs: Programs) -> Result<Loaded<'obj>, TracerError> {
-        let Programs { passive, wakeups, origins, wake_origins, stacks_above_ns, every_idle } = programs;
+        let Programs { passive, wakeups, origins, wake_origins, stacks_above_ns, every_idle, switch_event } = programs;
         let btf = Btf::from_vmlinux().map_err(|e| TracerError::Btf(e.to_string()))?;
         let has = |tp: &str| btf.type_by_name::<Typedef<'_>>(&format!("btf_trace_{tp}")).is_some();
         if !has("sched_switch") {
@@ -242,14 +246,11 @@ impl<'obj> Tracer<'obj> {
         let has_member = |ty: &str, member: &str| {
             btf.type_by_name::<Struct<'_>>(ty).is_some_and(|s| s.iter().any(|m| m.name.is_some_and(|n| n == member)))
         };
-        // JITTERWATCH_SWITCH_HOOK=tracepoint forces the fallback, so the
-        // tests run the path kernels without CONFIG_FAIR_GROUP_SCHED take.
-        let forced = std::env::var_os(FORCE_TRACEPOINT.0).is_some_and(|v| v == FORCE_TRACEPOINT.1);
-        // Else, why not.
-        let perf = if passive {
+        // The event only when asked for, and else why not.
+        let perf = if !switch_event {
+            Err("the default: the cheapest hook on the watched CPUs".to_string())
+        } else if passive {
             Err("passive mode sees every switch".to_string())
-        } else if forced {
-            Err(format!("{}={} forced it", FORCE_TRACEPOINT.0, FORCE_TRACEPOINT.1))
         } else if !(has_member("sched_entity", "cfs_rq") && has_member("cfs_rq", "rq")) {
             Err("this kernel has no CONFIG_FAIR_GROUP_SCHED".to_string())
         } else if !has_helper(&btf, "BPF_FUNC_get_current_task_btf") {

@@ -55,6 +55,14 @@ pub enum LoopClockArg {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SwitchHookArg {
+    /// tp_btf/sched_switch: a program on every CPU's switches, the cheapest on the watched CPUs (the default)
+    Tracepoint,
+    /// A software context-switch perf event per watched CPU: unwatched CPUs never enter BPF, the watched pay more a switch (probe modes; kernels with CONFIG_FAIR_GROUP_SCHED, Linux 5.11+)
+    PerfEvent,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum EventsFormat {
     /// One line per event, like perf script
     Text,
@@ -103,6 +111,10 @@ pub struct WatchArgs {
     #[arg(help_heading = heading::PROBE)]
     #[arg(long, value_enum, default_value_t = LoopClockArg::Auto)]
     pub clock: LoopClockArg,
+    /// How context switches reach jitterwatch: tracepoint (a program on every CPU's switches, the cheapest on the watched CPUs) or perf-event (only the watched CPUs' switches, each costing them more; not in passive mode, which needs the switches out of idle the event misses)
+    #[arg(help_heading = heading::PROBE)]
+    #[arg(long, value_enum, value_name = "HOOK", default_value_t = SwitchHookArg::Tracepoint, conflicts_with_all = ["pid", "tid", "comm"])]
+    pub switch_hook: SwitchHookArg,
     /// Write one row per hiccup to this CSV file
     #[arg(help_heading = heading::OUTPUT)]
     #[arg(long, value_name = "PATH")]

@@ -12,14 +12,10 @@ const BURST_NS: u64 = 200_000;
 
 /// Starts `jitterwatch --cpus CPU --no-tui ARGS --csv <tmp>/out.csv`.
 fn watch_to_csv(cpu: usize, args: &[&str]) -> (Watched, tempfile::TempDir, std::path::PathBuf) {
-    watch_to_csv_env(cpu, args, &[])
-}
-
-fn watch_to_csv_env(cpu: usize, args: &[&str], env: &[(&str, &str)]) -> (Watched, tempfile::TempDir, std::path::PathBuf) {
     let c = cpu.to_string();
     let mut all = vec!["--cpus", c.as_str(), "--no-tui"];
     all.extend_from_slice(args);
-    watch_csv(&all, env)
+    watch_csv(&all, &[])
 }
 
 /// With the default clock: the TSC where usable (this VM's is), its gaps
@@ -29,7 +25,7 @@ fn a_fifo_hog_is_named_with_its_runtime() {
     if !require_root_btf("a_fifo_hog_is_named_with_its_runtime") {
         return;
     }
-    fifo_hog_is_named(&[], &["--json"], "per-CPU perf event");
+    fifo_hog_is_named(&["--json"], "tp_btf/sched_switch");
 }
 
 /// The same with the probe reading clock_gettime (the vDSO).
@@ -38,26 +34,26 @@ fn a_fifo_hog_is_named_with_the_vdso_clock() {
     if !require_root_btf("a_fifo_hog_is_named_with_the_vdso_clock") {
         return;
     }
-    fifo_hog_is_named(&[], &["--clock", "vdso", "--json"], "per-CPU perf event");
+    fifo_hog_is_named(&["--clock", "vdso", "--json"], "tp_btf/sched_switch");
 }
 
-/// The same through tp_btf/sched_switch, the path kernels without
-/// CONFIG_FAIR_GROUP_SCHED take (forced here by its environment switch).
+/// The same through the per-CPU software switch event (--switch-hook
+/// perf-event), which runs no program on the unwatched CPUs.
 #[test]
-fn the_sched_switch_fallback_names_a_fifo_hog() {
-    if !require_root_btf("the_sched_switch_fallback_names_a_fifo_hog") {
+fn the_perf_event_hook_names_a_fifo_hog() {
+    if !require_root_btf("the_perf_event_hook_names_a_fifo_hog") {
         return;
     }
-    fifo_hog_is_named(&[("JITTERWATCH_SWITCH_HOOK", "tracepoint")], &[], "tp_btf/sched_switch");
+    fifo_hog_is_named(&["--switch-hook", "perf-event", "--json"], "per-CPU perf event");
 }
 
-fn fifo_hog_is_named(env: &[(&str, &str)], args: &[&str], hook: &str) {
+fn fifo_hog_is_named(args: &[&str], hook: &str) {
     let _g = lock();
     let cpu = last_cpu();
     let name = random_name("jwhog");
     let mut all = vec!["--duration", "5s"];
     all.extend_from_slice(args);
-    let (child, _dir, csv) = watch_to_csv_env(cpu, &all, env);
+    let (child, _dir, csv) = watch_to_csv(cpu, &all);
 
     let hog = fifo_bursts(cpu, name.clone(), Duration::from_millis(1200), BURSTS, BURST_NS);
     let (tid, bursts) = hog.join().unwrap();
@@ -204,8 +200,8 @@ fn a_stall_longer_than_the_window_is_charged_to_the_storm() {
 }
 
 /// RT throttling parks a SCHED_FIFO probe ~50 ms a second; the idle task then
-/// runs, and the switch back into the probe is one the per-CPU perf event
-/// never reports (it does not fire for the idle task). The parks must be
+/// runs, and the switch back into the probe is one no hook reports on our
+/// VMs' last CPU (see bpf/switch.bpf.h, ran_since_arrival). The parks must be
 /// named idle (the idle loop, or its idle state: never the swapper task), and
 /// the host pauses after them must not be.
 #[test]

@@ -14,37 +14,37 @@ fn a_fifo_hog_s_stalls_show_its_kernel_stack() {
     }
 }
 
-/// The same through the tracepoint the switch hook falls back to (5.10,
-/// kernels without CONFIG_FAIR_GROUP_SCHED): its own frames are left out.
+/// The same through the per-CPU software switch event (--switch-hook
+/// perf-event): its own frames are left out too.
 #[test]
-fn the_tracepoint_hook_takes_the_same_stacks() {
-    if require_root_btf("the_tracepoint_hook_takes_the_same_stacks") {
-        hog_with_stacks(&[("JITTERWATCH_SWITCH_HOOK", "tracepoint")]);
+fn the_perf_event_hook_takes_the_same_stacks() {
+    if require_root_btf("the_perf_event_hook_takes_the_same_stacks") {
+        hog_with_stacks(&["--switch-hook", "perf-event"]);
     }
 }
 
-fn hog_with_stacks(env: &[(&str, &str)]) {
+fn hog_with_stacks(extra: &[&str]) {
     let _g = lock();
     let cpu = last_cpu();
     let traces = tempfile::tempdir().unwrap();
     let name = random_name("jwstk");
-    let (child, _dir, csv) = watch_csv(
-        &[
-            "--cpus",
-            &cpu.to_string(),
-            "--no-tui",
-            "--json",
-            "--duration",
-            "3s",
-            "--stacks-above",
-            "1ms",
-            "--trace-dir",
-            traces.path().to_str().unwrap(),
-            "--trace-above",
-            "1ms",
-        ],
-        env,
-    );
+    let c = cpu.to_string();
+    let mut args = vec![
+        "--cpus",
+        c.as_str(),
+        "--no-tui",
+        "--json",
+        "--duration",
+        "3s",
+        "--stacks-above",
+        "1ms",
+        "--trace-dir",
+        traces.path().to_str().unwrap(),
+        "--trace-above",
+        "1ms",
+    ];
+    args.extend_from_slice(extra);
+    let (child, _dir, csv) = watch_csv(&args, &[]);
     let (tid, bursts) = fifo_bursts(cpu, name.clone(), Duration::from_millis(100), 5, 2_000_000).join().unwrap();
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -86,6 +86,8 @@ fn hog_with_stacks(env: &[(&str, &str)]) {
 
     // The summary: the hog's top-cause row with its stack.
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    let hook = if extra.contains(&"perf-event") { "per-CPU perf event" } else { "tp_btf/sched_switch" };
+    assert_eq!(v["switch_hook"].as_str().map(|h| h.starts_with(hook)), Some(true), "{}", v["switch_hook"]);
     let top = v["cpus"][0]["top_causes"].as_array().unwrap().iter().find(|c| c["kind"] == "task" && c["name"] == me.as_str()).cloned();
     let top = top.unwrap_or_else(|| panic!("{me} not among the top causes: {}", v["cpus"][0]["top_causes"]));
     let frames: Vec<String> =

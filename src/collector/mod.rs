@@ -66,6 +66,8 @@ pub struct Config {
     /// --stacks-above: stalls at or over it carry their culprit's kernel
     /// stack (0: off).
     pub stacks_above: u64,
+    /// --switch-hook perf-event.
+    pub switch_event: bool,
 }
 
 /// What the collector tells the main thread as the run begins.
@@ -108,6 +110,7 @@ impl Collector {
                     origins: cfg.origins,
                     wake_origins: cfg.wake_origins,
                     stacks_above_ns: cfg.stacks_above,
+                    switch_event: cfg.switch_event,
                     ..source.programs()
                 };
                 let tracer = match Tracer::attach(&mut storage, &cfg.cpus, programs) {

@@ -166,7 +166,7 @@ fn stats() -> Stats {
     raw.events = 61_400;
     raw.lag_ns = 3_100_000;
     raw.consumer_cpu_ns = 240_000_000;
-    raw.switch_hook = "per-CPU perf event (unwatched CPUs never enter BPF)".into();
+    raw.switch_hook = "tp_btf/sched_switch on every CPU (the default: the cheapest hook on the watched CPUs)".into();
     s.update_counters(raw, START + SECS * S);
     s
 }

@@ -57,7 +57,7 @@ pub(super) fn stats() -> Stats {
     raw.lag_ns = 2_500_000;
     raw.consumer_cpu_ns = 50_000_000;
     raw.prog_stats = vec![ProgStat { name: "on_switch".into(), run_cnt: 1000, run_time_ns: 85_000 }];
-    raw.switch_hook = "per-CPU perf event (unwatched CPUs never enter BPF)".into();
+    raw.switch_hook = "tp_btf/sched_switch on every CPU (the default: the cheapest hook on the watched CPUs)".into();
     s.update_counters(raw, START + 10 * S);
     s
 }
@@ -243,7 +243,7 @@ fn help_toggles_and_shows_the_cost() {
     let s = text(&draw(&a, 80, 24));
     assert!(s.contains("Help") && s.contains("Cost of jitterwatch") && s.contains("on_switch"), "{s}");
     assert!(line_with(&s, "on_switch").contains("85 ns/event"), "{s}");
-    assert!(line_with(&s, "context switches").contains("per-CPU perf event"), "{s}");
+    assert!(line_with(&s, "context switches").contains("tp_btf/sched_switch on every CPU"), "{s}");
     // 50 ms of consumer CPU over 10 s, for 123,456 events.
     assert!(line_with(&s, "consumer thread").contains("0.5% of one CPU, 405ns per event"), "{s}");
     a.apply(Action::Help);
