@@ -173,6 +173,8 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
             .with("tp_watched_ns", med(&m.tp_watched_ns))
             .with("hook_null_half_spread_pct", half(&m.hook_null_pct))
             .with("bpf_early_returns_pct", progs.then(|| r.bpf.busy_pct_unwatched()))
+            // Which hook the run took, so the parts add the one it paid for.
+            .with("switch_tp", progs.then(|| f64::from(u8::from(r.bpf.switch_everywhere()))))
             .with("opt_in_pct", progs.then(|| r.bpf.opt_in_pct_unwatched()))
             .with("bpftrace_bpf_pct", med(&m.bt_bpf_pct))
             .with("end_to_end_pct", val(m.jw_cost_pct()))

@@ -87,14 +87,16 @@ pub fn measured(id: Id, f: &Figures) -> String {
                     n(v("hook_switchrec_pct"), 2)
                 )
             });
+            let (taken, other, other_key) =
+                if p.switch_tp { ("sched_switch program", "the switch event", "hook_pct") } else { ("switch event", "a sched_switch program", "hook_tp_pct") };
             format!(
-                "{} by parts (own threads {}% + switch event {hook} (± {}) + BPF early returns {}%; a sched_switch program instead \
+                "{} by parts (own threads {}% + {taken} {hook} (± {}) + BPF early returns {}%; {other} instead \
                  {}%{others}); end to end {}% ± {} (95%) vs bpftrace's {}% (a bare spinning vCPU {}%), host noise ±{}%",
                 unwatched_total(p).map_or("unresolved".into(), |t| format!("{t:.2}%")),
                 n(p.own, 2),
                 n(p.hook_null_half_spread, 2),
                 n(p.bpf_early, 2),
-                n(v("hook_tp_pct"), 2),
+                n(v(other_key), 2),
                 n(v("end_to_end_pct"), 1),
                 n(v("end_to_end_ci95_pct"), 1),
                 n(v("bpftrace_end_to_end_pct"), 1),

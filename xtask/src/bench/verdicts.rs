@@ -129,7 +129,10 @@ fn per_interruption(g: impl Fn(&str) -> Option<f64>) -> Verdict {
 pub struct Unwatched {
     /// jitterwatch's own threads (schedstat): never 0 while it runs.
     pub own: Option<f64>,
-    /// The switch hook's paired reading, its null and the null's half-spread.
+    /// The switch hook's paired reading (of the one the run took: the
+    /// sched_switch program where `switch_tp`, else the per-CPU event),
+    /// its null and the null's half-spread.
+    pub switch_tp: bool,
     pub hook: Option<f64>,
     pub hook_null: Option<f64>,
     pub hook_null_half_spread: Option<f64>,
@@ -242,9 +245,12 @@ pub fn replay(rows: &[(usize, Option<f64>, Option<f64>)], sizes: &[usize]) -> Ve
 /// Figure 2's parts out of the figures.
 pub fn unwatched_parts(f: &Figures) -> Unwatched {
     let g = |k: &str| get(f, Id::UnwatchedCost, k);
+    // History lines before the key took the per-CPU event.
+    let switch_tp = g("switch_tp") == Some(1.0);
     Unwatched {
         own: g("own_threads_pct"),
-        hook: g("hook_pct"),
+        switch_tp,
+        hook: g(if switch_tp { "hook_tp_pct" } else { "hook_pct" }),
         hook_null: g("hook_null_pct"),
         hook_null_half_spread: g("hook_null_half_spread_pct"),
         bpf_early: g("bpf_early_returns_pct"),

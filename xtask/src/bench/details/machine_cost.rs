@@ -14,6 +14,33 @@ use crate::bench::verdicts::{unwatched_parts, unwatched_total};
 /// programs (r.bpf) as well as the machine cost.
 pub fn section(o: &mut String, r: &Results, fig: &Figures, w: usize, h: usize) {
     let m = &r.machine;
+    // The hook jitterwatch took in this run (seen by its program's runs on CPU h).
+    let tp = r.bpf.switch_everywhere();
+    let where_switch = if tp {
+        format!("jitterwatch's switch program, on the sched_switch tracepoint, runs on every CPU and returns at once on CPU {h}")
+    } else {
+        format!("jitterwatch's switch program hangs on a perf event of CPU {w} only")
+    };
+    let (taken, other) = if tp {
+        (
+            format!(
+                "jitterwatch takes switches from the sched_switch tracepoint (the default): every switch of CPU {h} runs its \
+                 program, which returns after one array lookup. Measured by a ping-pong on CPU {h} in ~5 ms batches with a \
+                 sched_switch program that returns at once unless it runs on CPU {w} attached for every other batch"
+            ),
+            format!("the software switch event opened on CPU {w} only (`--switch-hook perf-event`: CPU {h} never enters BPF for a switch and pays a lookup in perf's per-CPU event hash) {}", m.hook_pct.show(2)),
+        )
+    } else {
+        (
+            format!(
+                "jitterwatch takes switches from a software perf event opened on CPU {w} only (`--switch-hook perf-event`): \
+                 CPU {h} never enters BPF for a switch and pays a lookup in perf's per-CPU event hash. Measured by a ping-pong \
+                 on CPU {h} in ~5 ms batches with that event opened on CPU {w} for every other batch"
+            ),
+            format!("a sched_switch program that returns at once unless it runs on CPU {w} (the default hook) {}", m.hook_tp_pct.show(2)),
+        )
+    };
+    let taken_pct = if tp { &m.hook_tp_pct } else { &m.hook_pct };
     let _ = writeln!(o, "\n## 2. Cost to the rest of the machine\n");
     let _ = writeln!(
         o,
@@ -25,8 +52,8 @@ pub fn section(o: &mut String, r: &Results, fig: &Figures, w: usize, h: usize) {
          back to back in a rotating order (ABCDE, BCDEA, …), {} repetitions. Ratios are per repetition, against the mean \
          of that repetition's two alone runs; \"alone again / alone\" is the null control: its spread is what this host's \
          noise alone produces. The tracers are attached before perf starts and stopped after it ends. Every \
-         sched_switch on CPU {h} enters bpftrace's program (which returns early); jitterwatch's switch program hangs \
-         on a perf event of CPU {w} only, and its collector polls from CPU {h}.\n",
+         sched_switch on CPU {h} enters bpftrace's program (which returns early); {where_switch}, and its collector \
+         polls from CPU {h}.\n",
         m.loops, r.bt_probes, m.reps
     );
     let _ = writeln!(o, "| condition | ops/s | ratio to alone (paired) | cost (median) | best run / best alone |\n|---|---|---|---|---|");
@@ -56,12 +83,9 @@ pub fn section(o: &mut String, r: &Results, fig: &Figures, w: usize, h: usize) {
          | part | % of CPU {h} | how |\n|---|---|---|\n\
          | jitterwatch's own threads (collector, main) | {} | /proc/PID/task/*/schedstat during its perf runs; they \
          live on the housekeeping CPUs |\n\
-         | the context-switch hook | {} (null {}): {} | jitterwatch takes switches from a software perf event opened on \
-         CPU {w} only: CPU {h} never enters BPF for a switch and pays a lookup in perf's per-CPU event hash. \
-         Measured by a ping-pong on CPU {h} in ~5 ms batches with that event opened on CPU {w} for every other \
-         batch, each such batch against its two neighbours, 300 pairs a run ({} runs); null: the same harness \
-         opening nothing. The alternatives, by the same harness: a sched_switch program that returns at once unless it \
-         runs on CPU {w} (the fallback where the event cannot be opened) {}; a sched_switch tracepoint perf event opened \
+         | the context-switch hook | {} (null {}): {} | {taken}, each such batch against its two neighbours, 300 pairs \
+         a run ({} runs); null: the same harness opening nothing. The alternatives, by the same harness: {other}; a \
+         sched_switch tracepoint perf event opened \
          on CPU {w} only, its samples written to a ring there, no BPF (its perf probe runs on every CPU, and on CPU {h} \
          returns at the CPU's empty list of events) {}, but on CPU {w} itself, where it builds and writes each record, \
          {} ns a switch (the same harness pinned to CPU {w}, both ends of its ping-pong there; our switch program: {} \
@@ -71,8 +95,9 @@ pub fn section(o: &mut String, r: &Results, fig: &Figures, w: usize, h: usize) {
          What the two hooks jitterwatch can use cost CPU {w} itself, their programs returning at once (the same \
          harness pinned to CPU {w}), ns a switch: the switch event {}, the sched_switch program {} |\n\
          | BPF programs' early returns | {:.2} | figure 3 with the load on CPU {h}: Σ runs × ns/run over the run time \
-         (the tracepoints jitterwatch keeps: IRQs, softirqs, timers, IPIs, and the IPI and work senders); an upper \
-         bound. Not counted: `--wake-origins` (off by default) adds on_waking's {:.2} |\n\
+         (the tracepoints jitterwatch keeps: IRQs, softirqs, timers, IPIs, and the IPI and work senders; the switch \
+         program is the hook's part above); an upper bound. Not counted: `--wake-origins` (off by default) adds \
+         on_waking's {:.2} |\n\
          | **total** | **{}** | a part that is unresolved leaves the total unresolved |\n\
          | a bare spinning vCPU, end to end (not in the total) | {:.1} (null ±{:.1}) | the C loop of figure 1 on CPU {w}, no \
          tracing: what any spin probe costs its sibling vCPU on this host, whoever's probe it is |\n\
@@ -80,15 +105,14 @@ pub fn section(o: &mut String, r: &Results, fig: &Figures, w: usize, h: usize) {
          (bpftool prog show) over a perf run's wall time: a lower bound of its cost, since building each \
          tracepoint record for perf is not counted |\n",
         m.jw_threads_pct.show(2),
-        m.hook_pct.show(2),
+        taken_pct.show(2),
         m.hook_null_pct.show(2),
         match r.hook() {
             Ok(v) => format!("counted as {v:.2}"),
             Err(NoPart::BelowNull(why)) => format!("unresolved: {why}"),
             Err(NoPart::NotMeasured) => "not measured".into(),
         },
-        m.hook_pct.n,
-        m.hook_tp_pct.show(2),
+        taken_pct.n,
         m.hook_tpevent_pct.show(2),
         m.tpevent_watched_ns.show(0),
         r.bpf.switch_ns().0.map_or("not measured".into(), |ns| format!("{ns:.0}")),

@@ -290,6 +290,27 @@ fn figure_2_names_the_other_hooks_where_measured() {
     assert!(row(&f).contains("instead 3.50%); end to end"), "{}", row(&f));
 }
 
+/// Where the switch program ran on the unwatched CPU (the tracepoint),
+/// figure 2's parts add its harness figure, not the event's, and its runs
+/// are not counted again among the early returns.
+#[test]
+fn figure_2_adds_the_hook_the_run_took() {
+    let event = from_results(&results(true), false);
+    let p = crate::bench::verdicts::unwatched_parts(&event);
+    assert!(!p.switch_tp);
+    assert_eq!(p.hook, Some(0.02), "the event's reading");
+    let mut r = results(true);
+    r.bpf.unwatched.push(ProgCost { name: "on_sched_switch".into(), run_cnt: Spread::of(&[1e6]), ns_per_run: Spread::of(&[60.0]) });
+    let f = from_results(&r, false);
+    let p = crate::bench::verdicts::unwatched_parts(&f);
+    assert!(p.switch_tp);
+    assert_eq!(p.hook, Some(3.5), "the sched_switch program's reading");
+    assert_eq!(p.bpf_early, crate::bench::verdicts::unwatched_parts(&event).bpf_early, "its runs are the hook's part");
+    assert_eq!(r.hook(), Ok(3.5));
+    let row = crate::bench::summary::measured(Id::UnwatchedCost, &f);
+    assert!(row.contains("+ sched_switch program 3.50% (± 0.00)") && row.contains("; the switch event instead 0.02%"), "{row}");
+}
+
 #[test]
 fn condition_keys() {
     assert_eq!(slug("idle, SCHED_OTHER"), "idle_sched_other");

@@ -35,6 +35,7 @@ fn reported_figures_are_never_judged() {
 fn parts() -> Unwatched {
     Unwatched {
         own: Some(0.3),
+        switch_tp: false,
         hook: Some(0.05),
         hook_null: Some(0.0),
         hook_null_half_spread: Some(0.1),
