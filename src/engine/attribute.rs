@@ -131,10 +131,11 @@ fn stack_of(causes: &[(Cause, u64)], log: &StackLog, namer: &Namer, t0: u64, t1:
 }
 
 /// Frames of the program that took the stack, above the task's own: the
-/// tracepoint hook's dispatch and the JIT-ed program (an address kallsyms
-/// may not name). The perf-event hook has none.
+/// tracepoint hook's dispatch (its iterator where the kernel calls probes
+/// through one, `__traceiter_sched_switch`) and the JIT-ed program (an
+/// address kallsyms may not name). The perf-event hook has none.
 fn ours(frame: &str) -> bool {
-    frame.starts_with("0x") || frame.starts_with("bpf_prog_") || frame.starts_with("bpf_trace_run") || frame.starts_with("__bpf_trace_")
+    ["0x", "bpf_prog_", "bpf_trace_run", "__bpf_trace_", "__traceiter_"].iter().any(|p| frame.starts_with(p))
 }
 
 /// The origins of the causes in `scratch` (a stall on the CPU whose

@@ -11,7 +11,7 @@ const CPU: u32 = 1;
 const PROBE: u32 = 999;
 const WORK_FN: u64 = 0xffff_ffff_8100_1000;
 const TICK_FN: u64 = 0xffff_ffff_8100_2000;
-const SYMS: &str = "ffffffff81001000 t vmstat_update\nffffffff81002000 t tick_nohz_handler\nffffffff81003000 T bpf_trace_run4\n";
+const SYMS: &str = "ffffffff81001000 t vmstat_update\nffffffff81002000 t tick_nohz_handler\nffffffff81003000 T bpf_trace_run4\nffffffff81000800 T __traceiter_sched_switch\n";
 
 fn comm(s: &str) -> Comm {
     crate::cause::comm(s.as_bytes())

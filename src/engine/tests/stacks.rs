@@ -4,8 +4,9 @@
 use super::*;
 
 /// Our program's frames first (the JIT-ed program, unnamed; the hook's
-/// dispatch), then the task's.
-const STACK: [u64; 5] = [0xffff_ffff_c002_67cc, 0xffff_ffff_8100_3010, 0xffff_ffff_8100_2010, 0xffff_ffff_8100_1000, 0xdead];
+/// dispatch and the tracepoint's iterator), then the task's.
+const STACK: [u64; 6] =
+    [0xffff_ffff_c002_67cc, 0xffff_ffff_8100_3010, 0xffff_ffff_8100_0840, 0xffff_ffff_8100_2010, 0xffff_ffff_8100_1000, 0xdead];
 
 /// A hog (pid 50) that runs from 1,000 to 3,000 ns and leaves with stack 7.
 fn hog_leaves() -> Vec<Event> {
