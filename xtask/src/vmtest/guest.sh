@@ -216,6 +216,25 @@ RC=$?
 grep -q '"wakeup"' /tmp/w.json && [ "$RC" = 0 ]
 check wakeup-probe $? "status $RC, hiccups=$(num hiccups /tmp/w.json) $(oneline /tmp/w.err 1)"
 
+# The per-CPU perf event as the switch hook (--switch-hook perf-event; the
+# default is the sched_switch tracepoint, which every other run here takes):
+# a busy task beside the probe is named all the same, and the summary says
+# which hook the run took. From 5.11 (bpf_get_current_task_btf, and Debian
+# builds CONFIG_FAIR_GROUP_SCHED) the event; before, the tracepoint and why.
+taskset -c "$CPU" /bin/jwbusy &
+B=$!
+jitterwatch --cpus "$CPU" --switch-hook perf-event --duration 2s --no-tui --json --csv /tmp/ph.csv >/tmp/ph.json 2>/tmp/ph.err
+RC=$?
+kill $B
+HOOK=$(sed -n 's/.*"switch_hook": *"\([^"]*\)".*/\1/p' /tmp/ph.json | head -n 1)
+case "$(uname -r)" in
+[1-4].* | 5.[0-9].* | 5.10.*) WANT='tp_btf/sched_switch' ;;
+*) WANT='per-CPU perf event' ;;
+esac
+N=$(grep -c 'task:jwbusy' /tmp/ph.csv)
+[ "$RC" = 0 ] && [ "${HOOK#"$WANT"}" != "$HOOK" ] && [ "$N" -gt 0 ]
+check switch-hook $? "status $RC, $N rows name jwbusy; hook: $HOOK $(oneline /tmp/ph.err 1)"
+
 # Without root (#42): the spin probe as uid 65534 with only the unit's
 # capabilities (contrib/systemd/jitterwatch.service), in the lock directory
 # root makes for that uid. Then under a 64 KiB RLIMIT_MEMLOCK: a kernel

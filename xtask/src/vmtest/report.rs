@@ -17,6 +17,7 @@ pub const CHECKS: &[&str] = &[
     "passive-running",
     "passive-new",
     "wakeup-probe",
+    "switch-hook",
     "nonroot",
     "memlock",
     "exit",
