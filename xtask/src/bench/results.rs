@@ -71,12 +71,20 @@ pub fn hook_part(hook: f64, null: f64, null_half_spread: f64) -> Result<f64, NoP
 }
 
 impl Results {
-    /// The part of the hook this run took (the sched_switch program where
-    /// it ran on the unwatched CPU, else the per-CPU event), from this
-    /// run's spreads.
-    pub fn hook(&self) -> Result<f64, NoPart> {
+    /// The harness's reading of the hook this run took: the sched_switch
+    /// program where it ran on the unwatched CPU, else the per-CPU event.
+    pub fn taken_hook(&self) -> &super::spread::Spread {
         let m = &self.machine;
-        let (h, n) = (if self.bpf.switch_everywhere() { &m.hook_tp_pct } else { &m.hook_pct }, &m.hook_null_pct);
+        if self.bpf.switch_everywhere() {
+            &m.hook_tp_pct
+        } else {
+            &m.hook_pct
+        }
+    }
+
+    /// That hook's part, from this run's spreads.
+    pub fn hook(&self) -> Result<f64, NoPart> {
+        let (h, n) = (self.taken_hook(), &self.machine.hook_null_pct);
         if h.n == 0 || n.n == 0 {
             return Err(NoPart::NotMeasured);
         }

@@ -40,7 +40,7 @@ pub fn section(o: &mut String, r: &Results, fig: &Figures, w: usize, h: usize) {
             format!("a sched_switch program that returns at once unless it runs on CPU {w} (the default hook) {}", m.hook_tp_pct.show(2)),
         )
     };
-    let taken_pct = if tp { &m.hook_tp_pct } else { &m.hook_pct };
+    let taken_pct = r.taken_hook();
     let _ = writeln!(o, "\n## 2. Cost to the rest of the machine\n");
     let _ = writeln!(
         o,
