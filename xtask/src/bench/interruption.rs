@@ -8,9 +8,10 @@
 //! IPI), a stat_refresh write (a workqueue item), and two function-call
 //! IPIs 20 µs apart (the second with warm caches: how much of the cost is
 //! cold lines); and keeps when. The
-//! tick's gaps are found by their period (the comb of 1/HZ with a gap in
-//! nearly every slot), the others' as the gaps that begin soon after their
-//! send (the C program: assets/interrupts.rs). Three runs, alternated:
+//! tick's gaps are those at its instants, which the kernel's books give
+//! (tick.rs; else the comb of 1/HZ with a gap in nearly every slot), the
+//! others' as the gaps that begin soon after their send (the C program:
+//! assets/interrupts.rs). Three runs, alternated:
 //! nothing attached; jitterwatch in passive mode with every program
 //! returning at once (JITTERWATCH_BPF_FLOOR=1: the kernel's hooks alone);
 //! and the paired run, jitterwatch watching while the loop turns its
@@ -32,6 +33,7 @@ use anyhow::{Context as _, Result};
 
 mod gaps;
 mod stats;
+mod tick;
 pub use gaps::{classify, classify_paired, parse, ByKind, Gaps, Kind};
 pub use stats::per_kind;
 
@@ -124,6 +126,9 @@ pub struct PerInterruption {
     /// The kernel's BPF statistics per program over the loop's runs: our
     /// programs whole, and returning at once (JITTERWATCH_BPF_FLOOR=1).
     pub stats: [Vec<ProgCost>; 2],
+    /// Of the runs whose gaps were classified, how many had the tick's
+    /// grid from the kernel's books (the others looked for its comb).
+    pub tick_books: [usize; 2],
 }
 
 /// 3b: the three runs, alternated, `reps` times each.
@@ -140,6 +145,13 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
     let nic = super::nic::route_to(cx.watched);
     let gateway = nic.as_ref().map_or("-".to_string(), |r| r.gateway.to_string());
     let dir = tempfile_dir()?;
+    let mut tick_books = [0, 0];
+    let mut run = |cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(Watch, &Path)>| {
+        let g = run(cx, exe, secs, gateway, jw)?;
+        tick_books[0] += usize::from(g.tick.is_some());
+        tick_books[1] += 1;
+        anyhow::Ok(g)
+    };
     for _ in 0..reps {
         none.add(&run(cx, exe, secs, &gateway, None)?);
         floor.add(&run(cx, exe, secs, &gateway, Some((Watch::Floor, &dir.join("floor.csv"))))?);
@@ -174,6 +186,7 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
         own: own.map(|v| Spread::of(&v)),
         routed: nic.as_ref().map(|r| r.irqs.clone()).map_err(|e| format!("{e:#}")),
         stats: stats.map(|runs| prog_costs(&runs)),
+        tick_books,
     })
 }
 
@@ -213,6 +226,7 @@ enum Watch {
 /// it in passive mode.
 fn run(cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(Watch, &Path)>) -> Result<Gaps> {
     let mut args = vec![cx.watched.to_string(), cx.house.to_string(), format!("{secs}"), SLOT_US.to_string(), gateway.to_string()];
+    let mut tick_at = None;
     let _jw = match jw {
         Some((how, csv)) => {
             let mut c = Command::new(&cx.bin);
@@ -233,8 +247,27 @@ fn run(cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(Watch, &Path)
         }
         None => None,
     };
-    let out = util::output(Command::new(exe).args(&args))?;
-    Ok(parse(&out))
+    let mut g = parse(&run_reading_tick(cx.watched, secs, Command::new(exe).args(&args), &mut tick_at)?);
+    g.tick = tick_at;
+    Ok(g)
+}
+
+/// Runs the loop `cmd` (`secs` long, on CPU `cpu`) for its output, and
+/// reads where its CPU's ticks fall meanwhile (tick.rs) into `grid`
+/// (None where the books do not say: no LOC row, no tick timer listed).
+fn run_reading_tick(cpu: usize, secs: f64, cmd: &mut Command, grid: &mut Option<(u64, u64)>) -> Result<String> {
+    let loc = || std::fs::read_to_string("/proc/interrupts").ok().and_then(|t| tick::local_timer_count(&t, cpu));
+    let before = loc();
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().with_context(|| format!("cannot run `{:?}`", cmd))?;
+    // Once the loop has run a while (its CPU busy, its tick running).
+    std::thread::sleep(Duration::from_secs_f64((secs / 3.0).min(0.5)));
+    let expiry = std::fs::read_to_string("/proc/timer_list").ok().and_then(|t| tick::tick_expiry(&t, cpu));
+    let out = child.wait_with_output().context("waiting for the loop")?;
+    if !out.status.success() {
+        anyhow::bail!("the loop failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
+    }
+    *grid = before.zip(loc()).zip(expiry).and_then(|(loc, e)| tick::grid(loc, secs, e));
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The running jitterwatch's .bss map (the newest of that name) and the

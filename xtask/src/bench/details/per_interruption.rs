@@ -35,8 +35,11 @@ pub fn section(o: &mut String, p: Option<&PerInterruption>, w: usize, h: usize) 
          second sent 20 µs after the first returned (membarrier waits for the call to end on CPU {w}): the second finds \
          the lines the interruption and our programs touch still in CPU {w}'s caches, where every other kind finds them \
          as a millisecond of spinning and the host's pauses left them (no target: it says how much of the cold IPI's \
-         cost is its cold caches; the first's gap is no kind's). A tick's gaps are those on the tick's \
-         period (the comb of 1/HZ that holds a gap in nearly every slot); each send's, the longest gap that \
+         cost is its cold caches; the first's gap is no kind's). A tick's gaps are those at its instants, \
+         by the kernel's books (the phase from its tick timer's expiry in /proc/timer_list, read during the run; the \
+         period from CPU {w}'s LOC count over the run, the nearest HZ), that begin within 10 µs of one or last past it \
+         (a host pause the tick merged with); where the books say nothing, the comb of 1/HZ that holds a gap in nearly \
+         every slot (the books gave the tick's instants in {} of {} runs); each send's, the longest gap that \
          begins within 60 µs of it (the IPIs, the kworker) or 400 µs (the NIC's completion, 50–150 µs after its send \
          here): the host's short pauses fall in the same windows. A send whose window also holds a tick or another \
          kind's window gives none. Three runs, alternated, {} times: nothing attached ({} s); `jitterwatch --comm jwgaps --cpus {w}` \
@@ -50,6 +53,8 @@ pub fn section(o: &mut String, p: Option<&PerInterruption>, w: usize, h: usize) 
          attached), with that drift. Each run's gaps of a kind give their 25th percentile and median; the table has the \
          median of the runs'. `self` is jitterwatch's own time per interruption by its programs' clock reads, from the \
          paired runs' CSVs (the `self: jitterwatch` cause of the rows that are one interruption of the kind).\n",
+        p.tick_books[0],
+        p.tick_books[1],
         p.reps,
         p.secs,
         p.secs,

@@ -181,6 +181,7 @@ fn results(sampled: bool) -> Results {
                     names.dedup();
                     names.into_iter().map(|name| ProgCost { name: name.into(), run_cnt: s(700.0), ns_per_run: s(ns(name)) }).collect()
                 }),
+                tick_books: [40, 40],
             }
         }),
         bt_probes: 21,

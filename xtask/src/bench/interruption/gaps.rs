@@ -104,6 +104,9 @@ pub struct Gaps {
     /// no kind's (not the tick's either).
     pub primers: Vec<u64>,
     pub toggles: Vec<(u64, bool)>,
+    /// The tick's (period, phase) by the kernel's books (tick.rs), when
+    /// they were read; else it is looked for in the gaps (tick_comb).
+    pub tick: Option<(u64, u64)>,
 }
 
 pub fn parse(text: &str) -> Gaps {
@@ -180,16 +183,18 @@ fn classify_at(g: &Gaps) -> ByKind<Vec<Gap>> {
     let primed = |at: u64| follows(&g.primers, at, 20_000);
     let after_any = |at: u64| primed(at) || Kind::ALL[1..].iter().any(|&k| after(k, at));
     let rest: Vec<(u64, u64)> = g.gaps.iter().copied().filter(|&(at, _)| !after_any(at)).collect();
-    let comb = tick_comb(&rest, &after_any);
-    let on_tick = |at: u64| {
+    let comb = g.tick.or_else(|| tick_comb(&rest, &after_any));
+    // A gap is the tick's if it begins near a tick, or began before one
+    // and lasted past it (a host pause the tick merged with).
+    let on_tick = |at: u64, len: u64| {
         comb.is_some_and(|(p, ph)| {
             let d = (at % p + p - ph % p) % p;
-            d <= TICK_WITHIN_NS || p - d <= TICK_WITHIN_NS
+            d <= TICK_WITHIN_NS || p - d <= TICK_WITHIN_NS || len >= p - d
         })
     };
     let windows = |at: u64| Kind::ALL[1..].iter().filter(|&&k| after(k, at)).count();
     let mut by: ByKind<Vec<Gap>> = Default::default();
-    by[0] = g.gaps.iter().copied().filter(|&(at, _)| on_tick(at) && windows(at) == 0 && !primed(at)).collect();
+    by[0] = g.gaps.iter().copied().filter(|&(at, len)| on_tick(at, len) && windows(at) == 0 && !primed(at)).collect();
     // A send's interruption is the longest gap in its window: the host's
     // short pauses fall there too. A window that also holds the tick or
     // another kind's window gives nothing: the two may have merged.
@@ -198,7 +203,7 @@ fn classify_at(g: &Gaps) -> ByKind<Vec<Gap>> {
             let from = g.gaps.partition_point(|&(at, _)| at < s);
             let to = g.gaps.partition_point(|&(at, _)| at <= s + k.within());
             let mine = &g.gaps[from..to];
-            if mine.iter().any(|&(at, _)| on_tick(at) || windows(at) > 1) {
+            if mine.iter().any(|&(at, len)| on_tick(at, len) || windows(at) > 1) {
                 continue;
             }
             by[k as usize].extend(mine.iter().copied().max_by_key(|&(_, len)| len));

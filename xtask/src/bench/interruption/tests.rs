@@ -152,3 +152,34 @@ fn each_stage_is_a_value_jitterwatch_takes() {
         assert!(body.contains(&format!("\"{stage}\"")), "src/bpf.rs's bench_stop() does not take {stage:?}:\n{body}");
     }
 }
+
+/// Ticks every 4 ms at phase 0, each merged with a host pause in one slot
+/// of two, begun 25–45 µs before it: where the gap begins moves, the
+/// tick does not.
+fn merged_ticks() -> Gaps {
+    let mut g = Gaps::default();
+    for k in 1..750u64 {
+        let early = if k % 2 == 0 { 25_000 + (k % 5) * 5_000 } else { 500 };
+        g.gaps.push((k * 4_000_000 - early, early + 13_000));
+    }
+    // The host's short pauses, every 1 ms between the ticks.
+    for k in 1..3000u64 {
+        if k % 4 != 0 {
+            g.gaps.push((k * 1_000_000 + 300_000, 800));
+        }
+    }
+    g.gaps.sort_unstable();
+    g
+}
+
+#[test]
+fn the_kernels_tick_grid_finds_ticks_merged_with_a_pause() {
+    let g = merged_ticks();
+    // By the gaps alone, one tick in two begins off its slot: no comb
+    // holds a gap in 80% of its slots.
+    assert!(classify(&g)[0].len() < 400, "{}", classify(&g)[0].len());
+    let known = Gaps { tick: Some((4_000_000, 0)), ..merged_ticks() };
+    let ticks = &classify(&known)[0];
+    assert_eq!(ticks.len(), 749, "every tick, merged or not");
+    assert!(ticks.iter().all(|&l| l >= 13_000 && l < 60_000), "and no host pause alone");
+}
