@@ -117,6 +117,7 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
         hog: assets::compile(&tmp, "hog", assets::HOG)?,
         hookcost: assets::compile(&tmp, "hookcost", assets::HOOKCOST)?,
         interrupts: assets::compile(&tmp, "interrupts", assets::INTERRUPTS)?,
+        wakes: assets::compile(&tmp, "wakes", assets::WAKES)?,
         bt_script,
     };
 

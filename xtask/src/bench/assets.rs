@@ -1,8 +1,9 @@
 //! What the bench compiles and runs besides jitterwatch: the yardsticks
 //! (a bare C loop, the bpftrace script it compares against) here, the
 //! context-switch hook's cost in hookcost.rs, the loads it drives in
-//! loads.rs, figure 3b's gap loop in interrupts.rs; C written to a temp
-//! dir and built with gcc -O2.
+//! loads.rs, figure 3b's gap loop in interrupts.rs, figure 8b's paired
+//! wake-up loop in wakes.rs, the C they share in headers.rs; C written to a
+//! temp dir and built with gcc -O2.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,12 +12,15 @@ use anyhow::{Context, Result};
 
 use crate::proc;
 
+mod headers;
 mod hookcost;
 mod interrupts;
 mod loads;
+mod wakes;
 pub use hookcost::HOOKCOST;
 pub use interrupts::INTERRUPTS;
 pub use loads::{HOG, IPISTORM, PINGPONG, TCPPP};
+pub use wakes::WAKES;
 
 /// The limit for the probe: a bare clock_gettime loop. Its floor is found
 /// as jitterwatch's probe finds its own (docs/threshold.md): over its first
@@ -136,8 +140,13 @@ pub fn bpftrace_script(cpu: usize) -> (String, usize) {
     (script, n)
 }
 
-/// Writes `src` as NAME.c in `dir` and builds it with gcc -O2.
+/// Writes `src` as NAME.c in `dir`, the shared headers beside it, and
+/// builds it with gcc -O2.
 pub fn compile(dir: &Path, name: &str, src: &str) -> Result<PathBuf> {
+    for (file, text) in headers::HEADERS {
+        let h = dir.join(file);
+        std::fs::write(&h, text).with_context(|| format!("writing {}", h.display()))?;
+    }
     let c = dir.join(format!("{name}.c"));
     let exe = dir.join(name);
     std::fs::write(&c, src).with_context(|| format!("writing {}", c.display()))?;

@@ -261,6 +261,14 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
             .with(&format!("watched_{stat}_us"), b.and_then(|b| med(&b.watched[i])))
             .with(&format!("paired_{stat}_pct"), b.and_then(|b| med(&b.paired[i])));
     }
+    for (i, stat) in super::wakeup::paired::STATS.into_iter().enumerate() {
+        let r = b.map(|b| &b.in_run);
+        fig = fig
+            .with(&format!("in_run_added_{stat}_ns"), r.and_then(|r| med(&r.added[i])))
+            .with(&format!("in_run_added_{stat}_pct"), r.and_then(|r| med(&r.added_pct[i])))
+            .with(&format!("in_run_off_{stat}_ns"), r.and_then(|r| med(&r.off[i])))
+            .with(&format!("in_run_none_{stat}_ns"), r.and_then(|r| med(&r.none[i])));
+    }
     o.insert(Id::WatchedCyclictest, fig);
     o.insert(Id::PerInterruption, per_interruption(r.per_interruption.as_ref(), &q));
     o

@@ -272,7 +272,7 @@ fn run_reading_tick(cpu: usize, secs: f64, cmd: &mut Command, grid: &mut Option<
 
 /// The running jitterwatch's .bss map (the newest of that name) and the
 /// offset of `watched` in it, from bpftool.
-fn watched_byte() -> Result<(u64, u64)> {
+pub(super) fn watched_byte() -> Result<(u64, u64)> {
     let maps = util::output(Command::new("bpftool").args(["map", "show", "-j"]))?;
     let (map, btf) = bss_map(&maps).context("no jitterwatch .bss map is loaded")?;
     let dump = util::output(Command::new("bpftool").args(["btf", "dump", "id", &btf.to_string()]))?;

@@ -23,6 +23,8 @@ pub struct Ctx {
     pub hookcost: PathBuf,
     /// Figure 3b's spin loop and IPI sender.
     pub interrupts: PathBuf,
+    /// Figure 8b's paired wake-up loop.
+    pub wakes: PathBuf,
     pub bt_script: PathBuf,
 }
 

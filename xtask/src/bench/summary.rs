@@ -157,7 +157,7 @@ pub fn measured(id: Id, f: &Figures) -> String {
             })
             .join("; "),
         Id::WatchedCyclictest => format!(
-            "cyclictest alone vs watched: avg {} vs {} µs, p50 {} vs {} µs, p99 {} vs {} µs; each round's change, median: avg {}, p50 {}, p99 {} ({} wake-ups seen per run)",
+            "cyclictest alone vs watched: avg {} vs {} µs, p50 {} vs {} µs, p99 {} vs {} µs; each round's change, median: avg {}, p50 {}, p99 {} ({} wake-ups seen per run); within one run, its measurement watched less not watched: avg {} ns ({}), p50 {} ns, p99 {} ns",
             n(v("alone_avg_us"), 1),
             n(v("watched_avg_us"), 1),
             n(v("alone_p50_us"), 0),
@@ -167,7 +167,11 @@ pub fn measured(id: Id, f: &Figures) -> String {
             pct(v("paired_avg_pct")),
             pct(v("paired_p50_pct")),
             pct(v("paired_p99_pct")),
-            n(v("wakeups_seen"), 0)
+            n(v("wakeups_seen"), 0),
+            n(v("in_run_added_avg_ns"), 0),
+            pct(v("in_run_added_avg_pct")),
+            n(v("in_run_added_p50_ns"), 0),
+            n(v("in_run_added_p99_ns"), 0)
         ),
         Id::PerInterruption => crate::bench::interruption::Kind::ALL
             .map(|k| {

@@ -12,6 +12,8 @@ use serde_json::Value;
 use super::measure::Ctx;
 use super::util::{self, Bg, Spread};
 
+pub mod paired;
+
 /// One condition: its name, SCHED_FIFO priority (None: SCHED_OTHER) and
 /// whether the pipe load runs on the CPU.
 pub(super) const CONDITIONS: [(&str, Option<u32>, bool); 4] = [
@@ -52,6 +54,8 @@ pub struct Observer {
     /// Wake-ups jitterwatch counted on cyclictest's thread, per watched run
     /// (0: it did not find the thread, and the run measured nothing).
     pub wakeups_seen: Spread,
+    /// The same wake-up watched and not within one run (paired.rs).
+    pub in_run: paired::InRun,
 }
 
 impl Lat {
@@ -164,8 +168,14 @@ pub fn observer(cx: &Ctx) -> Result<Observer> {
             seen.push(threads.iter().map(|t| t["classes"]["wakeups"].as_f64().unwrap_or(0.0)).sum());
         }
     }
-    let o =
-        Observer { alone: spreads(&alone), watched: spreads(&watched), paired: paired(&alone, &watched), wakeups_seen: Spread::of(&seen) };
+    let in_run = paired::measure(cx)?;
+    let o = Observer {
+        alone: spreads(&alone),
+        watched: spreads(&watched),
+        paired: paired(&alone, &watched),
+        wakeups_seen: Spread::of(&seen),
+        in_run,
+    };
     println!(
         "bench:   cyclictest alone vs watched: avg {:.1} vs {:.1} µs, p99 {:.0} vs {:.0} µs ({:.0} wake-ups seen per run)",
         o.alone[1].median, o.watched[1].median, o.alone[3].median, o.watched[3].median, o.wakeups_seen.median
@@ -270,6 +280,7 @@ pub fn markdown(rows: &[Row], obs: Option<&Observer>, watched: usize, quick: boo
             if let Some(why) = why_they_differ(rows, b) {
                 o += &why;
             }
+            o += &paired::markdown(&b.in_run, watched);
         }
         None => o += "Not measured.\n",
     }
@@ -344,7 +355,13 @@ mod tests {
     fn the_gap_to_cyclictest_is_set_beside_the_observer_effect() {
         let sp = |avg: f64| -> [Spread; 5] { std::array::from_fn(|i| Spread::of(&[if i == 1 { avg } else { 1.0 }])) };
         let rows = [Row { condition: "idle, FIFO 80", cyclictest: sp(15.0), jitterwatch: sp(16.0) }];
-        let obs = Observer { alone: sp(14.0), watched: sp(16.0), paired: sp(14.3), wakeups_seen: Spread::of(&[5498.0]) };
+        let obs = Observer {
+            alone: sp(14.0),
+            watched: sp(16.0),
+            paired: sp(14.3),
+            wakeups_seen: Spread::of(&[5498.0]),
+            in_run: paired::example(&|x| Spread::of(&[x])),
+        };
         let why = why_they_differ(&rows, &obs).unwrap();
         assert!(why.contains("+1.0 µs from cyclictest") && why.contains("within the 1 µs"), "{why}");
         let rows = [Row { condition: "idle, FIFO 80", cyclictest: sp(14.0), jitterwatch: sp(16.0) }];

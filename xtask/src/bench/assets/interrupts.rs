@@ -55,6 +55,8 @@ pub const INTERRUPTS: &str = r#"
 #include <time.h>
 #include <unistd.h>
 
+#include "map_byte.h"
+
 #define CAP (1 << 20)
 static uint64_t gap_at[CAP], gap_len[CAP], toggled[CAP];
 static size_t ngaps, ntoggled;
@@ -153,26 +155,6 @@ static void *sender(void *arg)
 		}
 	}
 	return 0;
-}
-
-/* The byte at `offset` of BPF array map `id`'s first value, mapped writable. */
-static volatile uint8_t *map_byte(unsigned id, size_t offset)
-{
-	union bpf_attr a;
-	memset(&a, 0, sizeof(a));
-	a.map_id = id;
-	int fd = syscall(SYS_bpf, BPF_MAP_GET_FD_BY_ID, &a, sizeof(a));
-	if (fd < 0) {
-		perror("BPF_MAP_GET_FD_BY_ID");
-		exit(1);
-	}
-	size_t len = (offset / 4096 + 1) * 4096;
-	void *m = mmap(0, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED) {
-		perror("mmap of the map");
-		exit(1);
-	}
-	return (volatile uint8_t *)m + offset;
 }
 
 int main(int argc, char **argv)

@@ -131,6 +131,7 @@ fn results(sampled: bool) -> Results {
             watched: std::array::from_fn(|_| s(50.5)),
             paired: std::array::from_fn(|_| s(1.0)),
             wakeups_seen: s(5000.0),
+            in_run: wakeup::paired::example(&s),
         }),
         recorder: [(Load::PerfPipe, false), (Load::PerfPipe, true), (STORM, false), (STORM, true)][..rows(4)]
             .iter()
