@@ -40,6 +40,7 @@ pub use stats::per_kind;
 use super::measure::{prog_costs, Ctx, ProgCost};
 use super::spread::Spread;
 use super::util::{self, Bg};
+use crate::proc;
 
 /// The stages the extra paired runs stop our programs at (their
 /// JITTERWATCH_BPF_FLOOR values), in the order of the work they do.
@@ -146,8 +147,9 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
     let gateway = nic.as_ref().map_or("-".to_string(), |r| r.gateway.to_string());
     let dir = tempfile_dir()?;
     let mut tick_books = [0, 0];
+    // Every run, counting those whose tick the kernel's books placed.
     let mut run = |cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(Watch, &Path)>| {
-        let g = run(cx, exe, secs, gateway, jw)?;
+        let g = self::run(cx, exe, secs, gateway, jw)?;
         tick_books[0] += usize::from(g.tick.is_some());
         tick_books[1] += 1;
         anyhow::Ok(g)
@@ -226,7 +228,6 @@ enum Watch {
 /// it in passive mode.
 fn run(cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(Watch, &Path)>) -> Result<Gaps> {
     let mut args = vec![cx.watched.to_string(), cx.house.to_string(), format!("{secs}"), SLOT_US.to_string(), gateway.to_string()];
-    let mut tick_at = None;
     let _jw = match jw {
         Some((how, csv)) => {
             let mut c = Command::new(&cx.bin);
@@ -247,27 +248,26 @@ fn run(cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(Watch, &Path)
         }
         None => None,
     };
-    let mut g = parse(&run_reading_tick(cx.watched, secs, Command::new(exe).args(&args), &mut tick_at)?);
-    g.tick = tick_at;
-    Ok(g)
+    let (out, tick) = run_reading_tick(cx.watched, secs, Command::new(exe).args(&args))?;
+    Ok(Gaps { tick, ..parse(&out) })
 }
 
 /// Runs the loop `cmd` (`secs` long, on CPU `cpu`) for its output, and
-/// reads where its CPU's ticks fall meanwhile (tick.rs) into `grid`
-/// (None where the books do not say: no LOC row, no tick timer listed).
-fn run_reading_tick(cpu: usize, secs: f64, cmd: &mut Command, grid: &mut Option<(u64, u64)>) -> Result<String> {
+/// where its CPU's ticks fell meanwhile (tick.rs; None where the books do
+/// not say: no LOC row, no tick timer listed).
+fn run_reading_tick(cpu: usize, secs: f64, cmd: &mut Command) -> Result<(String, Option<(u64, u64)>)> {
     let loc = || std::fs::read_to_string("/proc/interrupts").ok().and_then(|t| tick::local_timer_count(&t, cpu));
     let before = loc();
-    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().with_context(|| format!("cannot run `{:?}`", cmd))?;
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().with_context(|| format!("cannot run `{}`", proc::show(cmd)))?;
     // Once the loop has run a while (its CPU busy, its tick running).
     std::thread::sleep(Duration::from_secs_f64((secs / 3.0).min(0.5)));
     let expiry = std::fs::read_to_string("/proc/timer_list").ok().and_then(|t| tick::tick_expiry(&t, cpu));
-    let out = child.wait_with_output().context("waiting for the loop")?;
+    let out = child.wait_with_output().with_context(|| format!("waiting for `{}`", proc::show(cmd)))?;
     if !out.status.success() {
-        anyhow::bail!("the loop failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
+        anyhow::bail!("`{}` failed ({}): {}", proc::show(cmd), proc::describe(out.status), String::from_utf8_lossy(&out.stderr).trim());
     }
-    *grid = before.zip(loc()).zip(expiry).and_then(|(loc, e)| tick::grid(loc, secs, e));
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    let grid = before.zip(loc()).zip(expiry).and_then(|(loc, e)| tick::grid(loc, secs, e));
+    Ok((String::from_utf8_lossy(&out.stdout).into_owned(), grid))
 }
 
 /// The running jitterwatch's .bss map (the newest of that name) and the
