@@ -267,7 +267,9 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
             .with(&format!("in_run_added_{stat}_ns"), r.and_then(|r| med(&r.added[i])))
             .with(&format!("in_run_added_{stat}_pct"), r.and_then(|r| med(&r.added_pct[i])))
             .with(&format!("in_run_off_{stat}_ns"), r.and_then(|r| med(&r.off[i])))
-            .with(&format!("in_run_none_{stat}_ns"), r.and_then(|r| med(&r.none[i])));
+            .with(&format!("in_run_none_{stat}_ns"), r.and_then(|r| med(&r.none[i])))
+            .with(&format!("in_run_hooks_{stat}_ns"), r.and_then(|r| med(&r.hooks[i])))
+            .with(&format!("in_run_hooks_{stat}_pct"), r.and_then(|r| med(&r.hooks_pct[i])));
     }
     o.insert(Id::WatchedCyclictest, fig);
     o.insert(Id::PerInterruption, per_interruption(r.per_interruption.as_ref(), &q));

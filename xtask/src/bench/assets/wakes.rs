@@ -1,9 +1,13 @@
 //! Figure 8b's paired loop: cyclictest's measurement (a SCHED_FIFO thread
 //! that sleeps to an absolute deadline and reads how late it woke), which
 //! turns jitterwatch's watching of its CPU off and on between wake-ups, so
-//! what watching adds to a wake-up is read within one run.
+//! what watching adds to a wake-up is read within one run; and, given
+//! jitterwatch's programs, attaches a second set of them in a third window
+//! (not watched: both sets return at their first test), so what the hooks
+//! alone add is read within the run too.
 
-/// `wakes W SECS INTERVAL_US PRIO [MAP_ID OFFSET TOGGLE_MS]`.
+/// `wakes W SECS INTERVAL_US PRIO [MAP_ID OFFSET TOGGLE_MS [PROG...]]`, each
+/// PROG `ID` (a tp_btf program) or `ID:TRACEPOINT` (a raw_tp one).
 pub const WAKES: &str = r#"
 /*
  * Like `cyclictest -t1 -a W -i INTERVAL_US -p PRIO -m` with
@@ -15,8 +19,20 @@ pub const WAKES: &str = r#"
  * With MAP_ID, OFFSET and TOGGLE_MS it turns jitterwatch's watched[W] off
  * and on every TOGGLE_MS, right after a wake-up was read and before the
  * next sleep: from user space on W, so no interruption of W is open then
- * and each wake-up is watched whole or not at all. Prints "L late on" per
- * wake-up (on: 1 watched, 0 not; 2 without a toggle).
+ * and each wake-up is watched whole or not at all.
+ *
+ * With PROGs (jitterwatch's attached programs, by id) a third window
+ * follows each not-watched one: a second link of each program is opened
+ * (BPF_RAW_TRACEPOINT_OPEN, from user space on W again) and closed as the
+ * window ends. Not watched, both links of a program return at its first
+ * test: that window less the not-watched one is one set of hooks'
+ * dispatch. If a link cannot be opened (a kernel before 6.10 refuses a
+ * program's second link to one tracepoint) the loop says so on stderr and
+ * keeps two windows.
+ *
+ * Prints "L late class pos" per wake-up (class: 1 watched, 0 not, 3 not
+ * watched with the second set, 2 without a toggle; pos: its place in its
+ * window, from 0).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -27,8 +43,66 @@ pub const WAKES: &str = r#"
 #include "map_byte.h"
 
 #define CAP (1 << 22)
+#define MAX_PROGS 64
 static uint64_t late[CAP];
 static uint8_t was_on[CAP];
+static uint16_t place[CAP];
+
+static int prog_fd[MAX_PROGS], link_fd[MAX_PROGS];
+static const char *tp_name[MAX_PROGS];
+static int progs;
+
+static int bpf(int cmd, union bpf_attr *a)
+{
+	return syscall(SYS_bpf, cmd, a, sizeof(*a));
+}
+
+/* "ID" or "ID:TRACEPOINT": the program's fd, and the tracepoint a raw_tp
+ * program needs named (a tp_btf one carries its own). */
+static int open_prog(char *arg)
+{
+	char *colon = strchr(arg, ':');
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	if (colon)
+		*colon = 0;
+	tp_name[progs] = colon ? colon + 1 : 0;
+	a.prog_id = atoi(arg);
+	prog_fd[progs] = bpf(BPF_PROG_GET_FD_BY_ID, &a);
+	if (prog_fd[progs] < 0) {
+		perror("BPF_PROG_GET_FD_BY_ID");
+		return -1;
+	}
+	progs++;
+	return 0;
+}
+
+/* Opens the second link of every program; on a refusal closes those opened. */
+static int attach_all(void)
+{
+	for (int i = 0; i < progs; i++) {
+		union bpf_attr a;
+
+		memset(&a, 0, sizeof(a));
+		a.raw_tracepoint.name = (uint64_t)(uintptr_t)tp_name[i];
+		a.raw_tracepoint.prog_fd = prog_fd[i];
+		link_fd[i] = bpf(BPF_RAW_TRACEPOINT_OPEN, &a);
+		if (link_fd[i] < 0) {
+			perror("a second link of a program (BPF_RAW_TRACEPOINT_OPEN)");
+			while (i-- > 0)
+				close(link_fd[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void detach_all(void)
+{
+	for (int i = 0; i < progs; i++)
+		close(link_fd[i]);
+}
 
 static uint64_t ns(const struct timespec *t)
 {
@@ -49,6 +123,9 @@ int main(int argc, char **argv)
 		toggle_every = strtoull(argv[7], 0, 10) * 1000000u / interval;
 		if (toggle_every == 0)
 			toggle_every = 1;
+		for (int i = 8; i < argc && progs < MAX_PROGS; i++)
+			if (open_prog(argv[i]))
+				return 1;
 	}
 	cpu_set_t s;
 	CPU_ZERO(&s);
@@ -74,11 +151,13 @@ int main(int argc, char **argv)
 	}
 	prctl(PR_SET_NAME, "jwwakes", 0, 0, 0);
 	for (size_t i = 0; i < CAP; i += 512)
-		late[i] = was_on[i] = 0;
+		late[i] = was_on[i] = place[i] = 0;
 	uint64_t n = (uint64_t)(secs * 1e9) / interval;
 	if (n > CAP)
 		n = CAP;
+	/* The window: 1 watched, then 0 not, then 3 not with the second set. */
 	uint8_t on = 1;
+	uint64_t pos = 0;
 	struct timespec next, t;
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (uint64_t i = 0; i < n; i++) {
@@ -89,15 +168,24 @@ int main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		late[i] = ns(&t) > d ? ns(&t) - d : 0;
 		was_on[i] = flag ? on : 2;
+		place[i] = pos < 65535 ? pos : 65535;
+		pos++;
 		if (flag && (i + 1) % toggle_every == 0) {
-			on ^= 1;
-			*flag = on;
+			pos = 0;
+			if (on == 3)
+				detach_all();
+			if (on == 0 && progs && attach_all())
+				progs = 0;
+			on = on == 1 ? 0 : on == 0 && progs ? 3 : 1;
+			*flag = on == 1;
 		}
 	}
+	if (on == 3)
+		detach_all();
 	if (flag)
 		*flag = 1;
 	for (uint64_t i = 0; i < n; i++)
-		printf("L %llu %u\n", (unsigned long long)late[i], (unsigned)was_on[i]);
+		printf("L %llu %u %u\n", (unsigned long long)late[i], (unsigned)was_on[i], (unsigned)place[i]);
 	if (dma >= 0)
 		close(dma);
 	return 0;
