@@ -34,7 +34,7 @@ use anyhow::{Context as _, Result};
 mod gaps;
 mod stats;
 mod tick;
-pub use gaps::{classify, classify_paired, parse, ByKind, Gaps, Kind};
+pub use gaps::{classify, classify_paired, parse, ByKind, Gaps, Kind, Window, SETTLE_NS};
 pub use stats::per_kind;
 
 use super::measure::{prog_costs, Ctx, ProgCost};
@@ -87,18 +87,18 @@ impl Condition {
     }
 }
 
-/// Per paired run, each kind's quantiles watched less not watched (ns):
+/// Per paired run, each kind's quantiles in one window less another (ns):
 /// per kind, [p25 differences, p50 differences].
 #[derive(Default)]
 pub struct Paired(pub ByKind<[Vec<f64>; 2]>);
 
 impl Paired {
-    /// One run's gaps of each kind, each [watched, not].
-    fn add(&mut self, by: &ByKind<[Vec<u64>; 2]>) {
+    /// One run's gaps of each kind, by window: window `a` less window `b`.
+    fn add(&mut self, by: &ByKind<[Vec<u64>; 3]>, a: Window, b: Window) {
         for (k, v) in by.iter().enumerate() {
             for (i, q) in QS.into_iter().enumerate() {
-                let [mut on, mut off] = v.clone();
-                self.0[k][i].extend(quantile(&mut on, q).zip(quantile(&mut off, q)).map(|(a, b)| a - b));
+                let (mut x, mut y) = (v[a as usize].clone(), v[b as usize].clone());
+                self.0[k][i].extend(quantile(&mut x, q).zip(quantile(&mut y, q)).map(|(a, b)| a - b));
             }
         }
     }
@@ -114,8 +114,16 @@ pub struct PerInterruption {
     /// attached but returning at their first test (the CPU not watched).
     pub watched: Condition,
     pub off: Condition,
+    /// The paired runs' third window: not watched, with a second link to
+    /// each program (not measured where the kernel refused them).
+    pub second: Condition,
     /// Each paired run's watched less not-watched quantiles.
     pub paired: Paired,
+    /// Each paired run's second set less not-watched quantiles: what one
+    /// set of the hooks adds, returning at once, within the run.
+    pub hooks: Paired,
+    /// Programs linked a second time, per paired run.
+    pub programs: Vec<f64>,
     /// The same, with our programs stopped at each of STAGES.
     pub stages: [Paired; 2],
     /// jitterwatch's own time per interruption of each kind, by its `self`
@@ -136,9 +144,9 @@ pub struct PerInterruption {
 pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
     let reps = cx.reps(8);
     let secs = if cx.quick { 1.5 } else { 3.0 };
-    let (mut none, mut floor, mut watched, mut off) =
-        (Condition::default(), Condition::default(), Condition::default(), Condition::default());
-    let mut paired = Paired::default();
+    let (mut none, mut floor, mut watched, mut off, mut second) =
+        (Condition::default(), Condition::default(), Condition::default(), Condition::default(), Condition::default());
+    let (mut paired, mut hooks, mut programs) = (Paired::default(), Paired::default(), vec![]);
     let mut stages = [Paired::default(), Paired::default()];
     let mut own: ByKind<Vec<f64>> = Default::default();
     let mut stats: [Vec<serde_json::Value>; 2] = Default::default();
@@ -149,7 +157,10 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
     let mut tick_books = [0, 0];
     // Every run, counting those whose tick the kernel's books placed.
     let mut run = |cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(Watch, &Path)>| {
-        let g = self::run(cx, exe, secs, gateway, jw)?;
+        let (g, linked) = self::run(cx, exe, secs, gateway, jw)?;
+        if let Some((Watch::Paired(None), _)) = jw {
+            programs.push(linked as f64);
+        }
         tick_books[0] += usize::from(g.tick.is_some());
         tick_books[1] += 1;
         anyhow::Ok(g)
@@ -158,18 +169,21 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
         none.add(&run(cx, exe, secs, &gateway, None)?);
         floor.add(&run(cx, exe, secs, &gateway, Some((Watch::Floor, &dir.join("floor.csv"))))?);
         let csv = dir.join("watched.csv");
-        // Twice as long: half of it is not watched.
-        let g = run(cx, exe, 2.0 * secs, &gateway, Some((Watch::Paired(None), &csv)))?;
+        // Three times as long: a third of it is watched.
+        let g = run(cx, exe, 3.0 * secs, &gateway, Some((Watch::Paired(None), &csv)))?;
         let by = classify_paired(&g);
-        paired.add(&by);
-        watched.add_lengths(by.clone().map(|[on, _]| on));
-        off.add_lengths(by.map(|[_, off]| off));
+        paired.add(&by, Window::Watched, Window::NotWatched);
+        hooks.add(&by, Window::SecondSet, Window::NotWatched);
+        for (c, w) in [(&mut watched, Window::Watched), (&mut off, Window::NotWatched), (&mut second, Window::SecondSet)] {
+            c.add_lengths(by.clone().map(|v| v[w as usize].clone()));
+        }
         let warm = &g.sends[Kind::IpiWarm as usize];
         for (k, v) in own_per_interruption(&std::fs::read_to_string(&csv).unwrap_or_default(), warm).into_iter().enumerate() {
             own[k].extend(v);
         }
         for (stage, p) in STAGES.into_iter().zip(stages.iter_mut()) {
-            p.add(&classify_paired(&run(cx, exe, 2.0 * secs, &gateway, Some((Watch::Paired(Some(stage)), &csv)))?));
+            let by = classify_paired(&run(cx, exe, 2.0 * secs, &gateway, Some((Watch::Paired(Some(stage)), &csv)))?);
+            p.add(&by, Window::Watched, Window::NotWatched);
         }
         for (floor, runs) in [false, true].into_iter().zip(stats.iter_mut()) {
             runs.push(stats_run(cx, exe, secs, &gateway, floor)?);
@@ -183,7 +197,10 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
         floor,
         watched,
         off,
+        second,
         paired,
+        hooks,
+        programs,
         stages,
         own: own.map(|v| Spread::of(&v)),
         routed: nic.as_ref().map(|r| r.irqs.clone()).map_err(|e| format!("{e:#}")),
@@ -220,13 +237,15 @@ enum Watch {
     /// Its programs return at once (the kernel's hooks alone).
     Floor,
     /// The loop turns its watching off and on every TOGGLE_MS; its
-    /// programs stop at this stage of STAGES, or do all their work.
+    /// programs stop at this stage of STAGES, or do all their work (and
+    /// then a third window links each a second time).
     Paired(Option<&'static str>),
 }
 
 /// One run of the loop; with `jw` = Some((how, csv)), jitterwatch watches
-/// it in passive mode.
-fn run(cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(Watch, &Path)>) -> Result<Gaps> {
+/// it in passive mode. Also how many programs the loop linked again.
+fn run(cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(Watch, &Path)>) -> Result<(Gaps, usize)> {
+    let mut linked = 0;
     let mut args = vec![cx.watched.to_string(), cx.house.to_string(), format!("{secs}"), SLOT_US.to_string(), gateway.to_string()];
     let _jw = match jw {
         Some((how, csv)) => {
@@ -240,16 +259,21 @@ fn run(cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(Watch, &Path)
             };
             let bg = Bg::spawn(&mut c)?;
             std::thread::sleep(Duration::from_millis(1500));
-            if let Watch::Paired(_) = how {
+            if let Watch::Paired(stage) = how {
                 let (map, offset) = watched_byte().context("finding jitterwatch's watched[] to turn it off and on")?;
                 args.extend([map.to_string(), (offset + cx.watched as u64).to_string(), TOGGLE_MS.to_string()]);
+                if stage.is_none() {
+                    let progs = second_set_now(map)?;
+                    linked = progs.len();
+                    args.extend(progs);
+                }
             }
             Some(bg)
         }
         None => None,
     };
     let (out, tick) = run_reading_tick(cx.watched, secs, Command::new(exe).args(&args))?;
-    Ok(Gaps { tick, ..parse(&out) })
+    Ok((Gaps { tick, ..parse(&out) }, linked))
 }
 
 /// Runs the loop `cmd` (`secs` long, on CPU `cpu`) for its output, and
@@ -278,6 +302,45 @@ pub(super) fn watched_byte() -> Result<(u64, u64)> {
     let dump = util::output(Command::new("bpftool").args(["btf", "dump", "id", &btf.to_string()]))?;
     let offset = var_offset(&dump, "watched").context("no `watched` in the .bss map's BTF")?;
     Ok((map, offset))
+}
+
+/// From `bpftool link show -j` and `bpftool prog show -j`: the loop's
+/// PROG arguments for every program linked now that uses jitterwatch's
+/// .bss map `bss` (its programs), `ID` for a tp_btf program (its link names
+/// its own tracepoint), `ID:TRACEPOINT` for a raw_tp one.
+pub fn second_set(links: &str, progs: &str, bss: u64) -> Vec<String> {
+    let parse = |j: &str| serde_json::from_str::<Vec<serde_json::Value>>(j).unwrap_or_default();
+    let progs = parse(progs);
+    let mut out: Vec<String> = parse(links)
+        .iter()
+        .filter_map(|l| {
+            let id = l["prog_id"].as_u64()?;
+            let p = progs.iter().find(|p| p["id"].as_u64() == Some(id))?;
+            if !p["map_ids"].as_array()?.iter().any(|m| m.as_u64() == Some(bss)) {
+                return None;
+            }
+            match p["type"].as_str()? {
+                "tracing" => Some(id.to_string()),
+                "raw_tracepoint" => Some(format!("{id}:{}", l["tp_name"].as_str()?)),
+                _ => None,
+            }
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The second set for the jitterwatch whose .bss map is `bss`, read now.
+pub(super) fn second_set_now(bss: u64) -> Result<Vec<String>> {
+    let read = || -> Result<[String; 2]> {
+        Ok([
+            util::output(Command::new("bpftool").args(["link", "show", "-j"]))?,
+            util::output(Command::new("bpftool").args(["prog", "show", "-j"]))?,
+        ])
+    };
+    let [links, progs] = read().context("listing jitterwatch's linked programs")?;
+    Ok(second_set(&links, &progs, bss))
 }
 
 /// From `bpftool map show -j`: the newest map named jitterwatch's .bss

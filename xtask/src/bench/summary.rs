@@ -183,9 +183,10 @@ pub fn measured(id: Id, f: &Figures) -> String {
                 let d = |a: Option<f64>, b: Option<f64>| n(a.zip(b).map(|(a, b)| a - b), 0);
                 let stats = |c: &str| v(&format!("{}_bpf_stats{c}_ns", k.key()));
                 format!(
-                    "{}: our programs' work {} ns paired (the hooks alone {} ns, separate runs); self {} ns{}",
+                    "{}: our programs' work {} ns paired, the hooks alone {} ns (a second set, within the run; {} ns by separate runs); self {} ns{}",
                     k.describe(),
                     n(x("paired"), 0),
+                    n(x("hooks"), 0),
                     d(x("floor"), x("none")),
                     n(v(&format!("self_{}_ns", k.key())), 0),
                     stats("").zip(stats("_floor")).map_or(String::new(), |(w, f)| format!(

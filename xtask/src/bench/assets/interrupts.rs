@@ -3,7 +3,7 @@
 //! jitterwatch's watching.
 
 /// The loop and the sender: `interrupts W H SECS SLOT_US GATEWAY|-
-/// [MAP_ID OFFSET TOGGLE_MS]`.
+/// [MAP_ID OFFSET TOGGLE_MS [PROG...]]` (PROG as links.h reads it).
 pub const INTERRUPTS: &str = r#"
 /*
  * Spins on CPU W for SECS reading CLOCK_MONOTONIC and prints every gap of
@@ -31,9 +31,12 @@ pub const INTERRUPTS: &str = r#"
  *
  * With MAP_ID, OFFSET and TOGGLE_MS: the loop itself turns jitterwatch's
  * watched[W] (the byte at OFFSET of the BPF array map MAP_ID, its .bss,
- * mmapped) off and on every TOGGLE_MS and prints when ("T time on"). It
- * writes it from user space on W, so no interrupt of W is open at that
- * moment: each interruption is seen whole by the programs, or not at all.
+ * mmapped) off and on every TOGGLE_MS and prints when ("T time code": 1
+ * on, 0 off). It writes it from user space on W, so no interrupt of W is
+ * open at that moment: each interruption is seen whole by the programs, or
+ * not at all. With PROGs, each off window is followed by a third (code 3):
+ * still off, with a second link opened to each program (links.h), closed
+ * as it ends; the links' system calls are no gap of the loop's.
  */
 #define _GNU_SOURCE
 #include <linux/bpf.h>
@@ -55,6 +58,7 @@ pub const INTERRUPTS: &str = r#"
 #include <time.h>
 #include <unistd.h>
 
+#include "links.h"
 #include "map_byte.h"
 
 #define CAP (1 << 20)
@@ -179,6 +183,9 @@ int main(int argc, char **argv)
 	if (argc >= 9) {
 		flag = map_byte(atoi(argv[6]), strtoull(argv[7], 0, 10));
 		toggle_ns = strtoull(argv[8], 0, 10) * 1000000u;
+		for (int i = 9; i < argc; i++)
+			if (open_prog(argv[i]))
+				return 1;
 	}
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0)) {
 		perror("membarrier");
@@ -200,13 +207,24 @@ int main(int argc, char **argv)
 			gap_len[ngaps++] = x - prev;
 		}
 		if (x >= next_toggle && ntoggled < CAP) {
-			on ^= 1;
-			*flag = on;
-			toggled[ntoggled++] = x * 2 + on;
+			int calls = on == 3 || (on == 0 && progs);
+			if (on == 3)
+				detach_all();
+			if (on == 0 && progs)
+				attach_all();
+			/* 1 watched, then 0 not, then 3 not with the second set. */
+			on = on == 1 ? 0 : on == 0 && progs ? 3 : 1;
+			*flag = on == 1;
+			/* The window begins once the links' system calls are done. */
+			if (calls)
+				x = now();
+			toggled[ntoggled++] = x * 4 + on;
 			next_toggle = x + toggle_ns;
 		}
 		prev = x;
 	}
+	if (on == 3)
+		detach_all();
 	if (flag)
 		*flag = 1;
 	done = 1;
@@ -216,7 +234,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ndid; i++)
 		printf("%c %llu\n", did[i], (unsigned long long)did_at[i]);
 	for (size_t i = 0; i < ntoggled; i++)
-		printf("T %llu %u\n", (unsigned long long)(toggled[i] / 2), (unsigned)(toggled[i] % 2));
+		printf("T %llu %u\n", (unsigned long long)(toggled[i] / 4), (unsigned)(toggled[i] % 4));
 	return 0;
 }
 "#;

@@ -28,7 +28,7 @@ pub const WAKES: &str = r#"
  * test: that window less the not-watched one is one set of hooks'
  * dispatch. If a link cannot be opened (a kernel before 6.10 refuses a
  * program's second link to one tracepoint) the loop says so on stderr and
- * keeps two windows.
+ * keeps two windows (links.h).
  *
  * Prints "L late class pos" per wake-up (class: 1 watched, 0 not, 3 not
  * watched with the second set, 2 without a toggle; pos: its place in its
@@ -40,69 +40,13 @@ pub const WAKES: &str = r#"
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "links.h"
 #include "map_byte.h"
 
 #define CAP (1 << 22)
-#define MAX_PROGS 64
 static uint64_t late[CAP];
 static uint8_t was_on[CAP];
 static uint16_t place[CAP];
-
-static int prog_fd[MAX_PROGS], link_fd[MAX_PROGS];
-static const char *tp_name[MAX_PROGS];
-static int progs;
-
-static int bpf(int cmd, union bpf_attr *a)
-{
-	return syscall(SYS_bpf, cmd, a, sizeof(*a));
-}
-
-/* "ID" or "ID:TRACEPOINT": the program's fd, and the tracepoint a raw_tp
- * program needs named (a tp_btf one carries its own). */
-static int open_prog(char *arg)
-{
-	char *colon = strchr(arg, ':');
-	union bpf_attr a;
-
-	memset(&a, 0, sizeof(a));
-	if (colon)
-		*colon = 0;
-	tp_name[progs] = colon ? colon + 1 : 0;
-	a.prog_id = atoi(arg);
-	prog_fd[progs] = bpf(BPF_PROG_GET_FD_BY_ID, &a);
-	if (prog_fd[progs] < 0) {
-		perror("BPF_PROG_GET_FD_BY_ID");
-		return -1;
-	}
-	progs++;
-	return 0;
-}
-
-/* Opens the second link of every program; on a refusal closes those opened. */
-static int attach_all(void)
-{
-	for (int i = 0; i < progs; i++) {
-		union bpf_attr a;
-
-		memset(&a, 0, sizeof(a));
-		a.raw_tracepoint.name = (uint64_t)(uintptr_t)tp_name[i];
-		a.raw_tracepoint.prog_fd = prog_fd[i];
-		link_fd[i] = bpf(BPF_RAW_TRACEPOINT_OPEN, &a);
-		if (link_fd[i] < 0) {
-			perror("a second link of a program (BPF_RAW_TRACEPOINT_OPEN)");
-			while (i-- > 0)
-				close(link_fd[i]);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-static void detach_all(void)
-{
-	for (int i = 0; i < progs; i++)
-		close(link_fd[i]);
-}
 
 static uint64_t ns(const struct timespec *t)
 {
@@ -123,7 +67,7 @@ int main(int argc, char **argv)
 		toggle_every = strtoull(argv[7], 0, 10) * 1000000u / interval;
 		if (toggle_every == 0)
 			toggle_every = 1;
-		for (int i = 8; i < argc && progs < MAX_PROGS; i++)
+		for (int i = 8; i < argc; i++)
 			if (open_prog(argv[i]))
 				return 1;
 	}
@@ -174,8 +118,8 @@ int main(int argc, char **argv)
 			pos = 0;
 			if (on == 3)
 				detach_all();
-			if (on == 0 && progs && attach_all())
-				progs = 0;
+			if (on == 0 && progs)
+				attach_all();
 			on = on == 1 ? 0 : on == 0 && progs ? 3 : 1;
 			*flag = on == 1;
 		}

@@ -158,6 +158,9 @@ fn results(sampled: bool) -> Results {
                 floor: cond(14_050.0),
                 watched: cond(14_120.0),
                 off: cond(14_040.0),
+                second: cond(14_070.0),
+                hooks: interruption::Paired([0.0; 6].map(|_| [vec![25.0], vec![30.0]])),
+                programs: vec![31.0],
                 paired: interruption::Paired([
                     [vec![70.0], vec![80.0]],
                     [vec![60.0], vec![70.0]],

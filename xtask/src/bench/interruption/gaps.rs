@@ -4,6 +4,33 @@
 
 /// A tick's gap begins this close to its slot of the comb, ns.
 const TICK_WITHIN_NS: u64 = 10_000;
+/// A paired run's gaps that begin this soon after a window opens are left
+/// out, ns: opening or closing the second set's links leaves work on the
+/// CPU (the wake-up loop's first wake-up after them is tens of µs late).
+pub const SETTLE_NS: u64 = 3_000_000;
+
+/// A paired run's windows: jitterwatch watching; not watching (its programs
+/// attached, returning at their first test); not watching, with a second
+/// link to each program (links.h). Their index in [`classify_paired`]'s
+/// arrays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    Watched = 0,
+    NotWatched = 1,
+    SecondSet = 2,
+}
+
+impl Window {
+    /// From the loop's "T time code" line.
+    fn from_code(code: u64) -> Option<Window> {
+        match code {
+            1 => Some(Window::Watched),
+            0 => Some(Window::NotWatched),
+            3 => Some(Window::SecondSet),
+            _ => None,
+        }
+    }
+}
 
 /// A gap: (start, length), ns.
 type Gap = (u64, u64);
@@ -95,7 +122,7 @@ impl Kind {
 pub type ByKind<T> = [T; 6];
 
 /// One run's gaps: (start, length) in CLOCK_MONOTONIC ns, the sends of
-/// each kind, and (paired run) when watching was turned on (true) or off.
+/// each kind, and (paired run) when each window opened.
 #[derive(Default)]
 pub struct Gaps {
     pub gaps: Vec<(u64, u64)>,
@@ -103,7 +130,7 @@ pub struct Gaps {
     /// The first IPI of each warm pair ("P"): the gap just after it is
     /// no kind's (not the tick's either).
     pub primers: Vec<u64>,
-    pub toggles: Vec<(u64, bool)>,
+    pub toggles: Vec<(u64, Window)>,
     /// The tick's (period, phase) by the kernel's books (tick.rs), when
     /// they were read; else it is looked for in the gaps (tick_comb).
     pub tick: Option<(u64, u64)>,
@@ -121,7 +148,7 @@ pub fn parse(text: &str) -> Gaps {
                     g.sends[i].push(at);
                 }
             }
-            (Some("T"), Some(at), Some(on)) => g.toggles.push((at, on == 1)),
+            (Some("T"), Some(at), Some(code)) => g.toggles.extend(Window::from_code(code).map(|w| (at, w))),
             _ => {}
         }
     }
@@ -218,22 +245,25 @@ pub fn classify(g: &Gaps) -> ByKind<Vec<u64>> {
     classify_at(g).map(|v| v.into_iter().map(|g| g.1).collect())
 }
 
-/// Whether watching was on when a gap began at `at` (None: before the
-/// first toggle).
-pub(super) fn watching_at(toggles: &[(u64, bool)], at: u64) -> Option<bool> {
+/// The window a gap that began at `at` is in, and when it opened (None:
+/// before the first toggle).
+pub(super) fn window_at(toggles: &[(u64, Window)], at: u64) -> Option<(u64, Window)> {
     let i = toggles.partition_point(|&(t, _)| t <= at);
-    (i > 0).then(|| toggles[i - 1].1)
+    (i > 0).then(|| toggles[i - 1])
 }
 
-/// A paired run's gaps of each kind (lengths), split by whether watching
-/// was on when each began: [on, off] per kind. Found on the whole run
+/// A paired run's gaps of each kind (lengths), split by the window each
+/// began in: [watched, not, not with the second set] per kind; those within
+/// [`SETTLE_NS`] of a window's opening left out. Found on the whole run
 /// first, so the tick's comb holds every slot.
-pub fn classify_paired(g: &Gaps) -> ByKind<[Vec<u64>; 2]> {
+pub fn classify_paired(g: &Gaps) -> ByKind<[Vec<u64>; 3]> {
     classify_at(g).map(|v| {
-        let mut by = [Vec::new(), Vec::new()];
+        let mut by: [Vec<u64>; 3] = Default::default();
         for (at, len) in v {
-            if let Some(on) = watching_at(&g.toggles, at) {
-                by[usize::from(!on)].push(len);
+            if let Some((opened, w)) = window_at(&g.toggles, at) {
+                if at - opened >= SETTLE_NS {
+                    by[w as usize].push(len);
+                }
             }
         }
         by

@@ -1,7 +1,7 @@
 //! Figure 3b's pure parts: finding each kind's gaps, the paired split,
 //! the bpftool parsing, our own time per kind.
 
-use super::gaps::{tick_comb, watching_at};
+use super::gaps::{tick_comb, window_at, Window, SETTLE_NS};
 use super::*;
 
 /// A run: a tick every 4 ms at phase 1.23 ms (13 µs each, 5 µs more
@@ -54,25 +54,42 @@ fn the_tick_is_found_by_its_period_and_the_ipis_by_their_sends() {
 }
 
 #[test]
-fn a_paired_run_splits_its_gaps_by_the_watching_at_their_start() {
+fn a_paired_run_splits_its_gaps_by_the_window_at_their_start() {
     let mut g = run(0);
-    // Off, then on, every 50 ms.
-    g.toggles = (0..60u64).map(|k| (k * 50_000_000, k % 2 == 1)).collect();
-    let on = |at: u64| (at / 50_000_000) % 2 == 1;
+    // Not watched, second set, watched, in turn, every 50 ms.
+    let cycle = [Window::NotWatched, Window::SecondSet, Window::Watched];
+    g.toggles = (0..60u64).map(|k| (k * 50_000_000, cycle[k as usize % 3])).collect();
+    let window = |at: u64| cycle[(at / 50_000_000) as usize % 3];
+    // Watching adds 150 ns, the second set 40; just after a window opens
+    // the CPU is busy (25 µs more): left out.
     for gap in &mut g.gaps {
-        if on(gap.0) && gap.1 < 30_000 {
-            gap.1 += 150;
+        if gap.1 < 30_000 {
+            gap.1 += match window(gap.0) {
+                Window::Watched => 150,
+                Window::SecondSet => 40,
+                Window::NotWatched => 0,
+            };
+            if gap.0 % 50_000_000 < SETTLE_NS {
+                gap.1 += 25_000;
+            }
         }
     }
-    let [[t_on, t_off], [i_on, i_off], [d_on, d_off], ..] = classify_paired(&g);
-    assert!(t_on.len() > 100 && t_off.len() > 100 && i_on.len() > 200 && i_off.len() > 200 && d_on.len() > 200 && d_off.len() > 200);
+    let [[t_on, t_off, t_two], [i_on, i_off, i_two], [d_on, d_off, d_two], ..] = classify_paired(&g);
+    for v in [&t_on, &t_off, &t_two] {
+        assert!(v.len() > 60, "{}", v.len());
+    }
+    for v in [&i_on, &i_off, &i_two, &d_on, &d_off, &d_two] {
+        assert!(v.len() > 130, "{}", v.len());
+    }
     // A stray gap (30 µs) may fall on the tick's comb or after a send.
     let only = |v: &[u64], l: u64| v.iter().all(|&x| x == l || x == 30_000);
-    assert!(only(&t_on, 13_150) && only(&t_off, 13_000), "{t_on:?}");
-    assert!(only(&i_on, 4_150) && only(&i_off, 4_000));
-    assert!(only(&d_on, 6_150) && only(&d_off, 6_000));
-    assert_eq!(watching_at(&g.toggles, 0), Some(false));
-    assert_eq!(watching_at(&[(10, true)], 5), None, "before the first toggle: neither");
+    assert!(only(&t_on, 13_150) && only(&t_off, 13_000) && only(&t_two, 13_040), "{t_on:?}");
+    assert!(only(&i_on, 4_150) && only(&i_off, 4_000) && only(&i_two, 4_040));
+    assert!(only(&d_on, 6_150) && only(&d_off, 6_000) && only(&d_two, 6_040));
+    assert_eq!(window_at(&g.toggles, 7), Some((0, Window::NotWatched)));
+    assert_eq!(window_at(&[(10, Window::Watched)], 5), None, "before the first toggle: none");
+    let text = "T 100 1\nT 200 0\nT 300 3\nT 400 2\nG 5 6\n";
+    assert_eq!(parse(text).toggles, [(100, Window::Watched), (200, Window::NotWatched), (300, Window::SecondSet)]);
 }
 
 #[test]
@@ -182,4 +199,19 @@ fn the_kernels_tick_grid_finds_ticks_merged_with_a_pause() {
     let ticks = &classify(&known)[0];
     assert_eq!(ticks.len(), 749, "every tick, merged or not");
     assert!(ticks.iter().all(|l| (13_000..60_000).contains(l)), "and no host pause alone");
+}
+
+#[test]
+fn the_second_set_is_every_linked_program_of_jitterwatchs_object() {
+    let links = r#"[{"id":1,"type":"raw_tracepoint","prog_id":31,"tp_name":"sched_switch"},
+        {"id":2,"type":"raw_tracepoint","prog_id":41,"tp_name":"workqueue_execute_end"},
+        {"id":3,"type":"raw_tracepoint","prog_id":50,"tp_name":"sched_switch"},
+        {"id":4,"type":"perf_event","prog_id":32},
+        {"id":5,"type":"raw_tracepoint","prog_id":99,"tp_name":"gone"}]"#;
+    let progs = r#"[{"id":31,"type":"tracing","name":"on_sched_switch","map_ids":[7,9]},
+        {"id":41,"type":"raw_tracepoint","name":"on_work_end","map_ids":[9]},
+        {"id":50,"type":"tracing","name":"another_tool","map_ids":[12]},
+        {"id":32,"type":"perf_event","name":"on_switch_event","map_ids":[9]}]"#;
+    assert_eq!(second_set(links, progs, 9), ["31", "41:workqueue_execute_end"]);
+    assert!(second_set("not json", progs, 9).is_empty());
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 
-use crate::bench::interruption::{quantile, watched_byte};
+use crate::bench::interruption::{quantile, second_set_now, watched_byte};
 use crate::bench::measure::Ctx;
 use crate::bench::spread::Spread;
 use crate::bench::util;
@@ -86,40 +86,6 @@ pub fn parse(out: &str) -> [Vec<u64>; 4] {
     by
 }
 
-/// From `bpftool link show -j` and `bpftool prog show -j`: the loop's
-/// PROG arguments for every program linked now that uses jitterwatch's
-/// .bss map `bss` (its programs), `ID` for a tp_btf program (its link names
-/// its own tracepoint), `ID:TRACEPOINT` for a raw_tp one.
-pub fn second_set(links: &str, progs: &str, bss: u64) -> Vec<String> {
-    let parse = |j: &str| serde_json::from_str::<Vec<serde_json::Value>>(j).unwrap_or_default();
-    let progs = parse(progs);
-    let mut out: Vec<String> = parse(links)
-        .iter()
-        .filter_map(|l| {
-            let id = l["prog_id"].as_u64()?;
-            let p = progs.iter().find(|p| p["id"].as_u64() == Some(id))?;
-            if !p["map_ids"].as_array()?.iter().any(|m| m.as_u64() == Some(bss)) {
-                return None;
-            }
-            match p["type"].as_str()? {
-                "tracing" => Some(id.to_string()),
-                "raw_tracepoint" => Some(format!("{id}:{}", l["tp_name"].as_str()?)),
-                _ => None,
-            }
-        })
-        .collect();
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// The second set for the jitterwatch whose .bss map is `bss`, read now.
-fn programs(bss: u64) -> Result<Vec<String>> {
-    let links = util::output(Command::new("bpftool").args(["link", "show", "-j"]))?;
-    let progs = util::output(Command::new("bpftool").args(["prog", "show", "-j"]))?;
-    Ok(second_set(&links, &progs, bss))
-}
-
 /// Mean, p50, p99 of `v` (sorted in place), ns; NaN when empty.
 pub fn stats(v: &mut [u64]) -> [f64; 3] {
     let mean = if v.is_empty() { f64::NAN } else { v.iter().sum::<u64>() as f64 / v.len() as f64 };
@@ -156,7 +122,7 @@ pub fn measure(cx: &Ctx) -> Result<InRun> {
         let mut j = util::Jw::spawn(&cx.bin, &["--comm", "jwwakes", "--cpus", &cpu, "--no-tui", "--json", "--duration", &d], None)?;
         j.wait_ready(Duration::from_secs(20))?;
         let by = watched_byte().context("finding jitterwatch's watched[] to turn it off and on").and_then(|(map, offset)| {
-            let progs = programs(map).context("listing jitterwatch's linked programs")?;
+            let progs = second_set_now(map)?;
             linked.push(progs.len() as f64);
             wakes(cx, secs, Some((map, offset, &progs)))
         });
@@ -265,21 +231,6 @@ mod tests {
                    L x 1 5\nL 5 9 5\nL 6 1\nG 1 2 3\n";
         let by = parse(out);
         assert_eq!(by, [vec![19_000, 18_000], vec![20_000, 21_000], vec![17_000], vec![16_000]]);
-    }
-
-    #[test]
-    fn the_second_set_is_every_linked_program_of_jitterwatchs_object() {
-        let links = r#"[{"id":1,"type":"raw_tracepoint","prog_id":31,"tp_name":"sched_switch"},
-            {"id":2,"type":"raw_tracepoint","prog_id":41,"tp_name":"workqueue_execute_end"},
-            {"id":3,"type":"raw_tracepoint","prog_id":50,"tp_name":"sched_switch"},
-            {"id":4,"type":"perf_event","prog_id":32},
-            {"id":5,"type":"raw_tracepoint","prog_id":99,"tp_name":"gone"}]"#;
-        let progs = r#"[{"id":31,"type":"tracing","name":"on_sched_switch","map_ids":[7,9]},
-            {"id":41,"type":"raw_tracepoint","name":"on_work_end","map_ids":[9]},
-            {"id":50,"type":"tracing","name":"another_tool","map_ids":[12]},
-            {"id":32,"type":"perf_event","name":"on_switch_event","map_ids":[9]}]"#;
-        assert_eq!(second_set(links, progs, 9), ["31", "41:workqueue_execute_end"]);
-        assert!(second_set("not json", progs, 9).is_empty());
     }
 
     #[test]
