@@ -37,6 +37,7 @@ pub use qemu::Mode;
 /// here one takes about a minute (x86_64).
 const LIMIT: Duration = Duration::from_secs(600);
 
+#[derive(Clone)]
 pub struct Options {
     /// Whose kernels, binary and guest.
     pub arch: Arch,
@@ -55,6 +56,13 @@ impl Options {
     /// The one VM `cargo xtask test` boots: Debian 12's stock 6.1, tuned.
     pub fn for_test() -> Self {
         Self { arch: Arch::X86_64, kernels: vec!["debian12".to_string()], modes: vec![Mode::Tuned], jobs: Some(1), build: false, bin: None }
+    }
+
+    /// Every kernel in every mode: only such a run redraws the project's
+    /// tables (docs/rtla-comparison.md, arm64's clock in BENCHMARKS.md); a
+    /// part of the matrix would replace the whole's rows with its own few.
+    pub fn whole(&self) -> bool {
+        self.kernels.is_empty() && Mode::ALL.iter().all(|m| self.modes.contains(m))
     }
 }
 
@@ -177,9 +185,9 @@ pub fn run(opts: &Options) -> Result<()> {
     println!("vmtest: the VMs ran under {ran_under}");
     let saved = cache.join("results.md");
     std::fs::write(&saved, &table)?;
-    write_rtla(arch, &vms, &results, &cache)?;
+    write_rtla(arch, &vms, &results, &cache, opts.whole())?;
     if arch == Arch::Arm64 {
-        write_arm64_clock(&vms, &results)?;
+        write_arm64_clock(&vms, &results, &cache, opts.whole())?;
     }
     let failed = results.iter().filter(|(r, _)| !r.passed()).count();
     if failed > 0 {
@@ -190,9 +198,9 @@ pub fn run(opts: &Options) -> Result<()> {
 }
 
 /// The rtla comparison of the VMs that made one, into its file and
-/// BENCHMARKS.md's section 9 (nothing when none did); arm64's into rtla.md
-/// in its cache.
-fn write_rtla(arch: Arch, vms: &[Vm], results: &[(report::VmResult, f64)], cache: &Path) -> Result<()> {
+/// BENCHMARKS.md's section 9 (nothing when none did); arm64's, or a part
+/// of the matrix's (`whole` false), into rtla.md in its cache.
+fn write_rtla(arch: Arch, vms: &[Vm], results: &[(report::VmResult, f64)], cache: &Path, whole: bool) -> Result<()> {
     let runs: Vec<rtla::Run<'_>> = vms
         .iter()
         .zip(results)
@@ -210,10 +218,11 @@ fn write_rtla(arch: Arch, vms: &[Vm], results: &[(report::VmResult, f64)], cache
     }
     let md = rtla::markdown(&runs, &bench::utc_now(), &bench::commit());
     println!("\n{md}");
-    if arch != Arch::X86_64 {
+    if arch != Arch::X86_64 || !whole {
         let file = cache.join("rtla.md");
         std::fs::write(&file, md).with_context(|| format!("writing {}", file.display()))?;
-        println!("vmtest: the rtla comparison is in {}", file.display());
+        let kept = if whole { String::new() } else { format!(" ({} keeps the whole matrix's)", bench::RTLA_FILE) };
+        println!("vmtest: the rtla comparison is in {}{kept}", file.display());
         return Ok(());
     }
     let file = proc::root().join(bench::RTLA_FILE);
@@ -222,8 +231,9 @@ fn write_rtla(arch: Arch, vms: &[Vm], results: &[(report::VmResult, f64)], cache
     bench::redraw()
 }
 
-/// Figure 1's arm64 part, into its file and BENCHMARKS.md (redrawn).
-fn write_arm64_clock(vms: &[Vm], results: &[(report::VmResult, f64)]) -> Result<()> {
+/// Figure 1's arm64 part, into its file and BENCHMARKS.md (redrawn); a part
+/// of the matrix's (`whole` false) into its cache only.
+fn write_arm64_clock(vms: &[Vm], results: &[(report::VmResult, f64)], cache: &Path, whole: bool) -> Result<()> {
     let rows: Vec<clock::Row<'_>> = vms
         .iter()
         .zip(results)
@@ -238,6 +248,12 @@ fn write_arm64_clock(vms: &[Vm], results: &[(report::VmResult, f64)]) -> Result<
         return Ok(());
     };
     println!("\n{md}");
+    if !whole {
+        let file = cache.join("arm64-probe-clock.md");
+        std::fs::write(&file, md).with_context(|| format!("writing {}", file.display()))?;
+        println!("vmtest: the probe's clock on arm64 is in {} ({} keeps the whole matrix's)", file.display(), bench::ARM64_CLOCK_FILE);
+        return Ok(());
+    }
     let file = proc::root().join(bench::ARM64_CLOCK_FILE);
     std::fs::write(&file, md).with_context(|| format!("writing {}", file.display()))?;
     println!("vmtest: the probe's clock on arm64 is in {}; BENCHMARKS.md's figure 1 redrawn with it", file.display());
@@ -319,4 +335,18 @@ fn boot_one(arch: Arch, vm: &Vm, kvm: bool, logs: &Path) -> (report::VmResult, f
         serial.display()
     );
     (r, took.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_every_kernel_in_every_mode_is_the_whole_matrix() {
+        let all = Options { arch: Arch::X86_64, kernels: vec![], modes: modes(None), jobs: None, build: true, bin: None };
+        assert!(all.whole());
+        assert!(!Options { modes: modes(Some("tuned")), ..all.clone() }.whole(), "one mode");
+        assert!(!Options { kernels: vec!["debian12-rt".into()], ..all.clone() }.whole(), "one kernel");
+        assert!(!Options::for_test().whole(), "the test's VM");
+    }
 }
