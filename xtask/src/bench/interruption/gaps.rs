@@ -21,8 +21,9 @@ pub enum Window {
 }
 
 impl Window {
-    /// From the loop's "T time code" line.
-    fn from_code(code: u64) -> Option<Window> {
+    /// From the code the loops print (3b's "T time code", 8b's "L late
+    /// code pos"; 8b's code 2, a run without toggling, is no window).
+    pub fn from_code(code: u64) -> Option<Window> {
         match code {
             1 => Some(Window::Watched),
             0 => Some(Window::NotWatched),

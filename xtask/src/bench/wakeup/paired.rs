@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 
-use crate::bench::interruption::{quantile, second_set_now, watched_byte};
+use crate::bench::interruption::{quantile, second_set_now, watched_byte, Window};
 use crate::bench::measure::Ctx;
 use crate::bench::spread::Spread;
 use crate::bench::util;
@@ -35,11 +35,17 @@ pub const SKIP: usize = 2;
 /// What one wake-up class read: mean, p50, p99 (ns).
 pub const STATS: [&str; 3] = ["avg", "p50", "p99"];
 
-/// The loop's classes of wake-up, as it prints them.
-const NOT_WATCHED: usize = 0;
-const WATCHED: usize = 1;
-const UNTOGGLED: usize = 2;
-const SECOND_SET: usize = 3;
+/// The loop's code for a wake-up of a run without toggling (its windows'
+/// codes are [`Window`]'s, as figure 3b's loop prints them).
+const UNTOGGLED: u64 = 2;
+
+/// A run's wake-up latenesses (ns): by window (indexed by [`Window`]), and
+/// those of a run without toggling.
+#[derive(Debug, Default, PartialEq)]
+pub struct Wakes {
+    pub windows: [Vec<u64>; 3],
+    pub untoggled: Vec<u64>,
+}
 
 #[derive(Debug, Clone)]
 pub struct InRun {
@@ -66,19 +72,23 @@ pub struct InRun {
     pub programs: Spread,
 }
 
-/// The loop's output: each wake-up's lateness (ns) by its class ([not
-/// watched, watched, no toggling, not watched with the second set]), the
+/// The loop's output: each wake-up's lateness (ns) by its window, the
 /// first [`SKIP`] of each window left out.
-pub fn parse(out: &str) -> [Vec<u64>; 4] {
-    let mut by: [Vec<u64>; 4] = Default::default();
+pub fn parse(out: &str) -> Wakes {
+    let mut by = Wakes::default();
     for l in out.lines() {
         let mut w = l.split(' ');
         let mut num = || w.next().and_then(|x| x.parse::<u64>().ok());
         if l.starts_with("L ") {
             num();
-            if let (Some(late), Some(class), Some(pos)) = (num(), num(), num()) {
-                if pos >= SKIP as u64 && class < 4 {
-                    by[class as usize].push(late);
+            if let (Some(late), Some(code), Some(pos)) = (num(), num(), num()) {
+                if pos < SKIP as u64 {
+                    continue;
+                }
+                match Window::from_code(code) {
+                    Some(win) => by.windows[win as usize].push(late),
+                    None if code == UNTOGGLED => by.untoggled.push(late),
+                    None => {}
                 }
             }
         }
@@ -99,7 +109,7 @@ pub fn added(on: [f64; 3], off: [f64; 3]) -> ([f64; 3], [f64; 3]) {
 
 /// `toggle`: jitterwatch's .bss map, `watched`'s offset in it, and the
 /// programs to link a second time.
-fn wakes(cx: &Ctx, secs: f64, toggle: Option<(u64, u64, &[String])>) -> Result<[Vec<u64>; 4]> {
+fn wakes(cx: &Ctx, secs: f64, toggle: Option<(u64, u64, &[String])>) -> Result<Wakes> {
     let mut args = vec![cx.watched.to_string(), secs.to_string(), INTERVAL_US.to_string(), PRIO.to_string()];
     if let Some((map, offset, progs)) = toggle {
         args.extend([map.to_string(), (offset + cx.watched as u64).to_string(), TOGGLE_MS.to_string()]);
@@ -116,7 +126,7 @@ pub fn measure(cx: &Ctx) -> Result<InRun> {
     let (mut samples, mut seen, mut linked) = (vec![], vec![], vec![]);
     for _ in 0..reps {
         let mut alone = wakes(cx, secs / 3.0, None)?;
-        none.push(stats(&mut alone[UNTOGGLED]));
+        none.push(stats(&mut alone.untoggled));
         let cpu = cx.watched.to_string();
         let d = format!("{}s", secs + 30.0);
         let mut j = util::Jw::spawn(&cx.bin, &["--comm", "jwwakes", "--cpus", &cpu, "--no-tui", "--json", "--duration", &d], None)?;
@@ -128,14 +138,14 @@ pub fn measure(cx: &Ctx) -> Result<InRun> {
         });
         j.interrupt();
         let run = j.finish()?;
-        let mut by = by?;
-        samples.push(by[WATCHED].len() as f64);
-        let not_watched = stats(&mut by[NOT_WATCHED]);
+        let [mut watched, mut not, mut second] = by?.windows;
+        samples.push(watched.len() as f64);
+        let not_watched = stats(&mut not);
         off.push(not_watched);
-        let (a, p) = added(stats(&mut by[WATCHED]), not_watched);
+        let (a, p) = added(stats(&mut watched), not_watched);
         add.push(a);
         pct.push(p);
-        let (a, p) = added(stats(&mut by[SECOND_SET]), not_watched);
+        let (a, p) = added(stats(&mut second), not_watched);
         hooks.push(a);
         hooks_pct.push(p);
         let threads = run.json["threads"].as_array().cloned().unwrap_or_default();
@@ -230,7 +240,8 @@ mod tests {
         let out = "L 20000 1 2\nL 21000 1 7\nL 19000 0 2\nL 18000 0 3\nL 17000 2 9\nL 16000 3 4\nL 52000 3 0\nL 23000 1 1\n\
                    L x 1 5\nL 5 9 5\nL 6 1\nG 1 2 3\n";
         let by = parse(out);
-        assert_eq!(by, [vec![19_000, 18_000], vec![20_000, 21_000], vec![17_000], vec![16_000]]);
+        let windows = [vec![20_000, 21_000], vec![19_000, 18_000], vec![16_000]];
+        assert_eq!(by, Wakes { windows, untoggled: vec![17_000] });
     }
 
     #[test]
