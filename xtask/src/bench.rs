@@ -23,6 +23,7 @@
 //! through sudo.
 
 mod assets;
+mod attached;
 mod capacity;
 mod details;
 mod figures;

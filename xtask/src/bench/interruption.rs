@@ -37,6 +37,7 @@ mod tick;
 pub use gaps::{classify, classify_paired, parse, ByKind, Gaps, Kind, Window, SETTLE_NS};
 pub use stats::per_kind;
 
+use super::attached::{second_set_now, watched_byte};
 use super::measure::{prog_costs, Ctx, ProgCost};
 use super::spread::Spread;
 use super::util::{self, Bg};
@@ -292,70 +293,6 @@ fn run_reading_tick(cpu: usize, secs: f64, cmd: &mut Command) -> Result<(String,
     }
     let grid = before.zip(loc()).zip(expiry).and_then(|(loc, e)| tick::grid(loc, secs, e));
     Ok((String::from_utf8_lossy(&out.stdout).into_owned(), grid))
-}
-
-/// The running jitterwatch's .bss map (the newest of that name) and the
-/// offset of `watched` in it, from bpftool.
-pub(super) fn watched_byte() -> Result<(u64, u64)> {
-    let maps = util::output(Command::new("bpftool").args(["map", "show", "-j"]))?;
-    let (map, btf) = bss_map(&maps).context("no jitterwatch .bss map is loaded")?;
-    let dump = util::output(Command::new("bpftool").args(["btf", "dump", "id", &btf.to_string()]))?;
-    let offset = var_offset(&dump, "watched").context("no `watched` in the .bss map's BTF")?;
-    Ok((map, offset))
-}
-
-/// From `bpftool link show -j` and `bpftool prog show -j`: the loop's
-/// PROG arguments for every program linked now that uses jitterwatch's
-/// .bss map `bss` (its programs), `ID` for a tp_btf program (its link names
-/// its own tracepoint), `ID:TRACEPOINT` for a raw_tp one.
-pub fn second_set(links: &str, progs: &str, bss: u64) -> Vec<String> {
-    let parse = |j: &str| serde_json::from_str::<Vec<serde_json::Value>>(j).unwrap_or_default();
-    let progs = parse(progs);
-    let mut out: Vec<String> = parse(links)
-        .iter()
-        .filter_map(|l| {
-            let id = l["prog_id"].as_u64()?;
-            let p = progs.iter().find(|p| p["id"].as_u64() == Some(id))?;
-            if !p["map_ids"].as_array()?.iter().any(|m| m.as_u64() == Some(bss)) {
-                return None;
-            }
-            match p["type"].as_str()? {
-                "tracing" => Some(id.to_string()),
-                "raw_tracepoint" => Some(format!("{id}:{}", l["tp_name"].as_str()?)),
-                _ => None,
-            }
-        })
-        .collect();
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// The second set for the jitterwatch whose .bss map is `bss`, read now.
-pub(super) fn second_set_now(bss: u64) -> Result<Vec<String>> {
-    let read = || -> Result<[String; 2]> {
-        Ok([
-            util::output(Command::new("bpftool").args(["link", "show", "-j"]))?,
-            util::output(Command::new("bpftool").args(["prog", "show", "-j"]))?,
-        ])
-    };
-    let [links, progs] = read().context("listing jitterwatch's linked programs")?;
-    Ok(second_set(&links, &progs, bss))
-}
-
-/// From `bpftool map show -j`: the newest map named jitterwatch's .bss
-/// (names are cut to 15 bytes: "jitterwa.bss"), its id and BTF id.
-pub fn bss_map(json: &str) -> Option<(u64, u64)> {
-    let maps: Vec<serde_json::Value> = serde_json::from_str(json).ok()?;
-    maps.iter().filter(|m| m["name"] == "jitterwa.bss").filter_map(|m| Some((m["id"].as_u64()?, m["btf_id"].as_u64()?))).max()
-}
-
-/// From `bpftool btf dump id N`: the offset of variable `name` in its
-/// DATASEC ("type_id=479 offset=516 size=1024 (VAR 'watched')").
-pub fn var_offset(dump: &str, name: &str) -> Option<u64> {
-    let tag = format!("(VAR '{name}')");
-    let line = dump.lines().find(|l| l.trim_end().ends_with(&tag))?;
-    line.split_whitespace().find_map(|w| w.strip_prefix("offset=")).and_then(|o| o.parse().ok())
 }
 
 /// From a passive run's CSV: the `self:jitterwatch` ns of each row that is

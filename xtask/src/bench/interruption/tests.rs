@@ -1,5 +1,5 @@
 //! Figure 3b's pure parts: finding each kind's gaps, the paired split,
-//! the bpftool parsing, our own time per kind.
+//! our own time per kind.
 
 use super::gaps::{tick_comb, window_at, Window, SETTLE_NS};
 use super::*;
@@ -90,20 +90,6 @@ fn a_paired_run_splits_its_gaps_by_the_window_at_their_start() {
     assert_eq!(window_at(&[(10, Window::Watched)], 5), None, "before the first toggle: none");
     let text = "T 100 1\nT 200 0\nT 300 3\nT 400 2\nG 5 6\n";
     assert_eq!(parse(text).toggles, [(100, Window::Watched), (200, Window::NotWatched), (300, Window::SecondSet)]);
-}
-
-#[test]
-fn the_watched_byte_is_found_from_bpftool() {
-    let maps = r#"[{"id":7,"name":"jitterwa.bss","btf_id":30},{"id":9,"name":"jitterwa.bss","btf_id":31},
-                  {"id":12,"name":"other.bss","btf_id":40}]"#;
-    assert_eq!(bss_map(maps), Some((9, 31)), "the newest of jitterwatch's");
-    assert_eq!(bss_map("[]"), None);
-    let dump = "[479] VAR 'watched' type_id=478, linkage=global\n[576] DATASEC '.bss' size=661312 vlen=15\n\
-                \ttype_id=471 offset=512 size=4 (VAR '_jw_sentinel')\n\ttype_id=479 offset=516 size=1024 (VAR 'watched')\n\
-                \ttype_id=491 offset=103948 size=256 (VAR 'watched_list')\n";
-    assert_eq!(var_offset(dump, "watched"), Some(516));
-    assert_eq!(var_offset(dump, "watched_list"), Some(103948));
-    assert_eq!(var_offset(dump, "nests"), None);
 }
 
 #[test]
@@ -199,19 +185,4 @@ fn the_kernels_tick_grid_finds_ticks_merged_with_a_pause() {
     let ticks = &classify(&known)[0];
     assert_eq!(ticks.len(), 749, "every tick, merged or not");
     assert!(ticks.iter().all(|l| (13_000..60_000).contains(l)), "and no host pause alone");
-}
-
-#[test]
-fn the_second_set_is_every_linked_program_of_jitterwatchs_object() {
-    let links = r#"[{"id":1,"type":"raw_tracepoint","prog_id":31,"tp_name":"sched_switch"},
-        {"id":2,"type":"raw_tracepoint","prog_id":41,"tp_name":"workqueue_execute_end"},
-        {"id":3,"type":"raw_tracepoint","prog_id":50,"tp_name":"sched_switch"},
-        {"id":4,"type":"perf_event","prog_id":32},
-        {"id":5,"type":"raw_tracepoint","prog_id":99,"tp_name":"gone"}]"#;
-    let progs = r#"[{"id":31,"type":"tracing","name":"on_sched_switch","map_ids":[7,9]},
-        {"id":41,"type":"raw_tracepoint","name":"on_work_end","map_ids":[9]},
-        {"id":50,"type":"tracing","name":"another_tool","map_ids":[12]},
-        {"id":32,"type":"perf_event","name":"on_switch_event","map_ids":[9]}]"#;
-    assert_eq!(second_set(links, progs, 9), ["31", "41:workqueue_execute_end"]);
-    assert!(second_set("not json", progs, 9).is_empty());
 }

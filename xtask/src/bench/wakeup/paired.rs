@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 
-use crate::bench::interruption::{quantile, second_set_now, watched_byte, Window};
+use crate::bench::attached::{second_set_now, watched_byte};
+use crate::bench::interruption::{quantile, Window};
 use crate::bench::measure::Ctx;
 use crate::bench::spread::Spread;
 use crate::bench::util;
