@@ -28,8 +28,10 @@ pub trait EventSource {
     /// many records were read, decodable or not.
     fn read(&mut self, max: usize, out: &mut Vec<Event>) -> Result<usize>;
     /// Appends each CPU's count of events the source dropped so far
-    /// (`cpu`, total); returns when the counts were read (CLOCK_MONOTONIC
-    /// ns). Called after a read that emptied the source.
+    /// (`cpu`, total; its low 32 bits are what the engine compares, as the
+    /// records carry them); returns when the counts were read
+    /// (CLOCK_MONOTONIC ns). Called after a read that emptied the source,
+    /// so at every drain: it must cost no system call.
     fn drop_totals(&mut self, out: &mut Vec<(u32, u64)>) -> Result<u64>;
 }
 

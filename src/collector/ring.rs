@@ -70,9 +70,8 @@ impl EventSource for Ring<'_> {
     }
 
     fn drop_totals(&mut self, out: &mut Vec<(u32, u64)>) -> Result<u64> {
-        let per_cpu = self.tracer.drops()?;
+        self.tracer.drop_counts(out)?;
         let at = crate::clock::now_ns();
-        out.extend(per_cpu.into_iter().enumerate().filter(|&(_, n)| n > 0).map(|(cpu, n)| (cpu as u32, n)));
         // A region read that gave up on a header lost what it held: drops.
         if let Some(regions) = &self.regions {
             for (cpu, n) in regions.refused() {
