@@ -110,9 +110,13 @@ fn a_probe_at_rt_90_is_not_delayed_by_a_prio_50_hog() {
     eprintln!("{} late wake-ups, {hog_rows} of them with {me}: {w}", rows.len());
     assert!(!rows.is_empty(), "no late wake-up reported: nothing was checked ({w})");
     // Without --rt 90 the hog is named in nearly every burst (90% asked by
-    // late_wakeups_name_a_fifo_hog); here in at most a tenth of them, and
-    // its long switch-outs are rare.
-    assert!(hog_rows * 10 <= BURSTS, "{me} named in {hog_rows} late wake-ups of {BURSTS} bursts: the RT probe waited for it");
+    // late_wakeups_name_a_fifo_hog), for up to its whole 2 ms. Here only
+    // where a deadline's timer interrupt came late inside a burst, which
+    // depends on the host: at most a tenth of the bursts on a quiet one,
+    // 9 of 80 once on CI when the host made every wake-up late (p50 45 µs,
+    // 535 late wake-ups). A quarter still tells the two apart, and its
+    // long switch-outs are rare.
+    assert!(hog_rows * 4 <= BURSTS, "{me} named in {hog_rows} late wake-ups of {BURSTS} bursts: the RT probe waited for it");
     assert!(paused <= 2, "{paused} of {hog_rows} rows have {me} run over {SWITCH_OUT_NS} ns after the timer fired");
 }
 
