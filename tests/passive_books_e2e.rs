@@ -404,7 +404,7 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         let (from, to) = (w["from_ns"].as_u64().unwrap(), w["to_ns"].as_u64().unwrap());
         let k = kernel_over(&m.samples, from, to);
         let (queued, woken, kernel_queued, stolen) = (n("queued_ns"), n("woken_queued_ns"), n("kernel_queued_ns"), n("stolen_ns"));
-        let stale = n("kernel_stale_ns");
+        let (stale, short) = (n("kernel_stale_ns"), n("kernel_short_ns"));
         // As the kernel books it: its run time leaves the steal clock's
         // advance out (the hypervisor ran something else), its run_delay
         // does not.
@@ -412,7 +412,7 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         let sleeps = r["classes"]["wakeups"].as_u64().unwrap_or(0);
         assert_eq!(n("runnable_ns"), runnable + stolen, "run {i} {c:?}: runnable_ns is ran, stolen and queued");
         let line = format!(
-            "run {i} {c:?}: found {}, window {:.3} s ({} placed, {} from the kernel, {sleeps} sleeps): runnable {runnable} (and {stolen} stolen) vs kernel {:?}; queued {queued} (woken {woken}), kernel's run_delay {kernel_queued} ({stale} of it run by the clock) vs schedstat {:?}",
+            "run {i} {c:?}: found {}, window {:.3} s ({} placed, {} from the kernel, {sleeps} sleeps): runnable {runnable} (and {stolen} stolen) vs kernel {:?}; queued {queued} (woken {woken}; {short} of it the next task's run by the kernel), kernel's run_delay {kernel_queued} ({stale} of it run by the clock) vs schedstat {:?}",
             r["found"],
             (to - from) as f64 / 1e9,
             w["placed"],
@@ -482,7 +482,11 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         if c.competitor == Competitor::Waker && stale == 0 {
             bad.push("preemptions by a waker, and no stretch the kernel booked on its wake-up's clock");
         }
-        if woken == 0 && !within(queued + stale, k.waited, QUEUED_PCT) {
+        // A host pause between __schedule()'s clock read and the switch is
+        // our wait and the next task's run by the kernel (`kernel_short_ns`:
+        // 2.1 ms of 1.5 s once on CI, in a run the host took 5.4 ms of the
+        // thread's time; 69 µs in one wait of 79 µs, seen here).
+        if woken == 0 && !within((queued + stale).saturating_sub(short), k.waited, QUEUED_PCT) {
             bad.push("without wake-ups, the clock's wait on a runqueue outside 2% of schedstat's");
         }
         if !bad.is_empty() {

@@ -94,6 +94,13 @@ pub struct Books {
     /// (each switch record's `prev_ran`, on that clock) less the clock's
     /// wait, where every one of them is known.
     pub kernel_stale_ns: u64,
+    /// The other way: the part of the clock's wait after a preemption that
+    /// the kernel booked as the run of the tasks that ran meanwhile. Their
+    /// run ends where `__schedule()` read the runqueue clock, the wait at
+    /// the switch's tracepoint after it; a host pause between the two is
+    /// on one side in each book. Per preemption: the clock's wait less the
+    /// kernel's, where every run in it is known.
+    pub kernel_short_ns: u64,
     /// The kernel's run_delay (low 32 bits) as last read, while the
     /// window's bookings are being summed (None: no reading yet, or the
     /// last one came before the window).

@@ -368,10 +368,12 @@ impl Tracker {
         }
         if let Some((on, since, _, source)) = waited {
             t.info.books.queued(since, ts, source == Source::Wakeup);
-            // What of the kernel's wait it ran (Books::kernel_stale_ns).
+            // What of the kernel's wait it ran, and of ours the kernel did not
+            // book as waiting (Books::kernel_stale_ns, kernel_short_ns).
             if let Some(w) = self.cpus[on as usize].kernel_wait.take().filter(|w| w.tid == task.pid && on == cpu) {
                 if source == Source::Preempted {
                     t.info.books.kernel_stale_ns += w.stale(ts - since);
+                    t.info.books.kernel_short_ns += w.short(ts - since);
                 }
             }
         }

@@ -59,6 +59,10 @@ pub struct ThreadRow {
     /// preemption a wake-up decided, the kernel's runqueue clock stopped at
     /// the wake-up and the thread ran on until the switch.
     pub kernel_stale_ns: u64,
+    /// The part of `queued_ns` after preemptions that the kernel booked as
+    /// the run of the tasks that ran meanwhile: the switch came after
+    /// `__schedule()` read its clock (a host pause between the two).
+    pub kernel_short_ns: u64,
     /// The span these figures cover (None: never seen to run or wait).
     pub window: Option<Window>,
     /// Share of its runnable time the hiccups took, % (None: it never ran).
@@ -157,6 +161,7 @@ pub fn rows(threads: &Threads) -> Vec<ThreadRow> {
                 woken_queued_ns: info.map_or(0, |i| i.books.woken_queued_ns),
                 kernel_queued_ns: info.map_or(0, |i| i.books.kernel_queued_ns),
                 kernel_stale_ns: info.map_or(0, |i| i.books.kernel_stale_ns),
+                kernel_short_ns: info.map_or(0, |i| i.books.kernel_short_ns),
                 window: info.and_then(|i| window(&i.books)),
                 lost_pct: t.lost_pct(),
                 top_causes: t
@@ -192,6 +197,12 @@ fn books_words(t: &ThreadRow, w: &Window, start_ns: u64) -> String {
         s += &format!(
             " ({} of it running by the clock: preemptions the kernel switched on its runqueue clock of the wake-up that decided them)",
             ms(t.kernel_stale_ns)
+        );
+    }
+    if t.kernel_short_ns > 0 {
+        s += &format!(
+            "; {} of its waits by the clock the kernel booked as the next task's run (each switch came after the kernel read its runqueue clock)",
+            ms(t.kernel_short_ns)
         );
     }
     if w.placed > 0 {
@@ -281,5 +292,8 @@ mod tests {
         assert!(s.contains("the kernel's run_delay books 3.000 ms (1.000 ms of it running by the clock"), "{s}");
         let quiet = ThreadRow { kernel_stale_ns: 0, ..t };
         assert!(!books_words(&quiet, &w, 0).contains("by the clock"));
+        let short = ThreadRow { kernel_short_ns: 250_000, ..quiet };
+        let s = books_words(&short, &w, 0);
+        assert!(s.contains("; 0.250 ms of its waits by the clock the kernel booked as the next task's run"), "{s}");
     }
 }

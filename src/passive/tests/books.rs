@@ -181,7 +181,28 @@ fn a_wait_the_kernels_clock_saw_as_long_has_nothing_stale() {
     ];
     let (_, t) = run(&evs, US);
     let b = books(&t, 200 * US);
-    assert_eq!((b.queued_ns, b.kernel_stale_ns), (10 * US, 0), "{b:?}");
+    assert_eq!((b.queued_ns, b.kernel_stale_ns, b.kernel_short_ns), (10 * US, 0, 0), "{b:?}");
+}
+
+#[test]
+fn a_wait_the_kernels_clock_saw_as_short_books_the_difference_as_short() {
+    // app waits 80 µs by the clock, but the hog's switch out says it ran
+    // 20 µs on the kernel's clock (read as its __schedule() began; the
+    // switch came 60 µs later): the kernel books 20 µs of waiting, and
+    // 60 µs of the hog's run that app waited through. Then a preemption
+    // whose intervening runs are not all known gives no figure.
+    let evs = [
+        sw(0, task(0, 0, "swapper/3"), app(), 1, 0, (None, Some(0))),
+        sw(100 * US, app(), hog(), 0, 100 * US, (Some(0), None)),
+        sw(180 * US, hog(), app(), 1, 20 * US, (None, Some(0))),
+        sw(200 * US, app(), hog(), 0, 20 * US, (Some(20_000), None)),
+        sw(205 * US, hog(), agent(), 1, 5 * US, (None, None)),
+        sw(300 * US, agent(), app(), 1, 0, (None, Some(20_000))),
+        sw(400 * US, app(), task(0, 0, "swapper/3"), TASK_DEAD, 100 * US, (Some(120_000), None)),
+    ];
+    let (_, t) = run(&evs, US);
+    let b = books(&t, 400 * US);
+    assert_eq!((b.queued_ns, b.kernel_stale_ns, b.kernel_short_ns), (180 * US, 0, 60 * US), "{b:?}");
 }
 
 #[test]
