@@ -220,3 +220,21 @@ fn the_kernels_stale_stretch_is_never_more_than_the_thread_had_run() {
     let (_, t) = run(&evs, US);
     assert_eq!(books(&t, 200 * US).kernel_stale_ns, 100 * US);
 }
+
+#[test]
+fn a_thread_found_at_its_wakeup_has_its_first_wait_in_the_kernels_count() {
+    // app is first seen as it is woken at 100 µs (its rename came before
+    // the programs were on); it waits 4 ms behind the hog (the tick's turn)
+    // and runs at 4100 µs; the kernel books that wait as app comes in,
+    // after the switch's tracepoint read its run_delay (1000 ns).
+    let evs = [
+        sw(0, task(0, 0, "swapper/3"), hog(), 1, 0, (None, Some(0))),
+        wakeup(100 * US, app()),
+        sw(4_100 * US, hog(), app(), 0, 4_100 * US, (Some(0), Some(1_000))),
+        sw(4_300 * US, app(), task(0, 0, "swapper/3"), TASK_DEAD, 200 * US, (Some(4_001_000), None)),
+    ];
+    let (_, t) = run(&evs, US);
+    let b = books(&t, 4_300 * US);
+    assert_eq!(b.from_ns, Some(100 * US), "{b:?}");
+    assert_eq!((b.queued_ns, b.kernel_queued_ns), (4_000 * US, 4_000 * US), "{b:?}");
+}
