@@ -170,6 +170,14 @@ impl Tracker {
             return;
         }
         let ts = ev.ts;
+        // Before tracing was on, the switch hook (attached last) was not:
+        // a wake-up or a rename then has no switches around it (a thread
+        // woken six times before them was booked as waiting from the
+        // first, its window begun where the kernel's count was not). What
+        // runs at the start, /proc says; what is woken, its switch in.
+        if ts < self.start && matches!(ev.payload, Payload::Wakeup { .. } | Payload::Rename(_)) {
+            return;
+        }
         self.settle(cpu, ts);
         if let Some(count) = class_of(&ev.payload, self.softirqs_in_threads) {
             let c = self.cpus[cpu as usize];

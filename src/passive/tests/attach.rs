@@ -204,3 +204,37 @@ fn nothing_before_tracing_was_on_is_a_stall() {
     let got: Vec<(u64, u64)> = out.iter().map(|i| (i.t0, i.t1)).collect();
     assert_eq!(got, [(2_000 * US, 2_300 * US), (5_000 * US, 5_030 * US)]);
 }
+
+/// Wake-ups before tracing was on are not the thread's: the switches
+/// around them were not seen (the switch hook attaches last). Seen, the
+/// thread was booked as waiting from the first of them, across its runs
+/// and sleeps, and its window began before the kernel's count did.
+#[test]
+fn wakeups_before_tracing_was_on_open_no_wait() {
+    let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2, 3], US);
+    tracker.started_at(1_000 * US);
+    let idle = || task(0, 0, "swapper/2");
+    let hog = task(77, 77, "hog");
+    let sw = |ts: u64, prev: Task, next: Task, state: u32, delays| {
+        ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, delays, preempt: state == 0 })
+    };
+    let wake = |ts: u64| ev(ts, Payload::Wakeup { task: app(), target_cpu: CPU, waker_cpu: CPU });
+    let evs = [
+        wake(100 * US),
+        wake(400 * US),
+        wake(700 * US),
+        // The hook is on: app comes in, runs, sleeps, is woken and waits
+        // 100 µs, which the kernel books as it comes in.
+        sw(1_010 * US, hog, app(), 0, (None, Some(5_000_000))),
+        sw(1_200 * US, app(), idle(), 1, (Some(5_000_000), None)),
+        wake(1_500 * US),
+        sw(1_600 * US, hog, app(), 0, (None, Some(5_000_000))),
+        sw(1_800 * US, app(), idle(), 1, (Some(5_100_000), None)),
+    ];
+    for e in &evs {
+        tracker.on_event(e, &mut |_| {});
+    }
+    let b = tracker.books_until(APP, 2_000 * US);
+    assert_eq!(b.from_ns, Some(1_010 * US), "{b:?}");
+    assert_eq!((b.queued_ns, b.kernel_queued_ns), (100 * US, 100 * US), "{b:?}");
+}
