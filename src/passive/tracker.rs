@@ -170,12 +170,20 @@ impl Tracker {
             return;
         }
         let ts = ev.ts;
-        // Before tracing was on, the switch hook (attached last) was not:
-        // a wake-up or a rename then has no switches around it (a thread
-        // woken six times before them was booked as waiting from the
-        // first, its window begun where the kernel's count was not). What
-        // runs at the start, /proc says; what is woken, its switch in.
-        if ts < self.start && matches!(ev.payload, Payload::Wakeup { .. } | Payload::Rename(_)) {
+        // Before tracing was on, the switch hook (attached last) may not
+        // be: a wake-up or a rename before the first switch its CPU shows
+        // has no switches around it (a thread woken six times before them
+        // was booked as waiting from the first, its window begun where the
+        // kernel's count was not). What runs at the start, /proc says;
+        // what is woken, its switch in.
+        let on = match ev.payload {
+            Payload::Wakeup { target_cpu, .. } => target_cpu,
+            _ => cpu,
+        };
+        if ts < self.start
+            && matches!(ev.payload, Payload::Wakeup { .. } | Payload::Rename(_))
+            && !self.cpus.get(on as usize).is_some_and(|c| c.switched)
+        {
             return;
         }
         self.settle(cpu, ts);

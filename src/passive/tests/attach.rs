@@ -238,3 +238,27 @@ fn wakeups_before_tracing_was_on_open_no_wait() {
     assert_eq!(b.from_ns, Some(1_010 * US), "{b:?}");
     assert_eq!((b.queued_ns, b.kernel_queued_ns), (100 * US, 100 * US), "{b:?}");
 }
+
+/// Once its CPU shows a switch, the hook is on: a wake-up there before the
+/// start is the thread's, and its wait is timed by the clock, not taken
+/// from the kernel's count alone.
+#[test]
+fn wakeups_before_the_start_count_once_the_cpu_shows_a_switch() {
+    let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2, 3], US);
+    tracker.started_at(1_000 * US);
+    let sw = |ts: u64, prev: Task, next: Task, state: u32, delays| {
+        ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, delays, preempt: state == 0 })
+    };
+    let evs = [
+        sw(100 * US, task(77, 77, "hog"), app(), 0, (None, Some(5_000_000))),
+        sw(200 * US, app(), task(0, 0, "swapper/2"), 1, (Some(5_000_000), None)),
+        ev(500 * US, Payload::Wakeup { task: app(), target_cpu: CPU, waker_cpu: CPU }),
+        sw(600 * US, task(77, 77, "hog"), app(), 0, (None, Some(5_000_000))),
+        sw(800 * US, app(), task(0, 0, "swapper/2"), 1, (Some(5_100_000), None)),
+    ];
+    for e in &evs {
+        tracker.on_event(e, &mut |_| {});
+    }
+    let b = tracker.books_until(APP, 1_000 * US);
+    assert_eq!((b.queued_ns, b.woken_queued_ns, b.kernel_queued_ns, b.from_kernel), (100 * US, 100 * US, 100 * US, 0), "{b:?}");
+}
