@@ -447,10 +447,13 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
             bad.push("runnable time outside 0.5% (and 8 µs a sleep above) of the kernel's");
         }
         // The chain of the kernel's own readings: never above schedstat's.
-        // Below it, one run in ten has been seen to miss one wait (4.0 ms
-        // of 41.9 ms, a sleepy thread beside a competitor and a busy
-        // housekeeping CPU, in 1 of 3 full runs on 2026-11-26; cause not
-        // yet found): one such run is said, a second fails the test.
+        // Below it, one run in ten was seen to miss one wait (4.0 ms of
+        // 41.9 ms, a sleepy thread beside a competitor and a busy
+        // housekeeping CPU, in 1 of 3 full runs on 2026-11-26). One cause
+        // found since (2026-11-28): wake-ups seen before the switch hook
+        // was on, which no longer count (docs/passive.md; 2 of 27 such
+        // starts short before, 0 of 41 after). Until more full runs show
+        // it was the only one, one such run is said, a second fails.
         if !within(kernel_queued, (0, k.waited.1), QUEUED_PCT) {
             bad.push("the kernel's run_delay over the window above schedstat's");
         } else if !within(kernel_queued, k.waited, QUEUED_PCT) {
