@@ -120,13 +120,15 @@ fn softirqs_in_its_own_writes_are_its_own_work() {
     let others = rows.len() - own.len();
     assert_eq!(v["cpus"][0]["hiccups"].as_u64(), Some(others as u64), "{}", v["cpus"][0]);
     // The CPU's events reach its timeline in time order but where our
-    // programs overlap (0.1–1% here, the most with a busy machine): an item
-    // once decoded 4.29 s late (a negative offset in its batch) put the
-    // timeline ahead of every later event, 17% and 64% of them out of order
-    // in 2 of 5 runs like these.
+    // programs overlap (2-14 of 30,000-60,000 here): an item once decoded
+    // 4.29 s late (a negative offset in its batch) put the timeline ahead
+    // of every later event, 17% and 64% of them out of order in 2 of 5
+    // runs like these. What the programs wrote while they attached is
+    // taken at the start and is no reordering (counted as one, ~630
+    // events, 5.2% of a CI run's).
     for s in [&v, &p] {
         let (events, reordered) = (s["events"].as_u64().unwrap(), s["overhead"]["reordered_events"].as_u64().unwrap());
-        assert!(reordered * 20 <= events, "{reordered} of {events} events out of the CPU's order");
+        assert!(reordered * 100 <= events, "{reordered} of {events} events out of the CPU's order");
     }
 }
 

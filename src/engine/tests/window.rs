@@ -231,3 +231,18 @@ fn gaps_are_explained_in_the_order_they_end_whatever_order_they_came() {
     assert_eq!(got[2..], [(250, 150)]);
     assert_eq!(e.next_end(0), u64::MAX);
 }
+
+#[test]
+fn events_from_before_the_start_are_not_reordered() {
+    // Tracing began at 100: what the programs wrote while they attached
+    // is taken at the start; only a later event older than its
+    // predecessor counts as reordered.
+    let mut e = Engine::new(&[CPU as usize], 100, 1024, Namer::new(Kallsyms::parse(SYMS), IdleStates::default()));
+    e.on_event(&ev(40, Payload::IrqEntry { irq: 4, name: [0; crate::record::IRQ_NAME_LEN] }));
+    e.on_event(&ev(60, Payload::IrqExit { irq: 4, ret: 1 }));
+    e.on_event(&switch(150, probe(), task(50, "hog")));
+    e.on_event(&ev(90, Payload::WorkStart { func: WORK_FN, work: 1 }));
+    assert_eq!(e.window_stats().reordered, 0);
+    e.on_event(&ev(140, Payload::WorkEnd { func: WORK_FN, work: 1 }));
+    assert_eq!(e.window_stats().reordered, 1);
+}
