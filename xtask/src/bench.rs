@@ -45,6 +45,7 @@ mod targets;
 mod util;
 mod verdicts;
 mod wakeup;
+mod yardstick;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -121,8 +122,19 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
         wakes: assets::compile(&tmp, "wakes", assets::WAKES)?,
         bt_script,
     };
+    let yard = assets::compile(&tmp, "yardstick", assets::YARDSTICK)?;
+    let speed = |at: &str| -> Result<yardstick::Speed> {
+        let s = yardstick::measure(&yard, house)?;
+        println!("bench: host speed at the {at}: pointer chase {:.1} ns a load, multiply-add {:.2} ns a step", s.chase_ns, s.alu_ns);
+        Ok(s)
+    };
 
     println!("bench: watched CPU {watched}, housekeeping CPU {house}{}", if quick { " (quick mode)" } else { "" });
+    // One figure alone is a check while working on it: with the host's
+    // speed, an A/B across hours can be read for the host's drift.
+    if figure.is_some() {
+        speed("start")?;
+    }
     if figure == Some("3b") {
         let p = interruption::measure(&cx, &cx.interrupts)?;
         let mut o = String::new();
@@ -136,6 +148,7 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
         return Ok(());
     }
     let quiet = quiet::quiet_check();
+    let speed_start = speed("start")?;
     // Other tracers or builds started meanwhile skew the figures: note them.
     let mut seen: Vec<String> = vec![];
     let mut lap = Instant::now();
@@ -177,6 +190,7 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
     let wakeup = wakeup::wakeup(&cx)?;
     let observer = Some(wakeup::observer(&cx)?);
     check("figure 8");
+    let host_speed = yardstick::HostSpeed { start: speed_start, end: speed("end")? };
 
     let results = results::Results {
         floor,
@@ -193,6 +207,7 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
         bt_probes,
     };
     let mut mc = machine_info(watched, house, started.elapsed().as_secs_f64(), quick);
+    mc.speed = Some(host_speed);
     mc.quiet = if seen.is_empty() { quiet } else { format!("{quiet}; **seen during the bench**: {}", seen.join(", ")) };
     let figures = figures::from_results(&results, quick);
     let entry = history::Entry { commit: commit(), date: utc_now(), source: None, machine: mc, figures };
@@ -358,5 +373,6 @@ fn machine_info(watched: usize, house: usize, runtime_s: f64, quick: bool) -> re
         runtime_s,
         quick,
         quiet: String::new(),
+        speed: None,
     }
 }

@@ -2,7 +2,8 @@
 //! (a bare C loop, the bpftrace script it compares against) here, the
 //! context-switch hook's cost in hookcost.rs, the loads it drives in
 //! loads.rs, figure 3b's gap loop in interrupts.rs, figure 8b's paired
-//! wake-up loop in wakes.rs, the C they share in headers.rs; C written to a
+//! wake-up loop in wakes.rs, the host's speed on fixed work in
+//! yardstick.rs, the C they share in headers.rs; C written to a
 //! temp dir and built with gcc -O2.
 
 use std::path::{Path, PathBuf};
@@ -17,10 +18,12 @@ mod hookcost;
 mod interrupts;
 mod loads;
 mod wakes;
+mod yardstick;
 pub use hookcost::HOOKCOST;
 pub use interrupts::INTERRUPTS;
 pub use loads::{HOG, IPISTORM, PINGPONG, TCPPP};
 pub use wakes::WAKES;
+pub use yardstick::YARDSTICK;
 
 /// The limit for the probe: a bare clock_gettime loop. Its floor is found
 /// as jitterwatch's probe finds its own (docs/threshold.md): over its first

@@ -44,6 +44,11 @@ pub struct FromVmtest {
     pub arm64_clock: String,
 }
 
+/// The first run in `all` that measured the host's speed.
+fn first_speed(all: &[Entry]) -> Option<super::yardstick::First<'_>> {
+    all.iter().find_map(|e| Some(super::yardstick::First { date: &e.date, commit: &e.commit, speed: e.machine.speed? }))
+}
+
 /// The document for `latest` (the last entry of `all`), with `details`
 /// (sections 1 to 8, from that run) and what vmtest wrote.
 pub fn markdown(latest: &Entry, details: &str, all: &[Entry], vm: &FromVmtest) -> String {
@@ -73,6 +78,7 @@ pub fn markdown(latest: &Entry, details: &str, all: &[Entry], vm: &FromVmtest) -
         ("jitterwatch commit", latest.commit.clone()),
         ("tools", mc.tools.clone()),
         ("other load", mc.quiet.clone()),
+        ("host speed", super::yardstick::describe(mc.speed.as_ref(), first_speed(all))),
     ] {
         let _ = writeln!(o, "| {k} | {v} |");
     }

@@ -24,6 +24,9 @@ pub struct Machine {
     pub quick: bool,
     /// How idle the machine was before the bench (other load skews it).
     pub quiet: String,
+    /// The host's speed on fixed work (runs before it was measured: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speed: Option<super::yardstick::HostSpeed>,
 }
 
 pub struct Results {
