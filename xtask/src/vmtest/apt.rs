@@ -30,6 +30,9 @@ pub(super) fn run_out(cmd: &mut Command, then: Option<&str>) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// How long a suite's package lists are used before apt-get update.
+const LISTS_FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
 /// A private apt configuration for one suite of deb.debian.org.
 pub(super) struct AptRoot {
     opts: Vec<String>,
@@ -64,10 +67,17 @@ impl AptRoot {
         opts.extend(arch_options(arch));
         let opts = opts.into_iter().flat_map(|o| ["-o".to_string(), o]).collect();
         let apt = Self { opts };
-        let fresh = std::fs::read_dir(dir.join("lists"))?.flatten().any(|e| e.file_name().to_string_lossy().ends_with("_Packages"));
-        if !fresh {
+        // Lists a day old at most: the archive drops superseded versions
+        // (sid's, the security suites'), which older lists still name. Their
+        // age is our update's (a stamp), not the files': apt dates a list
+        // by the archive's Last-Modified.
+        let stamp = dir.join("updated");
+        let age = std::fs::metadata(&stamp).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+        let listed = std::fs::read_dir(dir.join("lists"))?.flatten().any(|e| is_package_list(&e.file_name().to_string_lossy()));
+        if !(listed && age.is_some_and(|a| a < LISTS_FRESH_FOR)) {
             println!("vmtest: apt-get update for {suite} (private lists in {})", dir.display());
             proc::check(Command::new("apt-get").args(&apt.opts).args(["-q", "update"]).stdout(Stdio::null()))?;
+            std::fs::write(&stamp, "")?;
         }
         Ok(apt)
     }
@@ -126,6 +136,14 @@ impl AptRoot {
     }
 }
 
+/// Whether `name`, in apt's lists directory, is a suite's package list:
+/// `..._Packages`, or compressed as apt keeps it when the host's apt.conf
+/// says so (Debian's does: `_Packages.lz4`), which each run missed and so
+/// updated the lists again.
+fn is_package_list(name: &str) -> bool {
+    name.rsplit_once("_Packages").is_some_and(|(_, ext)| ext.is_empty() || matches!(ext, ".lz4" | ".gz" | ".xz" | ".zst" | ".bz2"))
+}
+
 /// The one-line sources.list of a suite.
 pub fn sources_list(suite: &str) -> String {
     format!("deb http://deb.debian.org/debian {suite} main\n")
@@ -166,6 +184,15 @@ mod tests {
         let util = "Package: util-linux\nPre-Depends: libblkid1 (>= 2.37.2), libc6 (>= 2.34)\nDepends: util-linux-extra\n";
         assert_eq!(relations(util, "Pre-Depends"), ["libblkid1", "libc6"]);
         assert_eq!(depends(util), ["util-linux-extra"]);
+    }
+
+    #[test]
+    fn a_compressed_package_list_is_a_list() {
+        let lists = |names: &[&str]| names.iter().any(|n| is_package_list(n));
+        assert!(lists(&["deb.debian.org_debian_dists_sid_main_binary-amd64_Packages"]));
+        assert!(lists(&["deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages.lz4"]));
+        assert!(!lists(&["deb.debian.org_debian_dists_sid_InRelease", "partial", "lock", "auxfiles"]));
+        assert!(!lists(&["deb.debian.org_debian_dists_sid_main_binary-amd64_Packages.diff_Index"]));
     }
 
     #[test]
