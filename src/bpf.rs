@@ -47,6 +47,8 @@ pub enum TracerError {
     CpuTooLarge(usize),
     #[error("JITTERWATCH_BPF_FLOOR={0:?} is not a stage: use 1 (or hook), clock or append, or unset it (the benchmark's setting only)")]
     BenchStop(String),
+    #[error("cannot write JITTERWATCH_BPF_UNATTACHED's file {0}: {1} (the benchmark's setting only)")]
+    Unattached(String, std::io::Error),
 }
 
 fn bpf(what: &'static str) -> impl FnOnce(libbpf_rs::Error) -> TracerError {
@@ -57,11 +59,51 @@ fn bpf(what: &'static str) -> impl FnOnce(libbpf_rs::Error) -> TracerError {
 /// benchmark only (figure 3b: where our programs' time goes).
 const FLOOR: &str = "JITTERWATCH_BPF_FLOOR";
 
+/// The environment setting that loads every program and attaches none,
+/// for the benchmark only (figure 3b): its loop opens the programs' only
+/// links itself, and closes them for a window of no hook at all, so what
+/// the hooks alone cost is read within one run. A second link beside ours
+/// would not say it: a tracepoint with one probe calls it directly (a
+/// static call), with two through an iterator's indirect calls. The value
+/// is a file, where the loop's arguments for the programs that would have
+/// been attached are written (links.h: `ID`, or `ID:TRACEPOINT` for a
+/// raw_tp program), one a line.
+const UNATTACHED: &str = "JITTERWATCH_BPF_UNATTACHED";
+
 /// The events ring's size where the watched CPUs have regions: it takes
 /// only the records one of our programs writes inside another (an IRQ
 /// during a softirq's program), and a ring counts up to twice its size in
 /// our RSS once wrapped.
 const EVENTS_BESIDE_REGIONS: u32 = 256 << 10;
+
+/// The loop's arguments for the loaded programs that attaching would link
+/// (those libbpf attaches, and the context-switch program `switch`), one a
+/// line: `ID` for a tp_btf program, `ID:TRACEPOINT` for a raw_tp one.
+fn unattached_links(skel: &JitterwatchSkel<'_>, switch: &str) -> String {
+    use libbpf_rs::skel::Skel as _;
+    use libbpf_rs::AsRawLibbpf as _;
+    let mut out = String::new();
+    for prog in skel.object().progs() {
+        let ptr = prog.as_libbpf_object().as_ptr();
+        // SAFETY: the program belongs to the loaded object `skel` holds.
+        let (fd, auto) = unsafe { (libbpf_rs::libbpf_sys::bpf_program__fd(ptr), libbpf_rs::libbpf_sys::bpf_program__autoattach(ptr)) };
+        if fd < 0 || !(auto || prog.name() == switch) {
+            continue;
+        }
+        let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+        let mut len = std::mem::size_of_val(&info) as u32;
+        // SAFETY: `info` is as large as `len` says, `fd` a loaded program's.
+        if unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) } != 0 {
+            continue;
+        }
+        let section = prog.section().to_string_lossy();
+        match section.trim_start_matches('?').strip_prefix("raw_tp/") {
+            Some(tp) => out.push_str(&format!("{}:{tp}\n", info.id)),
+            None => out.push_str(&format!("{}\n", info.id)),
+        }
+    }
+    out
+}
 
 /// Where JITTERWATCH_BPF_FLOOR's value stops our programs (enum jw_stop):
 /// unset, the whole of them; `1` or `hook` right after the watched-CPU
@@ -300,6 +342,14 @@ impl<'obj> Tracer<'obj> {
 
     fn attach_loaded(loaded: Loaded<'obj>, cpus: &[usize]) -> Result<Self, TracerError> {
         let Loaded { mut skel, missing, perf, old_switch } = loaded;
+        let region_cpus = if regions::USED { cpus.to_vec() } else { vec![] };
+        if let Some(path) = std::env::var_os(UNATTACHED) {
+            let switch = if old_switch { "on_sched_switch_old" } else { "on_sched_switch" };
+            std::fs::write(&path, unattached_links(&skel, switch))
+                .map_err(|e| TracerError::Unattached(std::path::PathBuf::from(path).display().to_string(), e))?;
+            let switch_hook = SwitchHook::Tracepoint("attached by the benchmark (JITTERWATCH_BPF_UNATTACHED)".to_string());
+            return Ok(Self { _switch_links: vec![], skel, missing, switch_hook, region_cpus, unwatched: Default::default() });
+        }
         skel.attach().map_err(bpf("attaching the BPF programs"))?;
         let perf = perf.and_then(|()| Self::attach_perf(&skel, cpus).map_err(|e| format!("the per-CPU perf event failed: {e}")));
         let (switch_hook, links) = match perf {
@@ -310,7 +360,6 @@ impl<'obj> Tracer<'obj> {
                 (SwitchHook::Tracepoint(why), vec![link])
             }
         };
-        let region_cpus = if regions::USED { cpus.to_vec() } else { vec![] };
         Ok(Self { _switch_links: links, skel, missing, switch_hook, region_cpus, unwatched: Default::default() })
     }
 

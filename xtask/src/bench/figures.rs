@@ -91,7 +91,7 @@ pub mod method {
         )
     }
     pub fn per_interruption(reps: usize, secs: f64) -> String {
-        format!("v7: a C clock loop's gaps on the watched CPU (the tick by its period; every 1 ms in turn a membarrier IPI, a UDP datagram to the gateway whose send-completion interrupt is routed to the watched CPU, a signal to the loop (a reschedule IPI), a stat_refresh write (a workqueue item), two membarrier IPIs 20 µs apart (the second: warm caches), each by its send), nothing attached / the hooks alone (JITTERWATCH_BPF_FLOOR=1) / jitterwatch --comm with the loop cycling 50 ms windows watched / not / not with a second link to each program, gaps within 3 ms of a window's opening left out (paired; v6: two windows, none left out), then the paired run with our programs stopped after their clock read and after their append (JITTERWATCH_BPF_FLOOR=clock|append), then two runs with --bpf-stats (whole, and JITTERWATCH_BPF_FLOOR=1), alternated, {reps} runs of {secs} s each (the paired run three times as long, the stages' twice)")
+        format!("v8: a C clock loop's gaps on the watched CPU (the tick by its period; every 1 ms in turn a membarrier IPI, a UDP datagram to the gateway whose send-completion interrupt is routed to the watched CPU, a signal to the loop (a reschedule IPI), a stat_refresh write (a workqueue item), two membarrier IPIs 20 µs apart (the second: warm caches), each by its send), nothing attached / the hooks alone (JITTERWATCH_BPF_FLOOR=1) / jitterwatch --comm attaching nothing (JITTERWATCH_BPF_UNATTACHED) with the loop linking its programs and cycling 50 ms windows watched / not / the links closed (paired; v7: the third window not watched with a second link to each program, which turns each tracepoint's direct call into an iterator's indirect calls; v6: two windows, none left out), gaps within 3 ms of a window's opening left out (25 ms of the links-closed window's), then the paired run with our programs stopped after their clock read and after their append (JITTERWATCH_BPF_FLOOR=clock|append), then two runs with --bpf-stats (whole, and JITTERWATCH_BPF_FLOOR=1), alternated, {reps} runs of {secs} s each (the paired run three times as long, the stages' twice)")
     }
 
     pub fn bpf(reps: usize, secs: f64) -> String {
@@ -282,8 +282,8 @@ fn per_interruption(p: Option<&super::interruption::PerInterruption>, q: &dyn Fn
     use super::interruption::Kind;
     let m = |v: &[f64]| med(&Spread::of(v));
     let mut fig = Figure::new(q(method::per_interruption(p.map_or(0, |p| p.reps), p.map_or(0.0, |p| p.secs))));
-    let conds = p.map(|p| [&p.none, &p.floor, &p.watched, &p.off, &p.second]);
-    for (cond, c) in ["none", "floor", "watched", "off", "second"].into_iter().zip(conds.into_iter().flatten()) {
+    let conds = p.map(|p| [&p.none, &p.floor, &p.watched, &p.off, &p.bare]);
+    for (cond, c) in ["none", "floor", "watched", "off", "bare"].into_iter().zip(conds.into_iter().flatten()) {
         for (k, kind) in Kind::ALL.into_iter().enumerate() {
             for (i, q) in ["p25", "p50"].into_iter().enumerate() {
                 fig = fig.with(&format!("{}_{cond}_{q}_ns", kind.key()), m(&c.q[k][i]));
@@ -295,7 +295,7 @@ fn per_interruption(p: Option<&super::interruption::PerInterruption>, q: &dyn Fn
     for (k, kind) in Kind::ALL.into_iter().enumerate() {
         for (i, q) in ["p25", "p50"].into_iter().enumerate() {
             fig = fig.with(&format!("{}_paired_{q}_ns", kind.key()), p.and_then(|p| m(&p.paired.0[k][i])));
-            // A second set of the hooks less not watched, within the run.
+            // Not watched less no hook at all, within the run.
             fig = fig.with(&format!("{}_hooks_{q}_ns", kind.key()), p.and_then(|p| m(&p.hooks.0[k][i])));
         }
         fig = fig.with(&format!("self_{}_ns", kind.key()), p.and_then(|p| med(&p.own[k])));

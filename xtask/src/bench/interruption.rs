@@ -16,7 +16,9 @@
 //! returning at once (JITTERWATCH_BPF_FLOOR=1: the kernel's hooks alone);
 //! and the paired run, jitterwatch watching while the loop turns its
 //! watching off and on every TOGGLE_MS, so what our programs' work adds is
-//! read within one run; then the same paired run twice more with our
+//! read within one run, and closes the programs' only links for a third
+//! window (jitterwatch attached none: JITTERWATCH_BPF_UNATTACHED), so what
+//! the hooks alone add is read within the run too; then the same paired run twice more with our
 //! programs stopped at a stage (JITTERWATCH_BPF_FLOOR=clock: after their
 //! clock read; =append: once their item joins the batch, never written),
 //! which splits that work into the clock read, the append and the record's
@@ -34,10 +36,10 @@ use anyhow::{Context as _, Result};
 mod gaps;
 mod stats;
 mod tick;
-pub use gaps::{classify, classify_paired, parse, ByKind, Gaps, Kind, Window, SETTLE_NS};
+pub use gaps::{classify, classify_paired, parse, ByKind, Gaps, Kind, Window, SETTLE_NS, SETTLE_UNATTACHED_NS, WINDOWS};
 pub use stats::per_kind;
 
-use super::attached::{second_set_now, watched_byte};
+use super::attached::watched_byte;
 use super::measure::{prog_costs, Ctx, ProgCost};
 use super::spread::Spread;
 use super::util::{self, Bg};
@@ -95,7 +97,7 @@ pub struct Paired(pub ByKind<[Vec<f64>; 2]>);
 
 impl Paired {
     /// One run's gaps of each kind, by window: window `a` less window `b`.
-    fn add(&mut self, by: &ByKind<[Vec<u64>; 3]>, a: Window, b: Window) {
+    fn add(&mut self, by: &ByKind<[Vec<u64>; WINDOWS]>, a: Window, b: Window) {
         for (k, v) in by.iter().enumerate() {
             for (i, q) in QS.into_iter().enumerate() {
                 let (mut x, mut y) = (v[a as usize].clone(), v[b as usize].clone());
@@ -115,15 +117,15 @@ pub struct PerInterruption {
     /// attached but returning at their first test (the CPU not watched).
     pub watched: Condition,
     pub off: Condition,
-    /// The paired runs' third window: not watched, with a second link to
-    /// each program (not measured where the kernel refused them).
-    pub second: Condition,
+    /// The paired runs' third window: no hook at all (the loop's links to
+    /// our programs closed).
+    pub bare: Condition,
     /// Each paired run's watched less not-watched quantiles.
     pub paired: Paired,
-    /// Each paired run's second set less not-watched quantiles: what one
-    /// set of the hooks adds, returning at once, within the run.
+    /// Each paired run's not-watched less no-hook quantiles: what the
+    /// hooks add, returning at once, within the run.
     pub hooks: Paired,
-    /// Programs linked a second time, per paired run.
+    /// Programs the loop linked, per paired run.
     pub programs: Vec<f64>,
     /// The same, with our programs stopped at each of STAGES.
     pub stages: [Paired; 2],
@@ -145,7 +147,7 @@ pub struct PerInterruption {
 pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
     let reps = cx.reps(8);
     let secs = if cx.quick { 1.5 } else { 3.0 };
-    let (mut none, mut floor, mut watched, mut off, mut second) =
+    let (mut none, mut floor, mut watched, mut off, mut bare) =
         (Condition::default(), Condition::default(), Condition::default(), Condition::default(), Condition::default());
     let (mut paired, mut hooks, mut programs) = (Paired::default(), Paired::default(), vec![]);
     let mut stages = [Paired::default(), Paired::default()];
@@ -174,8 +176,8 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
         let g = run(cx, exe, 3.0 * secs, &gateway, Some((Watch::Paired(None), &csv)))?;
         let by = classify_paired(&g);
         paired.add(&by, Window::Watched, Window::NotWatched);
-        hooks.add(&by, Window::SecondSet, Window::NotWatched);
-        for (c, w) in [(&mut watched, Window::Watched), (&mut off, Window::NotWatched), (&mut second, Window::SecondSet)] {
+        hooks.add(&by, Window::NotWatched, Window::Unattached);
+        for (c, w) in [(&mut watched, Window::Watched), (&mut off, Window::NotWatched), (&mut bare, Window::Unattached)] {
             c.add_lengths(by.clone().map(|v| v[w as usize].clone()));
         }
         let warm = &g.sends[Kind::IpiWarm as usize];
@@ -198,7 +200,7 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
         floor,
         watched,
         off,
-        second,
+        bare,
         paired,
         hooks,
         programs,
@@ -237,14 +239,15 @@ fn tempfile_dir() -> Result<std::path::PathBuf> {
 enum Watch {
     /// Its programs return at once (the kernel's hooks alone).
     Floor,
-    /// The loop turns its watching off and on every TOGGLE_MS; its
-    /// programs stop at this stage of STAGES, or do all their work (and
-    /// then a third window links each a second time).
+    /// The loop links our programs (jitterwatch attaches none), turns its
+    /// watching off and on every TOGGLE_MS and has a third window with the
+    /// links closed; its programs stop at this stage of STAGES, or do all
+    /// their work.
     Paired(Option<&'static str>),
 }
 
 /// One run of the loop; with `jw` = Some((how, csv)), jitterwatch watches
-/// it in passive mode. Also how many programs the loop linked again.
+/// it in passive mode. Also how many programs the loop linked.
 fn run(cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(Watch, &Path)>) -> Result<(Gaps, usize)> {
     let mut linked = 0;
     let mut args = vec![cx.watched.to_string(), cx.house.to_string(), format!("{secs}"), SLOT_US.to_string(), gateway.to_string()];
@@ -258,16 +261,22 @@ fn run(cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(Watch, &Path)
                 Watch::Paired(Some(stage)) => c.env("JITTERWATCH_BPF_FLOOR", stage),
                 Watch::Paired(None) => c.env_remove("JITTERWATCH_BPF_FLOOR"),
             };
+            let links = csv.with_extension("links");
+            let _ = std::fs::remove_file(&links);
+            if let Watch::Paired(_) = how {
+                c.env("JITTERWATCH_BPF_UNATTACHED", &links);
+            }
             let bg = Bg::spawn(&mut c)?;
             std::thread::sleep(Duration::from_millis(1500));
-            if let Watch::Paired(stage) = how {
+            if let Watch::Paired(_) = how {
                 let (map, offset) = watched_byte().context("finding jitterwatch's watched[] to turn it off and on")?;
                 args.extend([map.to_string(), (offset + cx.watched as u64).to_string(), TOGGLE_MS.to_string()]);
-                if stage.is_none() {
-                    let progs = second_set_now(map)?;
-                    linked = progs.len();
-                    args.extend(progs);
-                }
+                let progs = std::fs::read_to_string(&links)
+                    .with_context(|| format!("reading the programs jitterwatch left to link ({})", links.display()))?;
+                let progs: Vec<String> = progs.lines().map(str::to_string).collect();
+                anyhow::ensure!(!progs.is_empty(), "jitterwatch left no program to link in {}", links.display());
+                linked = progs.len();
+                args.extend(progs);
             }
             Some(bg)
         }

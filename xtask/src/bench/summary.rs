@@ -183,7 +183,7 @@ pub fn measured(id: Id, f: &Figures) -> String {
                 let d = |a: Option<f64>, b: Option<f64>| n(a.zip(b).map(|(a, b)| a - b), 0);
                 let stats = |c: &str| v(&format!("{}_bpf_stats{c}_ns", k.key()));
                 format!(
-                    "{}: our programs' work {} ns paired, the hooks alone {} ns (a second set, within the run; {} ns by separate runs); self {} ns{}",
+                    "{}: our programs' work {} ns paired, the hooks alone {} ns (within the run, against no hook; {} ns by separate runs); self {} ns{}",
                     k.describe(),
                     n(x("paired"), 0),
                     n(x("hooks"), 0),

@@ -35,11 +35,13 @@ static volatile uint8_t *map_byte(unsigned id, size_t offset)
 }
 "#;
 
-/// `links.h`: a second link to each of jitterwatch's programs, opened and
-/// closed by a loop on the watched CPU, so what its hooks alone add is read
-/// within one run (not watched, both links of a program return at its first
-/// test). A kernel before 6.10 refuses a program's second link to one
-/// tracepoint (its probe is keyed by the program, later by the link).
+/// `links.h`: a link to each of jitterwatch's programs, opened and closed
+/// by a loop on the watched CPU, so what its hooks alone add is read within
+/// one run: 3b's loop holds the programs' only links (jitterwatch attached
+/// none) and closes them for a window of no hook; 8b's opens a second link
+/// to each (not watched, both links of a program return at its first test).
+/// A kernel before 6.10 refuses a program's second link to one tracepoint
+/// (its probe is keyed by the program, later by the link).
 pub const LINKS: &str = r#"
 #include <linux/bpf.h>
 #include <stdint.h>

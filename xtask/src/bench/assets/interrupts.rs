@@ -34,9 +34,11 @@ pub const INTERRUPTS: &str = r#"
  * mmapped) off and on every TOGGLE_MS and prints when ("T time code": 1
  * on, 0 off). It writes it from user space on W, so no interrupt of W is
  * open at that moment: each interruption is seen whole by the programs, or
- * not at all. With PROGs, each off window is followed by a third (code 3):
- * still off, with a second link opened to each program (links.h), closed
- * as it ends; the links' system calls are no gap of the loop's.
+ * not at all. With PROGs (jitterwatch attached none of its programs:
+ * JITTERWATCH_BPF_UNATTACHED), the loop opens each program's one link
+ * (links.h) before it spins, and each off window is followed by a third
+ * (code 4): the links closed, no hook at all, opened again as it ends; the
+ * links' system calls are no gap of the loop's.
  */
 #define _GNU_SOURCE
 #include <linux/bpf.h>
@@ -186,6 +188,9 @@ int main(int argc, char **argv)
 		for (int i = 9; i < argc; i++)
 			if (open_prog(argv[i]))
 				return 1;
+		/* The only links: without them nothing is watched at all. */
+		if (progs && attach_all())
+			return 1;
 	}
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0)) {
 		perror("membarrier");
@@ -207,23 +212,23 @@ int main(int argc, char **argv)
 			gap_len[ngaps++] = x - prev;
 		}
 		if (x >= next_toggle && ntoggled < CAP) {
-			int calls = on == 3 || (on == 0 && progs);
-			if (on == 3)
-				detach_all();
+			int calls = on == 4 || (on == 0 && progs);
+			if (on == 4 && attach_all())
+				return 1;
 			if (on == 0 && progs)
-				attach_all();
-			/* 1 watched, then 0 not, then 3 not with the second set. */
-			on = on == 1 ? 0 : on == 0 && progs ? 3 : 1;
+				detach_all();
+			/* 1 watched, then 0 not, then 4 no hook at all. */
+			on = on == 1 ? 0 : on == 0 && progs ? 4 : 1;
 			*flag = on == 1;
 			/* The window begins once the links' system calls are done. */
 			if (calls)
 				x = now();
-			toggled[ntoggled++] = x * 4 + on;
+			toggled[ntoggled++] = x * 8 + on;
 			next_toggle = x + toggle_ns;
 		}
 		prev = x;
 	}
-	if (on == 3)
+	if (progs && on != 4)
 		detach_all();
 	if (flag)
 		*flag = 1;
@@ -234,7 +239,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ndid; i++)
 		printf("%c %llu\n", did[i], (unsigned long long)did_at[i]);
 	for (size_t i = 0; i < ntoggled; i++)
-		printf("T %llu %u\n", (unsigned long long)(toggled[i] / 4), (unsigned)(toggled[i] % 4));
+		printf("T %llu %u\n", (unsigned long long)(toggled[i] / 8), (unsigned)(toggled[i] % 8));
 	return 0;
 }
 "#;

@@ -44,17 +44,19 @@ pub fn section(o: &mut String, p: Option<&PerInterruption>, w: usize, h: usize) 
          here): the host's short pauses fall in the same windows. A send whose window also holds a tick or another \
          kind's window gives none. Three runs, alternated, {} times: nothing attached ({} s); `jitterwatch --comm jwgaps --cpus {w}` \
          (passive mode, every program) with `JITTERWATCH_BPF_FLOOR=1` (every program returns at once: what the kernel's \
-         hooks and the BPF dispatch cost alone; {} s); and the paired run ({} s): jitterwatch watching while the loop \
-         itself cycles through three windows of 50 ms, from user space on CPU {w}, so each interruption is in one window \
-         whole: jitterwatch's `watched[{w}]` (its .bss, mmapped by map id) on; off; off with a second link opened to each \
-         of jitterwatch's programs ({} programs, by id with `BPF_RAW_TRACEPOINT_OPEN`, closed as the window ends; the \
-         system calls are no gap of the loop's). Gaps that begin within {} ms of a window's opening are left out (the \
-         links' opening and closing leave work on the CPU). In the off windows every program is attached and returns at \
-         its first test; in the on windows they do their work: the difference, within one run and 50 ms apart, is what \
-         our programs' work adds, free of the host's drift from run to run, which is larger than the figure itself \
-         here. The third window less the off one is what one set of the hooks adds, returning at once, within the run \
-         too (a second link costs a program's dispatch; its tracepoint was on already, so this leaves out what turning a \
-         tracepoint on adds); the floor less nothing attached says the same across runs, with that drift. Each run's \
+         hooks and the BPF dispatch cost alone; {} s); and the paired run ({} s): jitterwatch loads its programs and \
+         attaches none (`JITTERWATCH_BPF_UNATTACHED`), the loop links each of them itself ({} programs, by id with \
+         `BPF_RAW_TRACEPOINT_OPEN`: the only links) and cycles through three windows of 50 ms, from user space on CPU \
+         {w}, so each interruption is in one window whole: jitterwatch's `watched[{w}]` (its .bss, mmapped by map id) \
+         on; off; and the links closed, opened again as the window ends (the system calls are no gap of the loop's). \
+         Gaps that begin within {} ms of a window's opening are left out (the links' opening and closing leave work on \
+         the CPU), within {} ms of the third's (what the kernel frees after the links closed runs on the CPU later). In the off windows every program is attached and returns at its first test; in the on windows they \
+         do their work: the difference, within one run and 50 ms apart, is what our programs' work adds, free of the \
+         host's drift from run to run, which is larger than the figure itself here. The off window less the third is \
+         what the hooks alone add, returning at once, within the run too; the floor less nothing attached says the \
+         same across runs, with that drift. (Up to v7 the third window opened a second link to each program instead: a \
+         tracepoint with one probe calls it directly, with two through an iterator's indirect calls, so that figure \
+         also held two indirect calls per tracepoint.) Each run's \
          gaps of a kind give their 25th percentile and median; the table has the median of the runs'. `self` is \
          jitterwatch's own time per interruption by its programs' clock reads, from the paired runs' CSVs (the `self: \
          jitterwatch` cause of the rows that are one interruption of the kind).\n",
@@ -65,7 +67,8 @@ pub fn section(o: &mut String, p: Option<&PerInterruption>, w: usize, h: usize) 
         p.secs,
         3.0 * p.secs,
         Spread::of(&p.programs).show(0),
-        crate::bench::interruption::SETTLE_NS / 1_000_000
+        crate::bench::interruption::SETTLE_NS / 1_000_000,
+        crate::bench::interruption::SETTLE_UNATTACHED_NS / 1_000_000
     );
     let _ = writeln!(o, "| interruption | condition | p25 (ns) | p50 (ns) | gaps per run | added at p50 |\n|---|---|---|---|---|---|");
     let med = |v: &[f64]| Spread::of(v).median;
@@ -75,8 +78,8 @@ pub fn section(o: &mut String, p: Option<&PerInterruption>, w: usize, h: usize) 
         let rows = [
             ("nothing attached", &p.none, None),
             ("the hooks alone", &p.floor, Some(base)),
-            ("paired run, not watched (hooks attached)", &p.off, None),
-            ("paired run, not watched, a second set of the hooks", &p.second, Some(q(&p.off, 1))),
+            ("paired run, no hook (the loop's links closed)", &p.bare, None),
+            ("paired run, not watched (hooks attached)", &p.off, Some(q(&p.bare, 1))),
             ("paired run, watched", &p.watched, Some(q(&p.off, 1))),
         ];
         for (name, c, against) in rows {
@@ -90,7 +93,7 @@ pub fn section(o: &mut String, p: Option<&PerInterruption>, w: usize, h: usize) 
     let show = |v: &Spread| if v.n == 0 { "not measured".to_string() } else { v.show(0) };
     let _ = writeln!(
         o,
-        "\n| interruption | our programs' work, paired: p25 (ns) | p50 (ns) | the hooks alone, a second set, paired: p50 (ns) | `self` (ns) |\n|---|---|---|---|---|"
+        "\n| interruption | our programs' work, paired: p25 (ns) | p50 (ns) | the hooks alone, paired against no hook: p50 (ns) | `self` (ns) |\n|---|---|---|---|---|"
     );
     for (k, kind) in Kind::ALL.into_iter().enumerate() {
         let [p25, p50] = &p.paired.0[k];
@@ -107,8 +110,8 @@ pub fn section(o: &mut String, p: Option<&PerInterruption>, w: usize, h: usize) 
     }
     let _ = writeln!(
         o,
-        "\nThe paired columns are each paired run's watched (or second-set) window less its not-watched one, median \
-         [min–max] over the runs; `self` is the median over the paired runs' rows of that kind."
+        "\nThe paired columns are each paired run's watched window less its not-watched one (the hooks': its \
+         not-watched window less the one with no hook), median [min–max] over the runs; `self` is the median over the paired runs' rows of that kind."
     );
     stages(o, p);
     kernel_books(o, p, w);

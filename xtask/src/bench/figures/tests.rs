@@ -158,7 +158,7 @@ fn results(sampled: bool) -> Results {
                 floor: cond(14_050.0),
                 watched: cond(14_120.0),
                 off: cond(14_040.0),
-                second: cond(14_070.0),
+                bare: cond(14_010.0),
                 hooks: interruption::Paired([0.0; 6].map(|_| [vec![25.0], vec![30.0]])),
                 programs: vec![31.0],
                 paired: interruption::Paired([

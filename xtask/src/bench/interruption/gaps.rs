@@ -5,20 +5,40 @@
 /// A tick's gap begins this close to its slot of the comb, ns.
 const TICK_WITHIN_NS: u64 = 10_000;
 /// A paired run's gaps that begin this soon after a window opens are left
-/// out, ns: opening or closing the second set's links leaves work on the
-/// CPU (the wake-up loop's first wake-up after them is tens of µs late).
+/// out, ns: opening or closing links leaves work on the CPU (the wake-up
+/// loop's first wake-up after them is tens of µs late).
 pub const SETTLE_NS: u64 = 3_000_000;
+/// The same for the window with no hook, whose links the loop closed just
+/// before it on its own CPU: what the kernel frees after them runs there
+/// later (3b's loop saw 30-50% more gap time from 3 ms to about 20 ms into
+/// that window, over 77 windows, and not in the others; the tick takes it).
+pub const SETTLE_UNATTACHED_NS: u64 = 25_000_000;
+
+impl Window {
+    /// How long after it opens this window's gaps are left out.
+    pub fn settle_ns(self) -> u64 {
+        match self {
+            Window::Unattached => SETTLE_UNATTACHED_NS,
+            _ => SETTLE_NS,
+        }
+    }
+}
 
 /// A paired run's windows: jitterwatch watching; not watching (its programs
 /// attached, returning at their first test); not watching, with a second
-/// link to each program (links.h). Their index in [`classify_paired`]'s
-/// arrays.
+/// link to each program (8b's loop, links.h); no hook at all, the loop's
+/// links to our programs closed (3b's loop: jitterwatch attached none).
+/// Their index in [`classify_paired`]'s arrays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Window {
     Watched = 0,
     NotWatched = 1,
     SecondSet = 2,
+    Unattached = 3,
 }
+
+/// How many windows a paired run may have.
+pub const WINDOWS: usize = 4;
 
 impl Window {
     /// From the code the loops print (3b's "T time code", 8b's "L late
@@ -28,6 +48,7 @@ impl Window {
             1 => Some(Window::Watched),
             0 => Some(Window::NotWatched),
             3 => Some(Window::SecondSet),
+            4 => Some(Window::Unattached),
             _ => None,
         }
     }
@@ -254,15 +275,15 @@ pub(super) fn window_at(toggles: &[(u64, Window)], at: u64) -> Option<(u64, Wind
 }
 
 /// A paired run's gaps of each kind (lengths), split by the window each
-/// began in: [watched, not, not with the second set] per kind; those within
-/// [`SETTLE_NS`] of a window's opening left out. Found on the whole run
+/// began in (by `Window`) per kind; those within
+/// [`Window::settle_ns`] of a window's opening left out. Found on the whole run
 /// first, so the tick's comb holds every slot.
-pub fn classify_paired(g: &Gaps) -> ByKind<[Vec<u64>; 3]> {
+pub fn classify_paired(g: &Gaps) -> ByKind<[Vec<u64>; WINDOWS]> {
     classify_at(g).map(|v| {
-        let mut by: [Vec<u64>; 3] = Default::default();
+        let mut by: [Vec<u64>; WINDOWS] = Default::default();
         for (at, len) in v {
             if let Some((opened, w)) = window_at(&g.toggles, at) {
-                if at - opened >= SETTLE_NS {
+                if at - opened >= w.settle_ns() {
                     by[w as usize].push(len);
                 }
             }

@@ -44,7 +44,7 @@ const UNTOGGLED: u64 = 2;
 /// those of a run without toggling.
 #[derive(Debug, Default, PartialEq)]
 pub struct Wakes {
-    pub windows: [Vec<u64>; 3],
+    pub windows: [Vec<u64>; crate::bench::interruption::WINDOWS],
     pub untoggled: Vec<u64>,
 }
 
@@ -139,7 +139,7 @@ pub fn measure(cx: &Ctx) -> Result<InRun> {
         });
         j.interrupt();
         let run = j.finish()?;
-        let [mut watched, mut not, mut second] = by?.windows;
+        let [mut watched, mut not, mut second, _] = by?.windows;
         samples.push(watched.len() as f64);
         let not_watched = stats(&mut not);
         off.push(not_watched);
@@ -241,7 +241,7 @@ mod tests {
         let out = "L 20000 1 2\nL 21000 1 7\nL 19000 0 2\nL 18000 0 3\nL 17000 2 9\nL 16000 3 4\nL 52000 3 0\nL 23000 1 1\n\
                    L x 1 5\nL 5 9 5\nL 6 1\nG 1 2 3\n";
         let by = parse(out);
-        let windows = [vec![20_000, 21_000], vec![19_000, 18_000], vec![16_000]];
+        let windows = [vec![20_000, 21_000], vec![19_000, 18_000], vec![16_000], vec![]];
         assert_eq!(by, Wakes { windows, untoggled: vec![17_000] });
     }
 
