@@ -1,7 +1,7 @@
 //! The running jitterwatch's BPF objects, found with bpftool: its .bss map
 //! and `watched`'s offset in it (how the benchmark's loops turn its
-//! watching of their CPU off and on), and its linked programs (the second
-//! set those loops link again, links.h).
+//! watching of their CPU off and on). The programs they link, jitterwatch
+//! lists itself (JITTERWATCH_BPF_UNATTACHED).
 
 use std::process::Command;
 
@@ -17,45 +17,6 @@ pub fn watched_byte() -> Result<(u64, u64)> {
     let dump = util::output(Command::new("bpftool").args(["btf", "dump", "id", &btf.to_string()]))?;
     let offset = var_offset(&dump, "watched").context("no `watched` in the .bss map's BTF")?;
     Ok((map, offset))
-}
-
-/// From `bpftool link show -j` and `bpftool prog show -j`: the loop's
-/// PROG arguments for every program linked now that uses jitterwatch's
-/// .bss map `bss` (its programs), `ID` for a tp_btf program (its link names
-/// its own tracepoint), `ID:TRACEPOINT` for a raw_tp one.
-pub fn second_set(links: &str, progs: &str, bss: u64) -> Vec<String> {
-    let parse = |j: &str| serde_json::from_str::<Vec<serde_json::Value>>(j).unwrap_or_default();
-    let progs = parse(progs);
-    let mut out: Vec<String> = parse(links)
-        .iter()
-        .filter_map(|l| {
-            let id = l["prog_id"].as_u64()?;
-            let p = progs.iter().find(|p| p["id"].as_u64() == Some(id))?;
-            if !p["map_ids"].as_array()?.iter().any(|m| m.as_u64() == Some(bss)) {
-                return None;
-            }
-            match p["type"].as_str()? {
-                "tracing" => Some(id.to_string()),
-                "raw_tracepoint" => Some(format!("{id}:{}", l["tp_name"].as_str()?)),
-                _ => None,
-            }
-        })
-        .collect();
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// The second set for the jitterwatch whose .bss map is `bss`, read now.
-pub fn second_set_now(bss: u64) -> Result<Vec<String>> {
-    let read = || -> Result<[String; 2]> {
-        Ok([
-            util::output(Command::new("bpftool").args(["link", "show", "-j"]))?,
-            util::output(Command::new("bpftool").args(["prog", "show", "-j"]))?,
-        ])
-    };
-    let [links, progs] = read().context("listing jitterwatch's linked programs")?;
-    Ok(second_set(&links, &progs, bss))
 }
 
 /// From `bpftool map show -j`: the newest map named jitterwatch's .bss
@@ -89,20 +50,5 @@ mod tests {
         assert_eq!(var_offset(dump, "watched"), Some(516));
         assert_eq!(var_offset(dump, "watched_list"), Some(103948));
         assert_eq!(var_offset(dump, "nests"), None);
-    }
-
-    #[test]
-    fn the_second_set_is_every_linked_program_of_jitterwatchs_object() {
-        let links = r#"[{"id":1,"type":"raw_tracepoint","prog_id":31,"tp_name":"sched_switch"},
-            {"id":2,"type":"raw_tracepoint","prog_id":41,"tp_name":"workqueue_execute_end"},
-            {"id":3,"type":"raw_tracepoint","prog_id":50,"tp_name":"sched_switch"},
-            {"id":4,"type":"perf_event","prog_id":32},
-            {"id":5,"type":"raw_tracepoint","prog_id":99,"tp_name":"gone"}]"#;
-        let progs = r#"[{"id":31,"type":"tracing","name":"on_sched_switch","map_ids":[7,9]},
-            {"id":41,"type":"raw_tracepoint","name":"on_work_end","map_ids":[9]},
-            {"id":50,"type":"tracing","name":"another_tool","map_ids":[12]},
-            {"id":32,"type":"perf_event","name":"on_switch_event","map_ids":[9]}]"#;
-        assert_eq!(second_set(links, progs, 9), ["31", "41:workqueue_execute_end"]);
-        assert!(second_set("not json", progs, 9).is_empty());
     }
 }

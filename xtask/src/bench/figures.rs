@@ -122,9 +122,11 @@ pub mod method {
         format!("v1: --pid of a loopback TCP ping-pong on the watched CPU, {runs} runs")
     }
     /// v2: avg is the mean of cyclictest's histogram (v1: its summary's
-    /// whole µs), and each round's paired change is a figure.
+    /// whole µs), and each round's paired change is a figure. v3: the
+    /// in-run hooks are the not-watched window less one with no hook (v2:
+    /// a second link of each program less not watched).
     pub fn observer(runs: usize) -> String {
-        format!("v2: cyclictest -p 80 alone and watched by jitterwatch --comm cyclictest (passive), alternated, {runs} runs each")
+        format!("v3: cyclictest -p 80 alone and watched by jitterwatch --comm cyclictest (passive), alternated, {runs} runs each; in one run, a loop with cyclictest's measurement cycling watched / not / no hook (the loop's links to jitterwatch's unattached programs closed)")
     }
 }
 

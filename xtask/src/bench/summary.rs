@@ -157,7 +157,7 @@ pub fn measured(id: Id, f: &Figures) -> String {
             })
             .join("; "),
         Id::WatchedCyclictest => format!(
-            "cyclictest alone vs watched: avg {} vs {} µs, p50 {} vs {} µs, p99 {} vs {} µs; each round's change, median: avg {}, p50 {}, p99 {} ({} wake-ups seen per run); within one run, its measurement watched less not watched: avg {} ns ({}), p50 {} ns, p99 {} ns; a second set of the hooks, returning at once: avg {} ns ({}), p50 {} ns; the hooks attached, not watched, less nothing attached (separate runs): p50 {} ns",
+            "cyclictest alone vs watched: avg {} vs {} µs, p50 {} vs {} µs, p99 {} vs {} µs; each round's change, median: avg {}, p50 {}, p99 {} ({} wake-ups seen per run); within one run, its measurement watched less not watched: avg {} ns ({}), p50 {} ns, p99 {} ns; the hooks, returning at once, against no hook: avg {} ns ({}), p50 {} ns; the hooks attached, not watched, less nothing attached (separate runs): p50 {} ns",
             n(v("alone_avg_us"), 1),
             n(v("watched_avg_us"), 1),
             n(v("alone_p50_us"), 0),

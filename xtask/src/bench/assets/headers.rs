@@ -35,13 +35,10 @@ static volatile uint8_t *map_byte(unsigned id, size_t offset)
 }
 "#;
 
-/// `links.h`: a link to each of jitterwatch's programs, opened and closed
-/// by a loop on the watched CPU, so what its hooks alone add is read within
-/// one run: 3b's loop holds the programs' only links (jitterwatch attached
-/// none) and closes them for a window of no hook; 8b's opens a second link
-/// to each (not watched, both links of a program return at its first test).
-/// A kernel before 6.10 refuses a program's second link to one tracepoint
-/// (its probe is keyed by the program, later by the link).
+/// `links.h`: the only link to each of jitterwatch's programs (it attached
+/// none: JITTERWATCH_BPF_UNATTACHED), opened and closed by a loop on the
+/// watched CPU, so what its hooks alone add against no hook at all is read
+/// within one run (figures 3b and 8b).
 pub const LINKS: &str = r#"
 #include <linux/bpf.h>
 #include <stdint.h>
@@ -54,7 +51,7 @@ pub const LINKS: &str = r#"
 #define MAX_PROGS 64
 static int prog_fd[MAX_PROGS], link_fd[MAX_PROGS];
 static const char *tp_name[MAX_PROGS];
-/* Programs given; 0 once a link was refused (the loop then keeps two windows). */
+/* Programs given; 0 once a link was refused (the loop then stops). */
 static int progs;
 
 static int bpf_cmd(int cmd, union bpf_attr *a)
@@ -87,8 +84,8 @@ static int open_prog(char *arg)
 	return 0;
 }
 
-/* Opens the second link of every program; on a refusal closes those
- * opened, says so, and gives up the second set for the run. */
+/* Opens the link of every program; on a refusal closes those opened,
+ * says so and returns -1: the loop stops (nothing would be watched). */
 static int attach_all(void)
 {
 	for (int i = 0; i < progs; i++) {
@@ -99,7 +96,7 @@ static int attach_all(void)
 		a.raw_tracepoint.prog_fd = prog_fd[i];
 		link_fd[i] = bpf_cmd(BPF_RAW_TRACEPOINT_OPEN, &a);
 		if (link_fd[i] < 0) {
-			perror("a second link of a program (BPF_RAW_TRACEPOINT_OPEN)");
+			perror("linking one of jitterwatch's programs (BPF_RAW_TRACEPOINT_OPEN)");
 			while (i-- > 0)
 				close(link_fd[i]);
 			progs = 0;

@@ -2,9 +2,9 @@
 //! that sleeps to an absolute deadline and reads how late it woke), which
 //! turns jitterwatch's watching of its CPU off and on between wake-ups, so
 //! what watching adds to a wake-up is read within one run; and, given
-//! jitterwatch's programs, attaches a second set of them in a third window
-//! (not watched: both sets return at their first test), so what the hooks
-//! alone add is read within the run too.
+//! jitterwatch's programs (it attached none), holds their only links and
+//! closes them for a third window, so what the hooks alone add, against no
+//! hook at all, is read within the run too.
 
 /// `wakes W SECS INTERVAL_US PRIO [MAP_ID OFFSET TOGGLE_MS [PROG...]]`, each
 /// PROG `ID` (a tp_btf program) or `ID:TRACEPOINT` (a raw_tp one).
@@ -21,18 +21,15 @@ pub const WAKES: &str = r#"
  * next sleep: from user space on W, so no interruption of W is open then
  * and each wake-up is watched whole or not at all.
  *
- * With PROGs (jitterwatch's attached programs, by id) a third window
- * follows each not-watched one: a second link of each program is opened
- * (BPF_RAW_TRACEPOINT_OPEN, from user space on W again) and closed as the
- * window ends. Not watched, both links of a program return at its first
- * test: that window less the not-watched one is one set of hooks'
- * dispatch. If a link cannot be opened (a kernel before 6.10 refuses a
- * program's second link to one tracepoint) the loop says so on stderr and
- * keeps two windows (links.h).
+ * With PROGs (jitterwatch's programs, by id; jitterwatch attached none:
+ * JITTERWATCH_BPF_UNATTACHED) the loop opens each program's one link
+ * (BPF_RAW_TRACEPOINT_OPEN, links.h) before its first sleep, and a third
+ * window follows each not-watched one: the links closed (from user space
+ * on W again), no hook at all, opened again as it ends. The not-watched
+ * window less that one is what the hooks add, returning at once.
  *
- * Prints "L late class pos" per wake-up (class: 1 watched, 0 not, 3 not
- * watched with the second set, 2 without a toggle; pos: its place in its
- * window, from 0).
+ * Prints "L late class pos" per wake-up (class: 1 watched, 0 not, 4 no
+ * hook, 2 without a toggle; pos: its place in its window, from 0).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -99,7 +96,10 @@ int main(int argc, char **argv)
 	uint64_t n = (uint64_t)(secs * 1e9) / interval;
 	if (n > CAP)
 		n = CAP;
-	/* The window: 1 watched, then 0 not, then 3 not with the second set. */
+	/* The only links: without them nothing is watched at all. */
+	if (progs && attach_all())
+		return 1;
+	/* The window: 1 watched, then 0 not, then 4 no hook. */
 	uint8_t on = 1;
 	uint64_t pos = 0;
 	struct timespec next, t;
@@ -116,15 +116,15 @@ int main(int argc, char **argv)
 		pos++;
 		if (flag && (i + 1) % toggle_every == 0) {
 			pos = 0;
-			if (on == 3)
-				detach_all();
+			if (on == 4 && attach_all())
+				return 1;
 			if (on == 0 && progs)
-				attach_all();
-			on = on == 1 ? 0 : on == 0 && progs ? 3 : 1;
+				detach_all();
+			on = on == 1 ? 0 : on == 0 && progs ? 4 : 1;
 			*flag = on == 1;
 		}
 	}
-	if (on == 3)
+	if (progs && on != 4)
 		detach_all();
 	if (flag)
 		*flag = 1;

@@ -25,29 +25,27 @@ impl Window {
 }
 
 /// A paired run's windows: jitterwatch watching; not watching (its programs
-/// attached, returning at their first test); not watching, with a second
-/// link to each program (8b's loop, links.h); no hook at all, the loop's
-/// links to our programs closed (3b's loop: jitterwatch attached none).
-/// Their index in [`classify_paired`]'s arrays.
+/// attached, returning at their first test); no hook at all, the loop's
+/// links to our programs closed (jitterwatch attached none). Their index
+/// in [`classify_paired`]'s arrays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Window {
     Watched = 0,
     NotWatched = 1,
-    SecondSet = 2,
-    Unattached = 3,
+    Unattached = 2,
 }
 
-/// How many windows a paired run may have.
-pub const WINDOWS: usize = 4;
+/// How many windows a paired run has.
+pub const WINDOWS: usize = 3;
 
 impl Window {
     /// From the code the loops print (3b's "T time code", 8b's "L late
-    /// code pos"; 8b's code 2, a run without toggling, is no window).
+    /// code pos"; 8b's code 2, a run without toggling, is no window; 3,
+    /// a second link to each program, no loop opens since v8).
     pub fn from_code(code: u64) -> Option<Window> {
         match code {
             1 => Some(Window::Watched),
             0 => Some(Window::NotWatched),
-            3 => Some(Window::SecondSet),
             4 => Some(Window::Unattached),
             _ => None,
         }

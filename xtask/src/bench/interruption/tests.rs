@@ -67,7 +67,7 @@ fn a_paired_run_splits_its_gaps_by_the_window_at_their_start() {
             gap.1 += match window(gap.0) {
                 Window::Watched => 190,
                 Window::NotWatched => 40,
-                Window::Unattached | Window::SecondSet => 0,
+                Window::Unattached => 0,
             };
             // The window with no hook settles longer (what closing the
             // links left runs later): 25 µs more up to 25 ms into it.
@@ -76,8 +76,7 @@ fn a_paired_run_splits_its_gaps_by_the_window_at_their_start() {
             }
         }
     }
-    let [[t_on, t_off, t_second, t_two], [i_on, i_off, _, i_two], [d_on, d_off, _, d_two], ..] = classify_paired(&g);
-    assert!(t_second.is_empty(), "no window has a second set here");
+    let [[t_on, t_off, t_two], [i_on, i_off, i_two], [d_on, d_off, d_two], ..] = classify_paired(&g);
     for v in [&t_on, &t_off, &t_two] {
         assert!(v.len() > 60, "{}", v.len());
     }
@@ -92,7 +91,7 @@ fn a_paired_run_splits_its_gaps_by_the_window_at_their_start() {
     assert_eq!(window_at(&g.toggles, 7), Some((0, Window::NotWatched)));
     assert_eq!(window_at(&[(10, Window::Watched)], 5), None, "before the first toggle: none");
     let text = "T 100 1\nT 200 0\nT 300 3\nT 400 2\nT 500 4\nT 600 5\nG 5 6\n";
-    let windows = [(100, Window::Watched), (200, Window::NotWatched), (300, Window::SecondSet), (500, Window::Unattached)];
+    let windows = [(100, Window::Watched), (200, Window::NotWatched), (500, Window::Unattached)];
     assert_eq!(parse(text).toggles, windows);
 }
 

@@ -4,18 +4,20 @@
 //! adds to a wake-up is read 50 ms apart, free of the host's drift from run
 //! to run (which moves cyclictest's avg by ±30% here, where the target is
 //! 2%). In the windows not watched every program is attached and returns
-//! at its first test: the hooks' dispatch is in both. A third window opens
-//! a second link of each of jitterwatch's programs (not watched, both
-//! return at once), so what one set of hooks adds is read within the run
-//! too. Runs of the same loop with nothing attached, alternated, give the
-//! level without any hook (across runs, so with the host's drift).
+//! at its first test: the hooks' dispatch is in both. jitterwatch attaches
+//! none of its programs (JITTERWATCH_BPF_UNATTACHED): the loop holds their
+//! only links and closes them for a third window, so what the hooks add
+//! against no hook at all is read within the run too (a second link, as
+//! before, turned each tracepoint's direct call into an iterator's and left
+//! out turning it on). Runs of the same loop with nothing attached,
+//! alternated, give the same across runs, with the host's drift.
 
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 
-use crate::bench::attached::{second_set_now, watched_byte};
+use crate::bench::attached::watched_byte;
 use crate::bench::interruption::{quantile, Window};
 use crate::bench::measure::Ctx;
 use crate::bench::spread::Spread;
@@ -28,10 +30,13 @@ const PRIO: u32 = 80;
 const TOGGLE_MS: u64 = 50;
 
 /// Wake-ups left out at the start of each window: opening or closing the
-/// second set's links (on the loop's CPU, between two wake-ups) leaves
-/// work there that makes the next wake-up tens of µs late (52 µs at p50
-/// after the opening, 23 after the closing, against 18 µs, on our VM).
+/// links (on the loop's CPU, between two wake-ups) leaves work there that
+/// makes the next wake-up tens of µs late (52 µs at p50 after the opening,
+/// 23 after the closing, against 18 µs, on our VM).
 pub const SKIP: usize = 2;
+/// The same for the window with no hook: what the kernel frees after the
+/// closed links runs on the CPU for ms after (figure 3b's SETTLE).
+pub const SKIP_UNATTACHED: usize = (crate::bench::interruption::SETTLE_UNATTACHED_NS / 1_000 / INTERVAL_US) as usize;
 
 /// What one wake-up class read: mean, p50, p99 (ns).
 pub const STATS: [&str; 3] = ["avg", "p50", "p99"];
@@ -83,7 +88,8 @@ pub fn parse(out: &str) -> Wakes {
         if l.starts_with("L ") {
             num();
             if let (Some(late), Some(code), Some(pos)) = (num(), num(), num()) {
-                if pos < SKIP as u64 {
+                let skip = if Window::from_code(code) == Some(Window::Unattached) { SKIP_UNATTACHED } else { SKIP };
+                if pos < skip as u64 {
                     continue;
                 }
                 match Window::from_code(code) {
@@ -109,7 +115,7 @@ pub fn added(on: [f64; 3], off: [f64; 3]) -> ([f64; 3], [f64; 3]) {
 }
 
 /// `toggle`: jitterwatch's .bss map, `watched`'s offset in it, and the
-/// programs to link a second time.
+/// programs the loop links (jitterwatch attached none).
 fn wakes(cx: &Ctx, secs: f64, toggle: Option<(u64, u64, &[String])>) -> Result<Wakes> {
     let mut args = vec![cx.watched.to_string(), secs.to_string(), INTERVAL_US.to_string(), PRIO.to_string()];
     if let Some((map, offset, progs)) = toggle {
@@ -130,23 +136,30 @@ pub fn measure(cx: &Ctx) -> Result<InRun> {
         none.push(stats(&mut alone.untoggled));
         let cpu = cx.watched.to_string();
         let d = format!("{}s", secs + 30.0);
-        let mut j = util::Jw::spawn(&cx.bin, &["--comm", "jwwakes", "--cpus", &cpu, "--no-tui", "--json", "--duration", &d], None)?;
+        let links = std::env::temp_dir().join(format!("jw-bench-8b-{}.links", std::process::id()));
+        let _ = std::fs::remove_file(&links);
+        let args = ["--comm", "jwwakes", "--cpus", &cpu, "--no-tui", "--json", "--duration", &d];
+        let mut j = util::Jw::spawn_env(&cx.bin, &args, &[("JITTERWATCH_BPF_UNATTACHED", &links.to_string_lossy())], None)?;
         j.wait_ready(Duration::from_secs(20))?;
         let by = watched_byte().context("finding jitterwatch's watched[] to turn it off and on").and_then(|(map, offset)| {
-            let progs = second_set_now(map)?;
+            let text = std::fs::read_to_string(&links)
+                .with_context(|| format!("reading the programs jitterwatch left to link ({})", links.display()))?;
+            let progs: Vec<String> = text.lines().map(str::to_string).collect();
+            anyhow::ensure!(!progs.is_empty(), "jitterwatch left no program to link in {}", links.display());
             linked.push(progs.len() as f64);
             wakes(cx, secs, Some((map, offset, &progs)))
         });
+        let _ = std::fs::remove_file(&links);
         j.interrupt();
         let run = j.finish()?;
-        let [mut watched, mut not, mut second, _] = by?.windows;
+        let [mut watched, mut not, mut bare] = by?.windows;
         samples.push(watched.len() as f64);
         let not_watched = stats(&mut not);
         off.push(not_watched);
         let (a, p) = added(stats(&mut watched), not_watched);
         add.push(a);
         pct.push(p);
-        let (a, p) = added(stats(&mut second), not_watched);
+        let (a, p) = added(not_watched, stats(&mut bare));
         hooks.push(a);
         hooks_pct.push(p);
         let threads = run.json["threads"].as_array().cloned().unwrap_or_default();
@@ -167,7 +180,7 @@ pub fn measure(cx: &Ctx) -> Result<InRun> {
         programs: Spread::of(&linked),
     };
     println!(
-        "bench:   a wake-up watched, within one run: avg +{:.0} ns ({:+.1}%), p50 +{:.0} ns, p99 +{:.0} ns; a second set of the hooks: p50 +{:.0} ns",
+        "bench:   a wake-up watched, within one run: avg +{:.0} ns ({:+.1}%), p50 +{:.0} ns, p99 +{:.0} ns; the hooks against no hook: p50 +{:.0} ns",
         r.added[0].median, r.added_pct[0].median, r.added[1].median, r.added[2].median, r.hooks[1].median
     );
     Ok(r)
@@ -180,15 +193,16 @@ pub fn markdown(r: &InRun, w: usize) -> String {
          SCHED_FIFO {PRIO}, memory locked, /dev/cpu_dma_latency held at 0, clock_nanosleep to absolute deadlines \
          {INTERVAL_US} µs apart, each wake-up's lateness read at once) watched by `jitterwatch --comm jwwakes --cpus {w} \
          --json`, the loop cycling through three windows of {TOGGLE_MS} ms between two wake-ups, from user space on CPU {w} \
-         (as in figure 3b), so each wake-up is in one window whole: jitterwatch's `watched[{w}]` on; off; off with a second \
-         link opened to each of jitterwatch's programs ({} programs; `BPF_RAW_TRACEPOINT_OPEN` by program id, closed as \
-         the window ends). Not watched, every program returns at its first test, in both its links. The first {SKIP} \
-         wake-ups of each window are left out (opening and closing the links leaves work on the CPU that makes the next \
-         wake-up tens of µs late). {} runs of {} s ({} wake-ups watched per run; jitterwatch counted {} of the loop's \
+         (as in figure 3b), so each wake-up is in one window whole: jitterwatch's `watched[{w}]` on; off; and no hook at all: \
+         jitterwatch attaches none of its programs (`JITTERWATCH_BPF_UNATTACHED`), the loop holds their only links ({} \
+         programs; `BPF_RAW_TRACEPOINT_OPEN` by program id) and closes them for the third window. Not watched, every \
+         program returns at its first test. The first {SKIP} wake-ups of each window are left out (opening and closing \
+         the links leaves work on the CPU that makes the next wake-up tens of µs late), the first {SKIP_UNATTACHED} of the \
+         third (what the kernel frees after the closed links runs on the CPU for ms). {} runs of {} s ({} wake-ups watched per run; jitterwatch counted {} of the loop's \
          wake-ups per run), each beside a run of a third as long with nothing attached. Watched less not watched is what \
-         our programs' work adds to one wake-up; the second set less not watched is what one set of hooks adds, \
-         returning at once (a second link of a program costs its dispatch; the tracepoint was on already, so this is the \
-         hooks' cost less what turning a tracepoint on adds); not watched less nothing attached is the same across runs, \
+         our programs' work adds to one wake-up; not watched less no hook is what the hooks add, returning at once \
+         (up to v2 a second link of each program stood for them: that turned each tracepoint's direct call into an \
+         iterator's and left out turning it on); not watched less nothing attached is the same across runs, \
          with the host's drift in it. Median [min–max] over the runs.\n\n",
         r.programs.show(0),
         r.runs,
@@ -197,7 +211,7 @@ pub fn markdown(r: &InRun, w: usize) -> String {
         r.seen.show(0)
     );
     o += "| wake-up lateness | nothing attached (ns) | not watched, hooks attached (ns) | watched less not watched (ns) | in % | \
-          a second set of hooks less not watched (ns) | in % |\n|---|---|---|---|---|---|---|\n";
+          not watched less no hook (ns) | in % |\n|---|---|---|---|---|---|---|\n";
     let pct = |s: &Spread| if s.n == 0 { "n/a".to_string() } else { format!("{:+.1}% [{:+.1}–{:+.1}]", s.median, s.min, s.max) };
     for (i, stat) in STATS.into_iter().enumerate() {
         o += &format!(
@@ -238,10 +252,12 @@ mod tests {
 
     #[test]
     fn each_wake_up_goes_to_its_window_less_the_first_of_each() {
-        let out = "L 20000 1 2\nL 21000 1 7\nL 19000 0 2\nL 18000 0 3\nL 17000 2 9\nL 16000 3 4\nL 52000 3 0\nL 23000 1 1\n\
-                   L x 1 5\nL 5 9 5\nL 6 1\nG 1 2 3\n";
+        // The window with no hook (4) settles longer; 3 is no window.
+        let out = "L 20000 1 2\nL 21000 1 7\nL 19000 0 2\nL 18000 0 3\nL 17000 2 9\nL 16000 4 30\nL 52000 4 10\nL 23000 1 1\n\
+                   L 9000 3 40\nL x 1 5\nL 5 9 5\nL 6 1\nG 1 2 3\n";
         let by = parse(out);
-        let windows = [vec![20_000, 21_000], vec![19_000, 18_000], vec![16_000], vec![]];
+        assert_eq!(SKIP_UNATTACHED, 25);
+        let windows = [vec![20_000, 21_000], vec![19_000, 18_000], vec![16_000]];
         assert_eq!(by, Wakes { windows, untoggled: vec![17_000] });
     }
 
