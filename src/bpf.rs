@@ -10,6 +10,7 @@ use libbpf_rs::btf::Btf;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuilder};
 
+mod bench;
 mod counts;
 mod framing;
 mod loadlog;
@@ -29,7 +30,6 @@ mod skel {
 }
 pub use skel::types;
 use skel::{JitterwatchSkel, JitterwatchSkelBuilder};
-use types::jw_stop;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TracerError {
@@ -55,68 +55,19 @@ fn bpf(what: &'static str) -> impl FnOnce(libbpf_rs::Error) -> TracerError {
     move |source| TracerError::Bpf { what, source }
 }
 
-/// The environment setting that stops every program at a stage, for the
-/// benchmark only (figure 3b: where our programs' time goes).
-const FLOOR: &str = "JITTERWATCH_BPF_FLOOR";
-
-/// The environment setting that loads every program and attaches none,
-/// for the benchmark only (figure 3b): its loop opens the programs' only
-/// links itself, and closes them for a window of no hook at all, so what
-/// the hooks alone cost is read within one run. A second link beside ours
-/// would not say it: a tracepoint with one probe calls it directly (a
-/// static call), with two through an iterator's indirect calls. The value
-/// is a file, where the loop's arguments for the programs that would have
-/// been attached are written (links.h: `ID`, or `ID:TRACEPOINT` for a
-/// raw_tp program), one a line.
-const UNATTACHED: &str = "JITTERWATCH_BPF_UNATTACHED";
-
 /// The events ring's size where the watched CPUs have regions: it takes
 /// only the records one of our programs writes inside another (an IRQ
 /// during a softirq's program), and a ring counts up to twice its size in
 /// our RSS once wrapped.
 const EVENTS_BESIDE_REGIONS: u32 = 256 << 10;
 
-/// The loop's arguments for the loaded programs that attaching would link
-/// (those libbpf attaches, and the context-switch program `switch`), one a
-/// line: `ID` for a tp_btf program, `ID:TRACEPOINT` for a raw_tp one.
-fn unattached_links(skel: &JitterwatchSkel<'_>, switch: &str) -> String {
-    use libbpf_rs::skel::Skel as _;
-    use libbpf_rs::AsRawLibbpf as _;
-    let mut out = String::new();
-    for prog in skel.object().progs() {
-        let ptr = prog.as_libbpf_object().as_ptr();
-        // SAFETY: the program belongs to the loaded object `skel` holds.
-        let (fd, auto) = unsafe { (libbpf_rs::libbpf_sys::bpf_program__fd(ptr), libbpf_rs::libbpf_sys::bpf_program__autoattach(ptr)) };
-        if fd < 0 || !(auto || prog.name() == switch) {
-            continue;
-        }
-        let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
-        let mut len = std::mem::size_of_val(&info) as u32;
-        // SAFETY: `info` is as large as `len` says, `fd` a loaded program's.
-        if unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) } != 0 {
-            continue;
-        }
-        let section = prog.section().to_string_lossy();
-        match section.trim_start_matches('?').strip_prefix("raw_tp/") {
-            Some(tp) => out.push_str(&format!("{}:{tp}\n", info.id)),
-            None => out.push_str(&format!("{}\n", info.id)),
-        }
-    }
-    out
-}
-
-/// Where JITTERWATCH_BPF_FLOOR's value stops our programs (enum jw_stop):
-/// unset, the whole of them; `1` or `hook` right after the watched-CPU
-/// test (the kernel's hooks alone); `clock` after the per-interruption
-/// programs' clock read; `append` once their item joins the batch, which
-/// is never written.
-fn bench_stop(value: Option<&std::ffi::OsStr>) -> Result<jw_stop, TracerError> {
-    let Some(v) = value else { return Ok(jw_stop::JW_STOP_NONE) };
-    match v.to_str() {
-        Some("1" | "hook") => Ok(jw_stop::JW_STOP_HOOK),
-        Some("clock") => Ok(jw_stop::JW_STOP_CLOCK),
-        Some("append") => Ok(jw_stop::JW_STOP_APPEND),
-        _ => Err(TracerError::BenchStop(v.to_string_lossy().into_owned())),
+/// The context-switch program loaded for this kernel's sched_switch
+/// (before 5.18 it has no prev_state argument).
+fn switch_prog(old_switch: bool) -> &'static str {
+    if old_switch {
+        "on_sched_switch_old"
+    } else {
+        "on_sched_switch"
     }
 }
 
@@ -246,11 +197,11 @@ impl<'obj> Tracer<'obj> {
         // sched_switch's prev_state argument came with 5.18; before it the
         // program reads the state from the task.
         let old_switch = tracepoint_args(&btf, "sched_switch").is_none_or(|n| n < 4);
-        let switch_prog = if old_switch { "on_sched_switch_old" } else { "on_sched_switch" };
+        let switch_prog = switch_prog(old_switch);
 
         let mut open = JitterwatchSkelBuilder::default().open(storage).map_err(bpf("opening the BPF object"))?;
         // The benchmark's stages: where every program stops.
-        let stop = bench_stop(std::env::var_os(FLOOR).as_deref())?;
+        let stop = bench::stop()?;
         open.maps.rodata_data.as_deref_mut().expect("the object has a .rodata").bench_stop = stop.0 as u8;
         open.maps.rodata_data.as_deref_mut().expect("the object has a .rodata").stacks_above_ns = stacks_above_ns;
         if stacks_above_ns == 0 {
@@ -343,10 +294,7 @@ impl<'obj> Tracer<'obj> {
     fn attach_loaded(loaded: Loaded<'obj>, cpus: &[usize]) -> Result<Self, TracerError> {
         let Loaded { mut skel, missing, perf, old_switch } = loaded;
         let region_cpus = if regions::USED { cpus.to_vec() } else { vec![] };
-        if let Some(path) = std::env::var_os(UNATTACHED) {
-            let switch = if old_switch { "on_sched_switch_old" } else { "on_sched_switch" };
-            std::fs::write(&path, unattached_links(&skel, switch))
-                .map_err(|e| TracerError::Unattached(std::path::PathBuf::from(path).display().to_string(), e))?;
+        if bench::left_unattached(&skel, switch_prog(old_switch))? {
             let switch_hook = SwitchHook::Tracepoint("attached by the benchmark (JITTERWATCH_BPF_UNATTACHED)".to_string());
             return Ok(Self { _switch_links: vec![], skel, missing, switch_hook, region_cpus, unwatched: Default::default() });
         }
@@ -414,24 +362,5 @@ impl<'obj> Tracer<'obj> {
         let bss = &self.skel.maps.bss;
         let zeros = vec![0u8; bss.value_size() as usize];
         bss.update(&0u32.to_ne_bytes(), &zeros, MapFlags::ANY).map_err(bpf("clearing the watched CPUs"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_benchmarks_stages_are_named_and_nothing_else_is_taken() {
-        use std::ffi::OsStr;
-        assert_eq!(bench_stop(None).unwrap(), jw_stop::JW_STOP_NONE);
-        assert_eq!(bench_stop(Some(OsStr::new("1"))).unwrap(), jw_stop::JW_STOP_HOOK);
-        assert_eq!(bench_stop(Some(OsStr::new("hook"))).unwrap(), jw_stop::JW_STOP_HOOK);
-        assert_eq!(bench_stop(Some(OsStr::new("clock"))).unwrap(), jw_stop::JW_STOP_CLOCK);
-        assert_eq!(bench_stop(Some(OsStr::new("append"))).unwrap(), jw_stop::JW_STOP_APPEND);
-        for bad in ["", "0", "yes", "Clock"] {
-            let e = bench_stop(Some(OsStr::new(bad))).unwrap_err().to_string();
-            assert!(e.contains("JITTERWATCH_BPF_FLOOR") && e.contains("clock or append"), "{bad}: {e}");
-        }
     }
 }

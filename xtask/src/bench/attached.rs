@@ -9,6 +9,20 @@ use anyhow::{Context as _, Result};
 
 use super::util;
 
+/// The setting that has jitterwatch load its programs, attach none, and
+/// write the loop's link arguments for them to the file it names.
+pub const UNATTACHED: &str = "JITTERWATCH_BPF_UNATTACHED";
+
+/// The link arguments jitterwatch wrote to `path` (UNATTACHED): one a
+/// line, at least one.
+pub fn links_left(path: &std::path::Path) -> Result<Vec<String>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading the programs jitterwatch left to link ({})", path.display()))?;
+    let progs: Vec<String> = text.lines().map(str::to_string).collect();
+    anyhow::ensure!(!progs.is_empty(), "jitterwatch left no program to link in {}", path.display());
+    Ok(progs)
+}
+
 /// The running jitterwatch's .bss map (the newest of that name) and the
 /// offset of `watched` in it, from bpftool.
 pub fn watched_byte() -> Result<(u64, u64)> {
@@ -37,6 +51,14 @@ pub fn var_offset(dump: &str, name: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The setting's name is written twice, here and where jitterwatch
+    /// reads it (the two crates meet only through it).
+    #[test]
+    fn the_unattached_setting_is_the_one_jitterwatch_reads() {
+        let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../src/bpf/bench.rs")).unwrap();
+        assert!(src.contains(&format!("const UNATTACHED: &str = \"{UNATTACHED}\";")), "src/bpf/bench.rs reads another name");
+    }
 
     #[test]
     fn the_watched_byte_is_found_from_bpftool() {

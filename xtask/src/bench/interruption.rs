@@ -39,7 +39,7 @@ mod tick;
 pub use gaps::{classify, classify_paired, parse, ByKind, Gaps, Kind, Window, SETTLE_NS, SETTLE_UNATTACHED_NS, WINDOWS};
 pub use stats::per_kind;
 
-use super::attached::watched_byte;
+use super::attached::{links_left, watched_byte, UNATTACHED};
 use super::measure::{prog_costs, Ctx, ProgCost};
 use super::spread::Spread;
 use super::util::{self, Bg};
@@ -264,17 +264,14 @@ fn run(cx: &Ctx, exe: &Path, secs: f64, gateway: &str, jw: Option<(Watch, &Path)
             let links = csv.with_extension("links");
             let _ = std::fs::remove_file(&links);
             if let Watch::Paired(_) = how {
-                c.env("JITTERWATCH_BPF_UNATTACHED", &links);
+                c.env(UNATTACHED, &links);
             }
             let bg = Bg::spawn(&mut c)?;
             std::thread::sleep(Duration::from_millis(1500));
             if let Watch::Paired(_) = how {
                 let (map, offset) = watched_byte().context("finding jitterwatch's watched[] to turn it off and on")?;
                 args.extend([map.to_string(), (offset + cx.watched as u64).to_string(), TOGGLE_MS.to_string()]);
-                let progs = std::fs::read_to_string(&links)
-                    .with_context(|| format!("reading the programs jitterwatch left to link ({})", links.display()))?;
-                let progs: Vec<String> = progs.lines().map(str::to_string).collect();
-                anyhow::ensure!(!progs.is_empty(), "jitterwatch left no program to link in {}", links.display());
+                let progs = links_left(&links)?;
                 linked = progs.len();
                 args.extend(progs);
             }

@@ -151,11 +151,11 @@ fn a_warm_pair_gives_its_second_ipi_and_its_first_is_no_kinds() {
 /// runs would fail at start.
 #[test]
 fn each_stage_is_a_value_jitterwatch_takes() {
-    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../src/bpf.rs")).unwrap();
-    let body = &src[src.find("fn bench_stop(").expect("bench_stop() in src/bpf.rs")..];
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../src/bpf/bench.rs")).unwrap();
+    let body = &src[src.find("fn parse_stop(").expect("parse_stop() in src/bpf/bench.rs")..];
     let body = &body[..body.find("\n}\n").unwrap()];
     for stage in STAGES {
-        assert!(body.contains(&format!("\"{stage}\"")), "src/bpf.rs's bench_stop() does not take {stage:?}:\n{body}");
+        assert!(body.contains(&format!("\"{stage}\"")), "src/bpf/bench.rs's parse_stop() does not take {stage:?}:\n{body}");
     }
 }
 

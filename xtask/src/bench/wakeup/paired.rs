@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 
-use crate::bench::attached::watched_byte;
+use crate::bench::attached::{links_left, watched_byte, UNATTACHED};
 use crate::bench::interruption::{quantile, Window};
 use crate::bench::measure::Ctx;
 use crate::bench::spread::Spread;
@@ -139,13 +139,10 @@ pub fn measure(cx: &Ctx) -> Result<InRun> {
         let links = std::env::temp_dir().join(format!("jw-bench-8b-{}.links", std::process::id()));
         let _ = std::fs::remove_file(&links);
         let args = ["--comm", "jwwakes", "--cpus", &cpu, "--no-tui", "--json", "--duration", &d];
-        let mut j = util::Jw::spawn_env(&cx.bin, &args, &[("JITTERWATCH_BPF_UNATTACHED", &links.to_string_lossy())], None)?;
+        let mut j = util::Jw::spawn_env(&cx.bin, &args, &[(UNATTACHED, &links.to_string_lossy())], None)?;
         j.wait_ready(Duration::from_secs(20))?;
         let by = watched_byte().context("finding jitterwatch's watched[] to turn it off and on").and_then(|(map, offset)| {
-            let text = std::fs::read_to_string(&links)
-                .with_context(|| format!("reading the programs jitterwatch left to link ({})", links.display()))?;
-            let progs: Vec<String> = text.lines().map(str::to_string).collect();
-            anyhow::ensure!(!progs.is_empty(), "jitterwatch left no program to link in {}", links.display());
+            let progs = links_left(&links)?;
             linked.push(progs.len() as f64);
             wakes(cx, secs, Some((map, offset, &progs)))
         });
