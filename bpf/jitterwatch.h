@@ -111,6 +111,14 @@ struct jw_switch {
 	 */
 	__u32 prev_delay;
 	__u32 next_delay;
+	/*
+	 * The kernel's time on a CPU (schedstat's first field,
+	 * se.sum_exec_runtime), low 32 bits, wrapping: prev's as it leaves
+	 * (its run just booked), next's as it comes in. Two readings of one
+	 * task differ by what the kernel booked as its run in between.
+	 */
+	__u32 prev_runtime;
+	__u32 next_runtime;
 	char prev_comm[JW_COMM_LEN];
 	char next_comm[JW_COMM_LEN];
 };

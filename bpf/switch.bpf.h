@@ -31,6 +31,8 @@ static __always_inline void fill_switch(struct jw_event *e, struct task_struct *
 	e->u.sw.prev_ran_ns = prev_ran_ns;
 	e->u.sw.prev_delay = run_delay(prev);
 	e->u.sw.next_delay = next_delay;
+	e->u.sw.prev_runtime = prev->se.sum_exec_runtime;
+	e->u.sw.next_runtime = next->se.sum_exec_runtime;
 	e->u.sw.pad = 0;
 	__builtin_memcpy(e->u.sw.prev_comm, prev->comm, JW_COMM_LEN);
 	__builtin_memcpy(e->u.sw.next_comm, next->comm, JW_COMM_LEN);

@@ -219,7 +219,7 @@ mod tests {
         let s = line(
             &mut p,
             1_500_000_000,
-            Payload::Switch { prev: t, next: t, prev_state: 1, prev_ran_ns: 0, delays: (None, None), preempt: false },
+            Payload::Switch { prev: t, next: t, prev_state: 1, prev_ran_ns: 0, delays: (None, None), runtimes: (0, 0), preempt: false },
         );
         assert!(s.starts_with("     1.500000000 cpu1   sched_switch"), "{s}");
         assert!(s.contains("bad\\x1b[2Jx[7] prio=120 state=S"), "{s}");

@@ -333,6 +333,7 @@ fn measure(case: Case, cpu: usize, housekeeping: &[usize]) -> Measured {
 struct Kernel {
     runnable: (u64, u64),
     waited: (u64, u64),
+    ran: (u64, u64),
 }
 
 fn kernel_over(samples: &[Sample], from: u64, to: u64) -> Kernel {
@@ -343,6 +344,7 @@ fn kernel_over(samples: &[Sample], from: u64, to: u64) -> Kernel {
     Kernel {
         runnable: (last.runnable().saturating_sub(after.runnable()), last.runnable() + tail - before.runnable()),
         waited: (last.waited.saturating_sub(after.waited), last.waited + tail - before.waited),
+        ran: (last.ran.saturating_sub(after.ran), last.ran + tail - before.ran),
     }
 }
 
@@ -407,15 +409,17 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         // As the kernel books it: its run time leaves the steal clock's
         // advance out (the hypervisor ran something else), its run_delay
         // does not.
-        let runnable = n("ran_ns") + queued;
+        let runnable = n("clock_ran_ns") + queued;
         let sleeps = r["classes"]["wakeups"].as_u64().unwrap_or(0);
         assert_eq!(n("runnable_ns"), runnable + stolen, "run {i} {c:?}: runnable_ns is ran, stolen and queued");
         let line = format!(
-            "run {i} {c:?}: found {}, window {:.3} s ({} placed, {} from the kernel, {sleeps} sleeps): runnable {runnable} (and {stolen} stolen) vs kernel {:?}; queued {queued} (woken {woken}; {short} of it the next task's run by the kernel), kernel's run_delay {kernel_queued} ({stale} of it run by the clock) vs schedstat {:?}",
+            "run {i} {c:?}: found {}, window {:.3} s ({} placed, {} from the kernel, {sleeps} sleeps): ran_ns {} vs kernel {:?}; runnable {runnable} (and {stolen} stolen) vs kernel {:?}; queued {queued} (woken {woken}; {short} of it the next task's run by the kernel), kernel's run_delay {kernel_queued} ({stale} of it run by the clock) vs schedstat {:?}",
             r["found"],
             (to - from) as f64 / 1e9,
             w["placed"],
             w["from_kernel"],
+            n("ran_ns"),
+            k.ran,
             k.runnable,
             k.waited
         );
@@ -441,6 +445,10 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         }
         if matches!(c.found, Found::Pid | Found::Tid) && !c.sleepy {
             busy_found.push(format!("run {i}: {}", r["found"]));
+        }
+        // The kernel's own count of its time on a CPU, read at each switch.
+        if !within(n("ran_ns"), k.ran, RUNNABLE_PCT) {
+            bad.push("ran_ns outside 0.5% of schedstat's time on a CPU");
         }
         if !within_over(runnable, k.runnable, RUNNABLE_PCT, sleeps * PER_SLEEP_NS) {
             bad.push("runnable time outside 0.5% (and 8 µs a sleep above) of the kernel's");

@@ -72,7 +72,11 @@ mod tests {
     }
 
     fn switch(ts: u64, prev: Task, next: Task, state: u32) -> Event {
-        ev(CPU, ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, delays: (None, None), preempt: state == 0 })
+        ev(
+            CPU,
+            ts,
+            Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, delays: (None, None), runtimes: (0, 0), preempt: state == 0 },
+        )
     }
 
     /// The classes of the app's thread after a scripted stream: what

@@ -30,7 +30,7 @@ fn ev(ts: u64, payload: Payload) -> Event {
 
 /// prev switched out in `state` (0: still runnable).
 fn switch(ts: u64, prev: Task, next: Task, state: u32) -> Event {
-    ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, delays: (None, None), preempt: state == 0 })
+    ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, delays: (None, None), runtimes: (0, 0), preempt: state == 0 })
 }
 
 fn irq(ts: u64, entry: bool) -> Event {
@@ -187,6 +187,7 @@ fn a_migration_is_counted_and_a_new_thread_picked_up() {
                 prev_state: 1,
                 prev_ran_ns: 0,
                 delays: (None, None),
+                runtimes: (0, 0),
                 preempt: false,
             },
         ),
@@ -199,6 +200,7 @@ fn a_migration_is_counted_and_a_new_thread_picked_up() {
                 prev_state: 1,
                 prev_ran_ns: 0,
                 delays: (None, None),
+                runtimes: (0, 0),
                 preempt: false,
             },
         ),
@@ -365,7 +367,7 @@ fn the_hypervisors_share_of_a_run_is_left_out_as_the_kernel_does() {
 fn a_wait_after_an_unseen_wake_up_is_taken_from_the_kernel() {
     let idle = task(0, 0, "swapper/3");
     let sw = |ts, prev, next, state, d: (Option<u32>, Option<u32>)| {
-        ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, delays: d, preempt: state == 0 })
+        ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, delays: d, runtimes: (0, 0), preempt: state == 0 })
     };
     let evs = [
         sw(0, idle, app(), 1, (None, Some(1_000))),

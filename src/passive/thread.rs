@@ -8,9 +8,14 @@ use super::classes::Classes;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum State {
+    /// On `cpu` since `since`. `whole`: its switch in was seen (or placed
+    /// by the kernel's count), so the kernel's count of this run began
+    /// inside the window; else (found running at attach, renamed) it began
+    /// before, and only the part from `since` is the window's.
     Running {
         cpu: u32,
         since: u64,
+        whole: bool,
     },
     /// On the runqueue since `since` (its switch out). `from`: where its
     /// gap began (an interruption that led to the preemption), at most
@@ -20,10 +25,12 @@ pub(super) enum State {
         since: u64,
         from: u64,
     },
-    /// Woken (and so enqueued) at `at`.
+    /// Queued on a runqueue at `at` by a wake-up that began at `from`
+    /// (its `sched_waking`, at most `at`: the delivery before the enqueue).
     Woken {
         cpu: u32,
         at: u64,
+        from: u64,
     },
     /// Its switch out was not seen (another task was next seen switching
     /// out there): preempted or asleep since `since`, not known which. A
@@ -70,6 +77,19 @@ impl Found {
 pub struct Books {
     /// On a CPU, by the clock (from switch in to switch out).
     pub ran_ns: u64,
+    /// On a CPU as the kernel books it (schedstat's first field, the
+    /// steal clock's advance left out): each run's `se.sum_exec_runtime`
+    /// as the thread came in and as it left, which every switch record
+    /// carries. The kernel starts a run where `__schedule()` last read its
+    /// runqueue clock, and after a wake-up that preempts (always, onto an
+    /// idle CPU) that is the wake-up's own reading, at the enqueue
+    /// (`wakeup_preempt()` asks the switch to skip its update): the wait
+    /// for the switch, which our clock books as `woken_queued_ns`, is run
+    /// time in the kernel's books. A run whose switch in was not read
+    /// (found running, renamed, placed) counts by the clock.
+    pub kernel_ran_ns: u64,
+    /// The kernel's run time (low 32 bits) read as the thread came in.
+    pub(super) runtime_seen: Option<u32>,
     /// The part of `ran_ns` the hypervisor ran something else (the steal
     /// clock's advance while it was on the CPU): the kernel leaves it out
     /// of the thread's run time, so schedstat's first field is `ran_ns -
@@ -135,6 +155,11 @@ impl Books {
         self.ran_ns.saturating_sub(self.stolen_ns)
     }
 
+    /// On a CPU as the kernel books it (schedstat's first field).
+    pub fn kernel_on_cpu_ns(&self) -> u64 {
+        self.kernel_ran_ns
+    }
+
     fn open(&mut self, at: u64) {
         if self.from_ns.is_none() {
             self.from_ns = Some(at);
@@ -142,9 +167,13 @@ impl Books {
         self.to_ns = self.to_ns.max(at);
     }
 
-    pub(super) fn ran(&mut self, since: u64, until: u64) {
+    /// A run from `since` to `until` by the clock, `kernel` ns of it as
+    /// the kernel books it (None: not known; the clock's length counts).
+    pub(super) fn ran(&mut self, since: u64, until: u64, kernel: Option<u64>) {
         self.open(since);
-        self.ran_ns += until.saturating_sub(since);
+        let ns = until.saturating_sub(since);
+        self.ran_ns += ns;
+        self.kernel_ran_ns += kernel.unwrap_or(ns);
         self.to_ns = self.to_ns.max(until);
     }
 
@@ -225,7 +254,7 @@ impl Thread {
     pub(super) fn books_until(&self, now: u64) -> Books {
         let mut b = self.info.books;
         match self.state {
-            State::Running { since, .. } => b.ran(since, now),
+            State::Running { since, .. } => b.ran(since, now, None),
             // The kernel books a wait at its end: ours alone counts it so far.
             State::Preempted { since, .. } => b.queued(since, now, false),
             State::Woken { at, .. } => b.queued(at, now, true),

@@ -12,7 +12,7 @@
 use crate::fastmap::Map;
 
 use crate::interval::{Interval, Source, Victim};
-use crate::record::{Event, Payload, Task};
+use crate::record::{Event, OriginKind, Payload, Task};
 
 mod kernel_wait;
 mod levels;
@@ -37,6 +37,24 @@ pub const MERGE_NS: u64 = 2_000;
 /// interrupt into schedule() takes ~1-5 µs on hardware and ~40 µs under
 /// qemu's TCG: 100 µs covers both.
 pub const JOIN_NS: u64 = 100_000;
+
+/// A reschedule IPI sent this long before a wake-up's tracepoint, from the
+/// waker's CPU, was sent by that wake-up: its send is a VM exit of 8-16 µs
+/// on our VMs (under 1 µs on hardware); anything older is another's.
+const RESCHED_NS: u64 = 50_000;
+
+/// A 32-bit count of ns that wrapped, `low`, near `estimate`: the value
+/// with those low bits closest to it (exact while the two differ by less
+/// than 2.1 s).
+fn unwrap32(low: u32, estimate: u64) -> u64 {
+    let base = estimate & !0xffff_ffff;
+    [base.wrapping_sub(1 << 32), base, base + (1 << 32)]
+        .into_iter()
+        .map(|b| b.wrapping_add(u64::from(low)))
+        .filter(|&v| v < 1 << 63)
+        .min_by_key(|&v| v.abs_diff(estimate))
+        .unwrap_or(u64::from(low))
+}
 
 /// A task switched out in this state has exited (the kernel's TASK_DEAD).
 const TASK_DEAD: u32 = 0x80;
@@ -79,6 +97,12 @@ struct Cpu {
     seed: Option<(super::Seed, u64)>,
     /// The watched thread preempted here, as the kernel books its wait.
     kernel_wait: Option<KernelWait>,
+    /// The last wake-up begun of a task here (`sched_waking`, an origin
+    /// record): (its tid, the waker's CPU, when).
+    waking: Option<(u32, u32, u64)>,
+    /// The last reschedule IPI sent here since the last wake-up onto this
+    /// CPU: (the sender's CPU, when).
+    resched: Option<(u32, u64)>,
 }
 
 pub struct Tracker {
@@ -194,7 +218,7 @@ impl Tracker {
             }
         }
         match ev.payload {
-            Payload::Switch { prev, next, prev_state, prev_ran_ns, delays, .. } => {
+            Payload::Switch { prev, next, prev_state, prev_ran_ns, delays, runtimes, .. } => {
                 // When prev was switched in, where the kernel says how long
                 // it ran: not before the last switch seen here.
                 let arrived = (prev_ran_ns > 0).then(|| ts.saturating_sub(u64::from(prev_ran_ns)).max(self.cpus[cpu as usize].last_switch));
@@ -205,18 +229,26 @@ impl Tracker {
                 }
                 self.unseen_switch_out(cpu, prev.pid, arrived.unwrap_or(ts), out);
                 self.unseen_switch_in(cpu, &prev, arrived, out);
-                self.switch(cpu, ts, (&prev, prev_state, delays.0), (&next, delays.1), out);
+                self.switch(cpu, ts, (&prev, prev_state, delays.0, runtimes.0), (&next, delays.1, runtimes.1), out);
                 let left = self.threads.contains_key(&prev.pid).then_some(prev.pid);
                 let c = &mut self.cpus[cpu as usize];
                 (c.last_switch, c.left) = (ts, left);
             }
             Payload::Steal { ns } => self.steal(cpu, ts, ns),
-            Payload::Wakeup { task, target_cpu, .. } => {
+            Payload::Origin { kind: OriginKind::Wake, from_cpu, woken, .. } => self.cpus[cpu as usize].waking = Some((woken, from_cpu, ts)),
+            // A reschedule IPI's callback is none (a function call's is
+            // the generic handler).
+            Payload::Origin { kind: OriginKind::Ipi, from_cpu, func: 0, .. } => self.cpus[cpu as usize].resched = Some((from_cpu, ts)),
+            Payload::Wakeup { task, target_cpu, waker_cpu } => {
+                let (from, at) = self.wake_edges(&task, target_cpu, waker_cpu, ts);
+                if let Some(c) = self.cpus.get_mut(target_cpu as usize) {
+                    c.resched = None;
+                }
                 if let Some(t) = self.thread(&task, target_cpu, Found::Wakeup) {
                     // Waking a thread that is runnable already changes
                     // nothing; one whose switch out was not seen slept.
                     if matches!(t.state, State::Sleeping | State::Unseen { .. }) {
-                        t.state = State::Woken { cpu: target_cpu, at: ts };
+                        t.state = State::Woken { cpu: target_cpu, at, from };
                     }
                 }
             }
@@ -255,6 +287,35 @@ impl Tracker {
         }
     }
 
+    /// A wake-up of `task` onto `target` seen at its `sched_wakeup` (`ts`,
+    /// on `waker`'s CPU): when it began (its `sched_waking`: the waker's
+    /// search for a CPU, the enqueue, the IPI) and when the task was
+    /// queued, where the kernel's books of its wait begin. The tracepoint
+    /// fires after the enqueue; on the target CPU itself (a wake-up queued
+    /// to it by IPI, or a local one) just after it. From another CPU, the
+    /// waker enqueues and then, to preempt, sends the reschedule IPI, a VM
+    /// exit on our VMs: 8-16 µs between the enqueue and the tracepoint,
+    /// booked by the kernel as waiting (or, preempting, as run). That IPI's
+    /// send, seen between the wake-up's start and its tracepoint on the
+    /// waker's CPU, places the enqueue (it follows it by a few hundred ns):
+    /// the waker's CPU runs the wake-up with interrupts off, so the last
+    /// reschedule IPI it sent there before this wake-up's record, and after
+    /// the record of the one before, is this one's if it is recent
+    /// ([`RESCHED_NS`]; with `--wake-origins`, if it follows this
+    /// wake-up's start). Without origin records (`--no-origins`) the
+    /// enqueue is the tracepoint's time.
+    fn wake_edges(&self, task: &Task, target: u32, waker: u32, ts: u64) -> (u64, u64) {
+        let Some(c) = self.cpus.get(target as usize) else { return (ts, ts) };
+        let began = c.waking.filter(|&(tid, from, at)| tid == task.pid && from == waker && at <= ts).map(|w| w.2);
+        let queued = match c.resched {
+            Some((from, at)) if waker != target && from == waker && at <= ts && ts - at <= RESCHED_NS && began.is_none_or(|b| at >= b) => {
+                at
+            }
+            _ => ts,
+        };
+        (began.unwrap_or(queued), queued)
+    }
+
     /// The runqueue's steal clock read `ns` at `ts`: its advance since the
     /// last reading is time the hypervisor took while the task that ran
     /// here meanwhile had the CPU, which the kernel leaves out of that
@@ -276,8 +337,8 @@ impl Tracker {
         &mut self,
         cpu: u32,
         ts: u64,
-        (prev, prev_state, prev_delay): (&Task, u32, Option<u32>),
-        (next, next_delay): (&Task, Option<u32>),
+        (prev, prev_state, prev_delay, prev_runtime): (&Task, u32, Option<u32>, u32),
+        (next, next_delay, next_runtime): (&Task, Option<u32>, u32),
         out: &mut dyn FnMut(Interval),
     ) {
         // The thread's last interruption led to this preemption: one gap.
@@ -310,8 +371,12 @@ impl Tracker {
         if let Some(t) = self.thread(prev, cpu, Found::Switch) {
             let mut ran_for = 0;
             match t.state {
-                State::Running { since, .. } => {
-                    t.info.books.ran(since, ts);
+                State::Running { since, whole, .. } => {
+                    // The kernel's run time then and now; a run begun
+                    // before the window counts only the clock's part.
+                    let seen = t.info.books.runtime_seen.take().filter(|_| whole);
+                    let kernel = seen.map(|r| unwrap32(prev_runtime.wrapping_sub(r), ts.saturating_sub(since)));
+                    t.info.books.ran(since, ts, kernel);
                     ran_for = ts.saturating_sub(since);
                 }
                 // Found at its switch out: its window begins here.
@@ -340,6 +405,9 @@ impl Tracker {
             }
         }
         self.switch_in(cpu, ts, next, next_delay, out);
+        if let Some(t) = self.threads.get_mut(&next.pid) {
+            t.info.books.runtime_seen = Some(next_runtime);
+        }
     }
 
     /// `task` runs on `cpu` from `ts`: the wait that ends here is emitted
@@ -360,7 +428,7 @@ impl Tracker {
         let unseen_wake = t.state == State::Sleeping && t.info.books.from_ns.is_some();
         let waited = match t.state {
             State::Preempted { cpu: on, since, from } => Some((on, since, from, Source::Preempted)),
-            State::Woken { cpu: on, at } => Some((on, at, at, Source::Wakeup)),
+            State::Woken { cpu: on, at, from } => Some((on, at, from, Source::Wakeup)),
             // No wake-up came: it was runnable all along.
             State::Unseen { cpu: on, since } => Some((on, since, since, Source::Preempted)),
             State::Running { cpu: on, .. } => {
@@ -378,7 +446,7 @@ impl Tracker {
             }
         };
         let t = self.threads.get_mut(&task.pid).expect("found above");
-        t.state = State::Running { cpu, since: ts };
+        t.state = State::Running { cpu, since: ts, whole: true };
         if matches!(waited, Some((.., Source::Wakeup))) {
             t.info.classes.wakeups += 1;
         }
@@ -441,7 +509,7 @@ impl Tracker {
             for t in self.threads.values() {
                 match t.state {
                     State::Preempted { cpu: on, from: t0, .. }
-                    | State::Woken { cpu: on, at: t0 }
+                    | State::Woken { cpu: on, from: t0, .. }
                     | State::Unseen { cpu: on, since: t0 }
                         if on as usize == cpu =>
                     {

@@ -98,6 +98,9 @@ pub enum Payload {
         /// bits: prev's as it leaves, next's before this switch adds its
         /// wait (None: not read; see bpf/jitterwatch.h).
         delays: (Option<u32>, Option<u32>),
+        /// The kernel's time on a CPU (schedstat's first field), low 32
+        /// bits: prev's as it leaves, next's as it comes in.
+        runtimes: (u32, u32),
         preempt: bool,
     },
     IrqEntry {
@@ -248,6 +251,7 @@ impl Event {
                         prev_state: s.prev_state,
                         prev_ran_ns: s.prev_ran_ns,
                         delays: ((s.prev_delay != UNKNOWN).then_some(s.prev_delay), (s.next_delay != UNKNOWN).then_some(s.next_delay)),
+                        runtimes: (s.prev_runtime, s.next_runtime),
                         preempt: e.sub != 0,
                     }
                 }
@@ -338,6 +342,8 @@ pub(crate) mod tests {
                     prev_ran_ns: 7,
                     prev_delay: 11,
                     next_delay: u32::MAX,
+                    prev_runtime: 13,
+                    next_runtime: 17,
                     own_ns: 310,
                     pad: 0,
                     prev_comm: comm("bash"),
@@ -348,8 +354,9 @@ pub(crate) mod tests {
         let ev = Event::decode(&raw(&e)).unwrap();
         assert_eq!((ev.ts, ev.cpu, ev.dropped, ev.own_ns), (42, 3, 5, 310));
         match ev.payload {
-            Payload::Switch { prev, next, prev_state, prev_ran_ns, delays, preempt } => {
+            Payload::Switch { prev, next, prev_state, prev_ran_ns, delays, runtimes, preempt } => {
                 assert_eq!((prev.pid, prev.tgid, next.pid, prev_state, prev_ran_ns, preempt), (10, 9, 0, 1, 7, true));
+                assert_eq!(runtimes, (13, 17));
                 // An unread delay (JW_UNKNOWN) is None, not a reading.
                 assert_eq!(delays, (Some(11), None));
                 assert_eq!(&prev.comm[..5], b"bash\0");

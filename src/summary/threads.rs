@@ -36,12 +36,18 @@ pub struct ThreadRow {
     pub p999_ns: u64,
     pub max_ns: u64,
     pub lost_ns: u64,
-    /// Ran or waited to by the clock, over `window`: `ran_ns + stolen_ns +
-    /// queued_ns`.
+    /// Ran or waited to by the clock, over `window`: `clock_ran_ns +
+    /// stolen_ns + queued_ns`.
     pub runnable_ns: u64,
     /// On a CPU over `window`, as the kernel books it (schedstat's first
-    /// field: the hypervisor's share left out).
+    /// field: the hypervisor's share left out): each run from where the
+    /// kernel starts it, which after a wake-up that preempts is the
+    /// enqueue, so the wait for the switch is in it (docs/passive.md).
     pub ran_ns: u64,
+    /// On a CPU over `window` by the clock, from each switch in to the
+    /// switch out (the hypervisor's share left out): `ran_ns` less the
+    /// waits the kernel books as run.
+    pub clock_ran_ns: u64,
     /// While it was on a CPU, the time the hypervisor ran something else
     /// (the steal clock): left out of `ran_ns`, as the kernel does.
     pub stolen_ns: u64,
@@ -155,7 +161,8 @@ pub fn rows(threads: &Threads) -> Vec<ThreadRow> {
                 max_ns: t.max_ns,
                 lost_ns: t.lost_ns(),
                 runnable_ns: info.map_or(0, |i| i.runnable_ns()),
-                ran_ns: info.map_or(0, |i| i.books.on_cpu_ns()),
+                ran_ns: info.map_or(0, |i| i.books.kernel_on_cpu_ns()),
+                clock_ran_ns: info.map_or(0, |i| i.books.on_cpu_ns()),
                 stolen_ns: info.map_or(0, |i| i.books.stolen_ns),
                 queued_ns: info.map_or(0, |i| i.books.queued_ns),
                 woken_queued_ns: info.map_or(0, |i| i.books.woken_queued_ns),
@@ -282,6 +289,7 @@ mod tests {
     fn the_books_line_says_what_of_the_kernels_wait_the_thread_ran() {
         let t = ThreadRow {
             ran_ns: 1_000_000,
+            clock_ran_ns: 900_000,
             queued_ns: 2_000_000,
             kernel_queued_ns: 3_000_000,
             kernel_stale_ns: 1_000_000,

@@ -31,7 +31,7 @@ pub(super) fn ev(ts: u64, payload: Payload) -> Event {
 }
 
 pub(super) fn switch(ts: u64, prev: Task, next: Task) -> Event {
-    ev(ts, Payload::Switch { prev, next, prev_state: 0, prev_ran_ns: 0, delays: (None, None), preempt: true })
+    ev(ts, Payload::Switch { prev, next, prev_state: 0, prev_ran_ns: 0, delays: (None, None), runtimes: (0, 0), preempt: true })
 }
 
 /// A hog preempting the probe for 2 ms, a timer IRQ with a softirq inside
@@ -286,11 +286,33 @@ fn a_switch_out_of_idle_not_seen_is_placed_by_the_run_time() {
         // idle → hog at 2,000 is not reported; a tick inside the hog's run:
         ev(3_000, Payload::VectorEntry(Vector::LocalTimer)),
         ev(3_100, Payload::VectorExit(Vector::LocalTimer)),
-        ev(5_000, Payload::Switch { prev: hog, next: idle, prev_state: 1, prev_ran_ns: 3_000, delays: (None, None), preempt: false }),
+        ev(
+            5_000,
+            Payload::Switch {
+                prev: hog,
+                next: idle,
+                prev_state: 1,
+                prev_ran_ns: 3_000,
+                delays: (None, None),
+                runtimes: (0, 0),
+                preempt: false,
+            },
+        ),
         // And one whose run time would cut the tick: moved past it.
         ev(6_000, Payload::VectorEntry(Vector::LocalTimer)),
         ev(6_500, Payload::VectorExit(Vector::LocalTimer)),
-        ev(7_000, Payload::Switch { prev: sh, next: idle, prev_state: 1, prev_ran_ns: 800, delays: (None, None), preempt: false }),
+        ev(
+            7_000,
+            Payload::Switch {
+                prev: sh,
+                next: idle,
+                prev_state: 1,
+                prev_ran_ns: 800,
+                delays: (None, None),
+                runtimes: (0, 0),
+                preempt: false,
+            },
+        ),
     ];
     let t = build(0, 8_000, &events, &[], &[]);
     let (slices, _, _) = read(&super::perfetto::encode(&t));

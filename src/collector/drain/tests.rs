@@ -63,7 +63,7 @@ fn switch(ts: u64, prev: Task, next: Task) -> Event {
         cpu: CPU,
         dropped: 0,
         own_ns: 0,
-        payload: Payload::Switch { prev, next, prev_state: 0, prev_ran_ns: 0, delays: (None, None), preempt: true },
+        payload: Payload::Switch { prev, next, prev_state: 0, prev_ran_ns: 0, delays: (None, None), runtimes: (0, 0), preempt: true },
     }
 }
 

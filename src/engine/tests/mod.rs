@@ -35,12 +35,12 @@ fn ev(ts: u64, payload: Payload) -> Event {
 }
 
 fn switch(ts: u64, prev: Task, next: Task) -> Event {
-    ev(ts, Payload::Switch { prev, next, prev_state: 0, prev_ran_ns: 0, delays: (None, None), preempt: true })
+    ev(ts, Payload::Switch { prev, next, prev_state: 0, prev_ran_ns: 0, delays: (None, None), runtimes: (0, 0), preempt: true })
 }
 
 /// A switch as the per-CPU perf event reports it: with how long prev ran.
 fn switch_ran(ts: u64, prev: Task, next: Task, ran: u32) -> Event {
-    ev(ts, Payload::Switch { prev, next, prev_state: 1, prev_ran_ns: ran, delays: (None, None), preempt: false })
+    ev(ts, Payload::Switch { prev, next, prev_state: 1, prev_ran_ns: ran, delays: (None, None), runtimes: (0, 0), preempt: false })
 }
 
 fn engine() -> Engine {
@@ -285,6 +285,7 @@ fn a_stopped_probes_gap_is_stopped_not_idle() {
                 prev_state: STOPPED,
                 prev_ran_ns: 0,
                 delays: (None, None),
+                runtimes: (0, 0),
                 preempt: false,
             },
         ),

@@ -216,7 +216,7 @@ fn wakeups_before_tracing_was_on_open_no_wait() {
     let idle = || task(0, 0, "swapper/2");
     let hog = task(77, 77, "hog");
     let sw = |ts: u64, prev: Task, next: Task, state: u32, delays| {
-        ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, delays, preempt: state == 0 })
+        ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, delays, runtimes: (0, 0), preempt: state == 0 })
     };
     let wake = |ts: u64| ev(ts, Payload::Wakeup { task: app(), target_cpu: CPU, waker_cpu: CPU });
     let evs = [
@@ -247,7 +247,7 @@ fn wakeups_before_the_start_count_once_the_cpu_shows_a_switch() {
     let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2, 3], US);
     tracker.started_at(1_000 * US);
     let sw = |ts: u64, prev: Task, next: Task, state: u32, delays| {
-        ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, delays, preempt: state == 0 })
+        ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, delays, runtimes: (0, 0), preempt: state == 0 })
     };
     let evs = [
         sw(100 * US, task(77, 77, "hog"), app(), 0, (None, Some(5_000_000))),

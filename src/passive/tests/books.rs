@@ -10,7 +10,7 @@ const TASK_DEAD: u32 = 0x80;
 /// the kernel's run_delay of prev (as it leaves) and of next (before this
 /// switch books its wait).
 fn sw(ts: u64, prev: Task, next: Task, state: u32, ran: u64, delays: (Option<u32>, Option<u32>)) -> Event {
-    ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: ran as u32, delays, preempt: state == 0 })
+    ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: ran as u32, delays, runtimes: (0, 0), preempt: state == 0 })
 }
 
 fn wakeup(ts: u64, task: Task) -> Event {
@@ -237,4 +237,90 @@ fn a_thread_found_at_its_wakeup_has_its_first_wait_in_the_kernels_count() {
     let b = books(&t, 4_300 * US);
     assert_eq!(b.from_ns, Some(100 * US), "{b:?}");
     assert_eq!((b.queued_ns, b.kernel_queued_ns), (4_000 * US, 4_000 * US), "{b:?}");
+}
+
+/// A switch with the kernel's run time (`se.sum_exec_runtime`, low 32
+/// bits) of prev as it leaves and of next as it comes in.
+fn sw_rt(ts: u64, prev: Task, next: Task, state: u32, runtimes: (u32, u32)) -> Event {
+    ev(ts, Payload::Switch { prev, next, prev_state: state, prev_ran_ns: 0, delays: (None, None), runtimes, preempt: state == 0 })
+}
+
+fn origin(ts: u64, kind: crate::record::OriginKind, from_cpu: u32, woken: u32) -> Event {
+    let sender = task(9, 9, "waker");
+    Event { ts, cpu: CPU, dropped: 0, own_ns: 0, payload: Payload::Origin { kind, sender, from_cpu, callsite: 0, func: 0, woken } }
+}
+
+#[test]
+fn the_kernels_run_time_is_read_from_each_switch_not_the_clocks() {
+    // In at 0 (its count 1000), out asleep at 100 µs (count 1000 + 100 µs);
+    // woken at 200 µs, in at 210 µs (the wake-up preempted: the kernel's
+    // run began at the enqueue, 10 µs before), out at 310 µs with 110 µs
+    // more on its count.
+    let swapper = task(0, 0, "swapper/3");
+    let c0 = 1_000u32;
+    let c1 = c0 + 100_000;
+    let c2 = c1 + 110_000;
+    let evs = [
+        sw_rt(0, swapper, app(), 1, (0, c0)),
+        sw_rt(100 * US, app(), swapper, 1, (c1, 0)),
+        wakeup(200 * US, app()),
+        sw_rt(210 * US, swapper, app(), 1, (0, c1)),
+        sw_rt(310 * US, app(), swapper, 1, (c2, 0)),
+    ];
+    let (_, t) = run(&evs, US);
+    let b = books(&t, 310 * US);
+    assert_eq!((b.ran_ns, b.woken_queued_ns), (200 * US, 10 * US), "the clock's split: {b:?}");
+    assert_eq!(b.kernel_on_cpu_ns(), 210 * US, "the kernel's: the wake-up's wait is its run");
+}
+
+#[test]
+fn a_count_that_wrapped_is_read_by_the_clocks_length() {
+    // 32 bits of ns wrap every 4.29 s: a run of 5 s reads 0.7 s on them.
+    let swapper = task(0, 0, "swapper/3");
+    let five_s = 5_000_000_000u64;
+    let evs = [sw_rt(0, swapper, app(), 1, (0, 0)), sw_rt(five_s, app(), swapper, 1, (five_s as u32, 0))];
+    let (_, t) = run(&evs, US);
+    assert_eq!(books(&t, five_s).kernel_on_cpu_ns(), five_s);
+}
+
+#[test]
+fn a_remote_wake_ups_wait_begins_at_its_enqueue_before_the_reschedule_ipi() {
+    // CPU 2 begins waking app at 100 µs, enqueues it, sends the reschedule
+    // IPI at 101 µs (a VM exit: 12 µs), and its sched_wakeup fires at
+    // 113 µs; app runs at 120 µs. The kernel's wait began at the enqueue,
+    // and the wake-up's hiccup at its start.
+    use crate::record::OriginKind;
+    let swapper = task(0, 0, "swapper/3");
+    let evs = [
+        switch(0, swapper, app(), 1),
+        switch(50 * US, app(), hog(), 1),
+        origin(100 * US, OriginKind::Wake, 2, APP),
+        origin(101 * US, OriginKind::Ipi, 2, 0),
+        wakeup(113 * US, app()),
+        switch(120 * US, hog(), app(), 0),
+    ];
+    let (h, t) = run(&evs, US);
+    let b = books(&t, 120 * US);
+    assert_eq!(b.woken_queued_ns, 19 * US, "from the IPI's send: {b:?}");
+    assert_eq!(h.len(), 1, "{h:?}");
+    assert_eq!(h[0].0, Source::Wakeup);
+    let total: u64 = h[0].2.iter().map(|c| c.rsplit('=').next().unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(total, 20 * US, "from the wake-up's start: {h:?}");
+}
+
+#[test]
+fn a_reschedule_ipi_from_another_cpu_or_long_before_does_not_place_the_enqueue() {
+    use crate::record::OriginKind;
+    let swapper = task(0, 0, "swapper/3");
+    for (ipi_from, ipi_at) in [(5, 101 * US), (2, 30 * US)] {
+        let evs = [
+            switch(0, swapper, app(), 1),
+            switch(20 * US, app(), hog(), 1),
+            origin(ipi_at, OriginKind::Ipi, ipi_from, 0),
+            wakeup(113 * US, app()),
+            switch(120 * US, hog(), app(), 0),
+        ];
+        let (_, t) = run(&evs, US);
+        assert_eq!(books(&t, 120 * US).woken_queued_ns, 7 * US, "IPI from CPU {ipi_from} at {ipi_at}");
+    }
 }

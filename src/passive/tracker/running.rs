@@ -33,7 +33,7 @@ impl Tracker {
         }
         let mut info = ThreadInfo::new(s.tid, s.tgid, s.comm, Found::RunningAtAttach);
         info.last_cpu = Some(cpu);
-        self.threads.insert(s.tid, Thread { info, state: State::Running { cpu, since: read_at } });
+        self.threads.insert(s.tid, Thread { info, state: State::Running { cpu, since: read_at, whole: false } });
         self.cpus[cpu as usize].running = Some(s.tid);
     }
 
@@ -50,7 +50,7 @@ impl Tracker {
         }
         let Some(t) = self.thread(task, cpu, Found::Rename) else { return };
         if !matches!(t.state, State::Running { .. }) {
-            t.state = State::Running { cpu, since: ts };
+            t.state = State::Running { cpu, since: ts, whole: false };
         }
         t.info.last_cpu = Some(cpu);
         self.cpus[cpu as usize].running = Some(task.pid);

@@ -26,10 +26,10 @@ impl Tracker {
         }
         self.close_pending(cpu, out);
         if let Some(t) = self.threads.get_mut(&w) {
-            if let State::Running { cpu: on, since } = t.state {
+            if let State::Running { cpu: on, since, .. } = t.state {
                 if on == cpu {
                     let cut = cut.max(since);
-                    t.info.books.ran(since, cut);
+                    t.info.books.ran(since, cut, None);
                     t.state = State::Unseen { cpu, since: cut };
                 }
             }
