@@ -191,10 +191,11 @@ fn books_words(t: &ThreadRow, w: &Window, start_ns: u64) -> String {
     let ms = |ns: u64| format!("{:.3} ms", ns as f64 / 1e6);
     let at = |ns: u64| format!("{:+.3} s", (ns as i128 - start_ns as i128) as f64 / 1e9);
     let mut s = format!(
-        "from {} to {}: ran {}{}, waited on a runqueue {} ({} after wake-ups); the kernel's run_delay books {}",
+        "from {} to {}: on a CPU {} as the kernel books it (schedstat's first field), {} between its switches by the clock{}, waited on a runqueue {} ({} after wake-ups); the kernel's run_delay books {}",
         at(w.from_ns),
         at(w.to_ns),
         ms(t.ran_ns),
+        ms(t.clock_ran_ns),
         if t.stolen_ns > 0 { format!(" (and the hypervisor took {} of its time on the CPU)", ms(t.stolen_ns)) } else { String::new() },
         ms(t.queued_ns),
         ms(t.woken_queued_ns),
@@ -299,7 +300,11 @@ mod tests {
         let s = books_words(&t, &w, 0);
         assert!(s.contains("the kernel's run_delay books 3.000 ms (1.000 ms of it running by the clock"), "{s}");
         let quiet = ThreadRow { kernel_stale_ns: 0, ..t };
-        assert!(!books_words(&quiet, &w, 0).contains("by the clock"));
+        assert!(!books_words(&quiet, &w, 0).contains("running by the clock"));
+        assert!(
+            s.contains("on a CPU 1.000 ms as the kernel books it (schedstat's first field), 0.900 ms between its switches by the clock"),
+            "{s}"
+        );
         let short = ThreadRow { kernel_short_ns: 250_000, ..quiet };
         let s = books_words(&short, &w, 0);
         assert!(s.contains("; 0.250 ms of its waits by the clock the kernel booked as the next task's run"), "{s}");

@@ -27,6 +27,8 @@ const DEPS: &[(&str, Option<&str>)] = &[
     ("make", Some("make")),
     // `cargo xtask dist` checks with `file` that its binary is static.
     ("file", Some("file")),
+    // The network server whose books passive_server_e2e checks.
+    ("sockperf", Some("sockperf")),
     // cyclictest, the anchor beside the wake-up probe in the bench.
     ("rt-tests", Some("cyclictest")),
     // The Prometheus server and promtool the metrics test scrapes with.
