@@ -29,13 +29,19 @@ pub struct Prepared {
 /// `wants`: what else it will do that takes a capability.
 pub fn prepare(cpus_arg: Option<&str>, own: bool, wants: Wants) -> Result<Prepared> {
     let root = Path::new("/");
-    let cpus = checks::watched_cpus(root, cpus_arg)?;
+    // A probe owns its CPUs and jitterwatch needs one besides; what spins
+    // nothing (passive mode, events) may watch every CPU and share them.
+    let cpus = if own { checks::watched_cpus(root, cpus_arg)? } else { checks::existing_cpus(root, cpus_arg)? };
     let caps = checks::privileges(wants)?;
     checks::btf(root)?;
     // SAFETY: geteuid cannot fail.
     let place = cpulock::Place::system(unsafe { libc::geteuid() });
     let locks = if own { Some(cpulock::take(&place, &cpus)?) } else { None };
-    let mut housekeeping = cpulist::housekeeping(&checks::online_cpus(root)?, &cpus);
+    let online = checks::online_cpus(root)?;
+    let mut housekeeping = cpulist::housekeeping(&online, &cpus);
+    if housekeeping.is_empty() {
+        housekeeping = online;
+    }
     // Off the CPUs other instances watch, when that leaves any.
     let others = cpulock::held_by_others(&place, &cpus);
     if housekeeping.iter().any(|c| !others.contains(c)) {

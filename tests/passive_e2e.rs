@@ -297,8 +297,6 @@ fn passive_mode_refuses_what_it_cannot_watch() {
         assert!(err.contains(want), "{args:?}: {err}");
     };
     one_line(&["--pid", "999999999", "--no-tui"], "--pid 999999999: no such process");
-    // kthreadd is watched like any thread, but it may run anywhere.
-    one_line(&["--pid", "2", "--no-tui"], "may run on every online CPU");
     one_line(&["--pid", "1", "--rt", "--no-tui"], "cannot be used with");
     one_line(&["--comm", "no-such-thread-x", "--no-tui"], "no thread has that name");
 }

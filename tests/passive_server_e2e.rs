@@ -2,7 +2,9 @@
 //! the kernel's own (`/proc/PID/task/TID/schedstat`). sockperf's UDP and TCP
 //! ping-pong: the server pinned to the last CPU, the client to another,
 //! SCHED_OTHER and SCHED_FIFO, with the server's CPU quiet and with a busy
-//! task competing for it. Ten runs; every one must agree.
+//! task competing for it. Ten runs; every one must agree. Two more watch
+//! both ends at once (`--comm sockperf` on both CPUs: jitterwatch then
+//! shares them), and the client's thread is watched beside the server's.
 //!
 //! The server sleeps in recvfrom() before the client starts and after it
 //! ends, so the kernel's figures read at those two moments cover the whole
@@ -33,6 +35,8 @@ struct Case {
     tcp: bool,
     fifo: bool,
     hog: bool,
+    /// Watch the client too (every CPU watched).
+    both: bool,
 }
 
 struct Reaped(Child);
@@ -93,9 +97,15 @@ fn measure(sp: &str, case: Case, cpu: usize, client_cpu: usize, port: u16) -> Re
             }
         })
     });
+    let target = if case.both {
+        vec!["--comm".to_string(), "sockperf".to_string(), "--cpus".to_string(), format!("{cpu},{client_cpu}")]
+    } else {
+        vec!["--pid".to_string(), pid.to_string()]
+    };
     let mut jw = Reaped(
         Command::new(bin())
-            .args(["--pid", &pid.to_string(), "--no-tui", "--json"])
+            .args(&target)
+            .args(["--no-tui", "--json"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -148,6 +158,14 @@ fn measure(sp: &str, case: Case, cpu: usize, client_cpu: usize, port: u16) -> Re
     if row["wakeup"].as_u64().unwrap_or(0) < 1_000 {
         bad.push("fewer than 1000 wake-ups: the ping-pong did not run");
     }
+    if case.both {
+        let client = v["threads"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["tid"] != pid && t["name"].as_str().is_some_and(|n| n.starts_with("sockperf"))));
+        if client.is_none_or(|c| c["wakeup"].as_u64().unwrap_or(0) < 1_000) {
+            bad.push("both ends watched, and the client has no row with 1000 wake-ups");
+        }
+    }
     if !within(ran, kran, BOOKS_PCT) {
         bad.push("ran_ns outside 0.5% of schedstat's time on a CPU");
     }
@@ -173,7 +191,7 @@ fn a_network_servers_books_agree_with_the_kernels_in_every_run() {
     let _g = lock();
     let cpu = last_cpu();
     let client_cpu = online_cpus().into_iter().find(|&c| c != cpu).expect("a second CPU");
-    let case = |tcp, fifo, hog| Case { tcp, fifo, hog };
+    let case = |tcp, fifo, hog| Case { tcp, fifo, hog, both: false };
     let cases = [
         case(false, false, false),
         case(false, false, true),
@@ -185,6 +203,8 @@ fn a_network_servers_books_agree_with_the_kernels_in_every_run() {
         case(true, true, true),
         case(false, false, true),
         case(true, true, true),
+        Case { tcp: false, fifo: false, hog: false, both: true },
+        Case { tcp: true, fifo: true, hog: true, both: true },
     ];
     let mut failures = Vec::new();
     for (i, &c) in cases.iter().enumerate() {

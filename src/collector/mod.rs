@@ -68,6 +68,9 @@ pub struct Config {
     pub stacks_above: u64,
     /// --switch-hook perf-event.
     pub switch_event: bool,
+    /// jitterwatch's own process: its threads' time on a watched CPU is
+    /// `self` (passive mode may share every CPU with them).
+    pub own_tgid: u32,
 }
 
 /// What the collector tells the main thread as the run begins.
@@ -166,6 +169,7 @@ fn collect(
 ) -> Result<Finished> {
     let attach_ns = now_ns();
     let mut engine = Engine::new(&cfg.cpus, attach_ns, WINDOW, namer);
+    engine.set_own_tgid(cfg.own_tgid);
     if cfg.stacks_above > 0 {
         let map = tracer.stacks()?;
         engine.set_stacks(Stacks::new(cfg.stacks_above, Box::new(move |id| map.take(id))));

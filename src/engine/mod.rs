@@ -104,6 +104,14 @@ impl Engine {
         }
     }
 
+    /// jitterwatch's own process (its pid): its threads' time on a
+    /// watched CPU is its own (`self`), not a task's.
+    pub fn set_own_tgid(&mut self, tgid: u32) {
+        for c in &mut self.cpus {
+            c.timeline.set_own_tgid(tgid);
+        }
+    }
+
     pub fn on_event(&mut self, ev: &Event) {
         let Some(i) = self.slot(ev.cpu) else {
             self.foreign_events += 1;

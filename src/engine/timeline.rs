@@ -49,6 +49,9 @@ pub struct Timeline {
     /// When the last switch seen was.
     last_switch: u64,
     probe_tids: Vec<u32>,
+    /// jitterwatch's own process: where it shares a watched CPU (passive
+    /// mode watching every CPU), its threads' time there is `self`.
+    own_tgid: Option<u32>,
     /// The probe was switched out stopped (SIGSTOP, ptrace, frozen) and has
     /// not run since.
     probe_stopped: bool,
@@ -85,6 +88,7 @@ impl Timeline {
             start,
             last_switch: 0,
             probe_tids: Vec::new(),
+            own_tgid: None,
             probe_stopped: false,
             reordered: 0,
             evicted: 0,
@@ -103,6 +107,10 @@ impl Timeline {
     pub fn set_probe_tids(&mut self, tids: &[u32]) {
         self.probe_tids.clear();
         self.probe_tids.extend_from_slice(tids);
+    }
+
+    pub fn set_own_tgid(&mut self, tgid: u32) {
+        self.own_tgid = Some(tgid);
     }
 
     fn top(&self) -> Context {
@@ -224,9 +232,11 @@ impl Timeline {
         }
     }
 
-    fn task_cause(&self, pid: u32, comm: Comm) -> Context {
+    fn task_cause(&self, pid: u32, tgid: u32, comm: Comm) -> Context {
         if self.probe_tids.contains(&pid) {
             Context::Probe
+        } else if self.own_tgid == Some(tgid) && pid != 0 {
+            Context::Own
         } else if pid == 0 {
             Context::IdleTask(IDLE_EXIT)
         } else {
@@ -258,7 +268,7 @@ impl Timeline {
                 if prev_ran_ns > 0 && !self.runs(prev.pid) {
                     // Not before the last switch seen: prev came after it.
                     let at = ts.saturating_sub(u64::from(prev_ran_ns)).max(self.last_switch);
-                    self.unseen_switch(at, self.task_cause(prev.pid, prev.comm));
+                    self.unseen_switch(at, self.task_cause(prev.pid, prev.tgid, prev.comm));
                 }
                 self.close(ts);
                 // The probe leaving stopped: until it runs again, its gap is
@@ -283,7 +293,7 @@ impl Timeline {
                 if let Some(f) = self.suspended.remove(&next.pid) {
                     self.stack.push(f);
                 }
-                self.base = self.task_cause(next.pid, next.comm);
+                self.base = self.task_cause(next.pid, next.tgid, next.comm);
                 self.last_switch = ts;
             }
             Payload::IrqEntry { irq, .. } => self.enter(ts, Context::Irq(irq), irq as u64, Level::Irq),
@@ -321,7 +331,7 @@ impl Timeline {
             Payload::Rename(task) => {
                 if matches!(self.base, Context::Task { pid, .. } if pid == task.pid) {
                     self.close(ts);
-                    self.base = self.task_cause(task.pid, task.comm);
+                    self.base = self.task_cause(task.pid, task.tgid, task.comm);
                 }
             }
             // Handled by the engine (engine/freq.rs): no context changes.

@@ -129,6 +129,7 @@ fn start_collector(
         fail_above: args.fail_above,
         stacks_above: args.stacks_above.unwrap_or(0),
         switch_event: args.switch_hook == crate::cli::SwitchHookArg::PerfEvent,
+        own_tgid: std::process::id(),
     };
     let collector = Collector::spawn(cfg, source, namer, ready_tx)?;
     match ready_rx.recv() {

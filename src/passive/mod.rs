@@ -141,11 +141,10 @@ pub fn resolve(root: &Path, filter: Filter, cpus_arg: Option<&[usize]>, online: 
             if all.is_empty() {
                 bail!("cannot read the CPU affinity of the watched threads: give --cpus");
             }
+            // Passive mode spins nothing: both ends of a load (a server
+            // and its client, pinned apart) may take every CPU.
             if online.iter().all(|c| all.contains(c)) {
-                bail!(
-                    "the watched threads may run on every online CPU ({}): pin them (taskset, isolcpus) or give --cpus, so jitterwatch keeps a CPU of its own",
-                    cpulist::Display(&all)
-                );
+                notes.push(every_cpu_note(&all));
             }
             all
         }
@@ -246,11 +245,21 @@ pub fn start_lines(t: &Target, at: &AtAttach, threshold_ns: u64) -> Vec<String> 
     lines
 }
 
-/// `resolve` on the live system, `--cpus` parsed and checked first.
+/// Said when the watched CPUs are every online CPU: jitterwatch's own
+/// threads run among the watched ones, and their time is named as such.
+fn every_cpu_note(cpus: &[usize]) -> String {
+    format!(
+        "watching every online CPU ({}): jitterwatch's own threads share them, and a watched thread's time lost to them is `self`",
+        cpulist::Display(cpus)
+    )
+}
+
+/// `resolve` on the live system, `--cpus` parsed and checked first (every
+/// online CPU may be given: passive mode spins nothing).
 pub fn target(root: &Path, filter: Filter, cpus_arg: Option<&str>) -> Result<Target> {
     let online = crate::checks::online_cpus(root)?;
     let given = match cpus_arg {
-        Some(a) => Some(crate::checks::watched_cpus(root, Some(a))?),
+        Some(a) => Some(crate::checks::existing_cpus(root, Some(a))?),
         None => None,
     };
     resolve(root, filter, given.as_deref(), &online)

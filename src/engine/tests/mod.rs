@@ -300,3 +300,19 @@ fn a_stopped_probes_gap_is_stopped_not_idle() {
     let expect = |l: &str| vec![l.to_string()];
     assert_eq!(got, [(expect(&format!("stopped:{}=70000", crate::cause::STOPPED)), 0), (expect("task:hog[7]=5000"), 0)]);
 }
+
+#[test]
+fn jitterwatchs_own_threads_on_a_watched_cpu_are_self() {
+    // Passive mode may share every CPU with the collector: a watched
+    // thread's time lost to one of our threads is ours, not a task's.
+    let mut e = engine();
+    e.set_own_tgid(4242);
+    let collector = Task { pid: 4250, tgid: 4242, prio: 120, comm: comm("jw-collector") };
+    let other = task(77, "rustc");
+    for x in [switch(1_000, probe(), collector), switch(4_000, collector, other), switch(6_000, other, probe())] {
+        e.on_event(&x);
+    }
+    e.on_interval(gap(1_000, 6_000));
+    let (causes, unexplained) = first_hiccup(&mut e, 10_000);
+    assert_eq!((causes, unexplained), (vec!["self:jitterwatch=3000".to_string(), "task:rustc[77]=2000".to_string()], 0));
+}

@@ -47,12 +47,12 @@ fn resolve_finds_threads_their_cpus_and_refuses_what_it_cannot_watch() {
         assert_eq!((t.cpus.clone(), t.threads.clone(), t.found.clone()), (vec![3], vec![(40, "ksoftirqd/3".to_string())], vec![(40, 40)]));
     }
     assert!(e(f(vec![], vec![], Some(b"nope"))).contains("no thread has that name"));
-    // Unpinned threads leave jitterwatch no CPU of its own.
+    // Unpinned threads (or both ends of a load, pinned apart) take every
+    // CPU: watched, and said, since jitterwatch then shares them.
     let r = proc_root(&[(300, 300, b"free", 0, "0-3")]);
-    assert!(resolve(r.path(), f(vec![300], vec![], None), None, &[0, 1, 2, 3])
-        .unwrap_err()
-        .to_string()
-        .contains("may run on every online CPU"));
+    let t = resolve(r.path(), f(vec![300], vec![], None), None, &[0, 1, 2, 3]).unwrap();
+    assert_eq!(t.cpus, vec![0, 1, 2, 3]);
+    assert!(t.notes.iter().any(|n| n.contains("watching every online CPU (0-3)")), "{:?}", t.notes);
 }
 
 /// A thread busy on an isolated CPU before tracing began never switches:
