@@ -102,6 +102,12 @@ pub struct Interval {
     /// System management interrupts the CPU counted during it (the spin
     /// probe reads MSR_SMI_COUNT after a gap, where it can).
     pub smis: u32,
+    /// Passive mode's wake-up that preempted what ran there (the kernel
+    /// booked none of its wait: its runqueue clock stopped at the
+    /// wake-up): until the reschedule IPI reached the CPU, the task still
+    /// running there kept the thread waiting no more than the IPI's way
+    /// did, and that time is the IPI's (engine/attribute.rs).
+    pub delivery: bool,
 }
 
 /// An interval explained: its causes, largest first, and the time no

@@ -175,7 +175,15 @@ impl Intervals for Gaps {
             return;
         }
         for &(cpu, t0, t1) in &self.gaps {
-            out(Interval { cpu, t0: self.offset + t0, t1: self.offset + t1, source: Source::Probe, victim: None, smis: 0 });
+            out(Interval {
+                cpu,
+                t0: self.offset + t0,
+                t1: self.offset + t1,
+                source: Source::Probe,
+                victim: None,
+                smis: 0,
+                delivery: false,
+            });
         }
     }
 

@@ -5,7 +5,7 @@
 
 use crate::cause::{Cause, Origin, Sender};
 use crate::interval::{Hiccup, Interval, Source, Stack};
-use crate::record::OriginKind;
+use crate::record::{OriginKind, Vector};
 
 use super::namer::Namer;
 use super::origins::{self, OriginLog};
@@ -56,6 +56,35 @@ impl Engine {
             self.scratch.clear();
         }
         let mut unexplained = tl.charge(g.t0 + slack, g.t1, watermark, &mut self.scratch);
+        // A wake-up that preempted: what ran there before its reschedule
+        // IPI arrived did not keep the thread waiting, the IPI's way did.
+        // After it, the running task's way to a point where it can be
+        // switched out is its own (long in a kernel without full
+        // preemption).
+        let arrived = g
+            .delivery
+            .then(|| tl.segments_in(g.t0, g.t1).find(|s| s.ctx == Context::Vector(Vector::Reschedule)).map(|s| s.start))
+            .flatten();
+        if let Some(at) = arrived {
+            self.before.clear();
+            tl.charge(g.t0, at, watermark, &mut self.before);
+            let mut moved = 0;
+            for &(ctx, ns) in &self.before {
+                let other_task = matches!((ctx, g.victim), (Context::Task { pid, .. }, Some(v)) if pid != v.tid);
+                if let Some(entry) = self.scratch.iter_mut().find(|(c, _)| other_task && *c == ctx) {
+                    entry.1 -= ns;
+                    moved += ns;
+                }
+            }
+            if moved > 0 {
+                let ipi = Context::Vector(Vector::Reschedule);
+                match self.scratch.iter_mut().find(|(c, _)| *c == ipi) {
+                    Some((_, n)) => *n += moved,
+                    None => self.scratch.push((ipi, moved)),
+                }
+                self.scratch.retain(|&(_, ns)| ns > 0);
+            }
+        }
         if g.source == Source::Probe {
             tl.probe_ran_at(g.t1);
         }

@@ -49,6 +49,8 @@ pub struct Engine {
     /// Gaps attributed as their CPU's events passed them, not yet handed out.
     done: VecDeque<Hiccup>,
     scratch: Vec<(Context, u64)>,
+    /// The part of a preempting wake-up before its IPI arrived (attribute.rs).
+    before: Vec<(Context, u64)>,
     /// Hiccups handed out and seen, for reuse (see [`SPARE_HICCUPS`]).
     spare: Vec<Hiccup>,
     /// The stall being explained at the watermark, reused.
@@ -72,6 +74,7 @@ impl Engine {
             ready: Vec::with_capacity(256),
             done: VecDeque::with_capacity(64),
             scratch: Vec::with_capacity(32),
+            before: Vec::with_capacity(32),
             spare: Vec::with_capacity(SPARE_HICCUPS),
             current: Hiccup::default(),
             namer,

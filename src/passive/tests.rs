@@ -244,7 +244,7 @@ fn probe_and_passive_modes_agree_on_causes() {
     let (passive, _) = run(&evs, US);
     let mut engine = Engine::new(&[3], 0, 1024, Namer::new(Kallsyms::empty(), IdleStates::default()));
     engine.set_probe_tids(CPU, &[APP]);
-    engine.on_interval(Interval { cpu: CPU, t0: 100 * US, t1: 300 * US, source: Source::Probe, victim: None, smis: 0 });
+    engine.on_interval(Interval { cpu: CPU, t0: 100 * US, t1: 300 * US, source: Source::Probe, victim: None, smis: 0, delivery: false });
     for e in &evs {
         engine.on_event(e);
     }

@@ -163,12 +163,17 @@ impl Tracker {
     }
 
     fn emit(&self, out: &mut dyn FnMut(Interval), cpu: u32, t0: u64, t1: u64, source: Source, tid: u32) {
+        self.emit_delivered(out, cpu, (t0, t1), source, tid, false);
+    }
+
+    /// `delivery`: a wake-up that preempted (Interval::delivery).
+    fn emit_delivered(&self, out: &mut dyn FnMut(Interval), cpu: u32, (t0, t1): (u64, u64), source: Source, tid: u32, delivery: bool) {
         let t0 = t0.max(self.start);
         if t1 < t0.saturating_add(self.threshold) || !self.watched(cpu) {
             return;
         }
         let comm = self.threads.get(&tid).map_or([0; crate::record::COMM_LEN], |t| t.info.comm);
-        out(Interval { cpu, t0, t1, source, victim: Some(Victim { tid, comm }), smis: 0 });
+        out(Interval { cpu, t0, t1, source, victim: Some(Victim { tid, comm }), smis: 0, delivery });
     }
 
     /// The thread, seen now as `task` on `cpu`; None if it is not watched.
@@ -446,6 +451,13 @@ impl Tracker {
             }
         };
         let t = self.threads.get_mut(&task.pid).expect("found above");
+        // A wake-up whose wait the kernel booked less than half of, by its
+        // own run_delay: its runqueue clock stopped at the wake-up, which
+        // it does when the wake-up preempts what runs (wakeup_preempt()).
+        let preempting = match (waited, delay, t.info.books.delay_seen) {
+            (Some((_, at, _, Source::Wakeup)), Some(d), Some(seen)) => u64::from(d.wrapping_sub(seen)) * 2 < ts.saturating_sub(at),
+            _ => false,
+        };
         t.state = State::Running { cpu, since: ts, whole: true };
         if matches!(waited, Some((.., Source::Wakeup))) {
             t.info.classes.wakeups += 1;
@@ -476,7 +488,7 @@ impl Tracker {
             }
         }
         if let Some((on, _, from, source)) = waited {
-            self.emit(out, on, from, ts.max(from), source, tid);
+            self.emit_delivered(out, on, (from, ts.max(from)), source, tid, preempting);
         }
     }
 

@@ -239,7 +239,7 @@ fn report_gap(s: &ProbeShared, t0: u64, t1: u64) -> Reported {
         Some(c) if t1 - t0 >= SMI_MIN_GAP_NS => (c.since_last(), Reported::Slow),
         _ => (0, Reported::Quick),
     };
-    let gap = Interval { cpu: s.cpu, t0, t1, source: Source::Probe, victim: None, smis };
+    let gap = Interval { cpu: s.cpu, t0, t1, source: Source::Probe, victim: None, smis, delivery: false };
     if s.queue.push(gap).is_err() {
         s.overflow.fetch_add(1, Relaxed);
     }

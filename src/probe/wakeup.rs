@@ -169,7 +169,7 @@ pub(super) fn run(s: &ProbeShared, cfg: ProbeConfig, w: &WakeStats) {
             if !super::spin::still_on_cpu(s) {
                 break;
             }
-            let gap = Interval { cpu: s.cpu, t0: next, t1: t, source: Source::WakeupProbe, victim: None, smis: 0 };
+            let gap = Interval { cpu: s.cpu, t0: next, t1: t, source: Source::WakeupProbe, victim: None, smis: 0, delivery: false };
             if s.queue.push(gap).is_err() {
                 s.overflow.fetch_add(1, Relaxed);
             }

@@ -79,7 +79,7 @@ fn drain_to(sinks: Vec<Box<dyn Sink>>) -> Drain {
 }
 
 fn gap(t0: u64, t1: u64) -> Gaps {
-    Gaps(RefCell::new(vec![Interval { cpu: CPU, t0, t1, source: Source::Probe, victim: None, smis: 0 }]))
+    Gaps(RefCell::new(vec![Interval { cpu: CPU, t0, t1, source: Source::Probe, victim: None, smis: 0, delivery: false }]))
 }
 
 fn none() -> Gaps {
@@ -221,8 +221,8 @@ fn every_sink_sees_what_the_aggregates_see() {
         switch(700 * US, hog, probe),
     ]);
     let mut gaps = Gaps(RefCell::new(vec![
-        Interval { cpu: CPU, t0: 100 * US, t1: 300 * US, source: Source::Probe, victim: None, smis: 0 },
-        Interval { cpu: CPU, t0: 400 * US, t1: 700 * US, source: Source::Probe, victim: None, smis: 0 },
+        Interval { cpu: CPU, t0: 100 * US, t1: 300 * US, source: Source::Probe, victim: None, smis: 0, delivery: false },
+        Interval { cpu: CPU, t0: 400 * US, t1: 700 * US, source: Source::Probe, victim: None, smis: 0, delivery: false },
     ]));
     d.step(&mut src, &mut gaps, 10 * MS, false).unwrap();
     let s = seen.lock().unwrap();
@@ -292,7 +292,7 @@ impl Intervals for Racy {
             // The gap is reported just after this take, progress after it.
             0 => self.0.set(1),
             1 => {
-                out(Interval { cpu: CPU, t0: 100 * US, t1: 300 * US, source: Source::Probe, victim: None, smis: 0 });
+                out(Interval { cpu: CPU, t0: 100 * US, t1: 300 * US, source: Source::Probe, victim: None, smis: 0, delivery: false });
                 self.0.set(2);
             }
             _ => {}

@@ -18,7 +18,7 @@ fn comm(s: &str) -> Comm {
 }
 
 fn gap(t0: u64, t1: u64) -> Interval {
-    Interval { cpu: CPU, t0, t1, source: Source::Probe, victim: None, smis: 0 }
+    Interval { cpu: CPU, t0, t1, source: Source::Probe, victim: None, smis: 0, delivery: false }
 }
 
 /// A hiccup's causes as `kind:name=ns`.
@@ -315,4 +315,42 @@ fn jitterwatchs_own_threads_on_a_watched_cpu_are_self() {
     e.on_interval(gap(1_000, 6_000));
     let (causes, unexplained) = first_hiccup(&mut e, 10_000);
     assert_eq!((causes, unexplained), (vec!["self:jitterwatch=3000".to_string(), "task:rustc[77]=2000".to_string()], 0));
+}
+
+#[test]
+fn a_preempting_wake_ups_wait_is_its_ipis_until_the_ipi_arrives() {
+    // The hog runs; a watched thread is woken at 50 (the wake-up preempts:
+    // the kernel booked none of its wait); the reschedule IPI reaches the
+    // CPU at 80 and returns at 82; the switch comes at 85.
+    let victim = Task { pid: 500, tgid: 500, prio: 120, comm: comm("app") };
+    let hog = task(77, "hog");
+    let evs = [
+        switch(0, probe(), hog),
+        ev(80, Payload::VectorEntry(Vector::Reschedule)),
+        ev(82, Payload::VectorExit(Vector::Reschedule)),
+        switch(85, hog, victim),
+        switch(200, victim, probe()),
+    ];
+    let wake = |delivery| Interval {
+        cpu: CPU,
+        t0: 50,
+        t1: 85,
+        source: Source::Wakeup,
+        victim: Some(crate::interval::Victim { tid: 500, comm: comm("app") }),
+        smis: 0,
+        delivery,
+    };
+    for (delivery, want) in [
+        (true, vec!["ipi:reschedule=32", "task:hog[77]=3"]),
+        // Not preempting (the kernel booked the wait): the hog kept it.
+        (false, vec!["task:hog[77]=33", "ipi:reschedule=2"]),
+    ] {
+        let mut e = engine();
+        for x in &evs {
+            e.on_event(x);
+        }
+        e.on_interval(wake(delivery));
+        let (causes, unexplained) = first_hiccup(&mut e, 1_000);
+        assert_eq!((causes, unexplained), (want.iter().map(|s| s.to_string()).collect::<Vec<_>>(), 0), "delivery {delivery}");
+    }
 }

@@ -31,7 +31,7 @@ fn late(e: &mut Engine, events: &[Event], d: u64, t1: u64) -> Hiccup {
     for x in events {
         e.on_event(x);
     }
-    e.on_interval(Interval { cpu: CPU, t0: d, t1, source: Source::WakeupProbe, victim: None, smis: 0 });
+    e.on_interval(Interval { cpu: CPU, t0: d, t1, source: Source::WakeupProbe, victim: None, smis: 0, delivery: false });
     let mut got = Vec::new();
     e.attribute_ready(t1 + 10 * US, |h| got.push(h.clone()));
     got.pop().expect("a hiccup")
@@ -142,7 +142,7 @@ fn a_frequency_change_inside_a_stall_is_shown_with_it() {
 fn a_wakeup_whose_events_arrive_late() {
     let mut e = wakeup_engine(0);
     let d = 1000 * US;
-    e.on_interval(Interval { cpu: CPU, t0: d, t1: d + 102 * US, source: Source::WakeupProbe, victim: None, smis: 0 });
+    e.on_interval(Interval { cpu: CPU, t0: d, t1: d + 102 * US, source: Source::WakeupProbe, victim: None, smis: 0, delivery: false });
     let mut early = Vec::new();
     e.attribute_ready(d, |h| early.push(h.clone()));
     assert!(early.is_empty(), "attributed before its events came");

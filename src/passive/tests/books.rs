@@ -324,3 +324,28 @@ fn a_reschedule_ipi_from_another_cpu_or_long_before_does_not_place_the_enqueue()
         assert_eq!(books(&t, 120 * US).woken_queued_ns, 7 * US, "IPI from CPU {ipi_from} at {ipi_at}");
     }
 }
+
+#[test]
+fn a_wake_up_that_preempts_waits_for_its_ipi_not_for_the_task_that_ran() {
+    // app sleeps at 20 µs; the hog runs. app is woken from CPU 2 at 100 µs,
+    // the reschedule IPI reaches this CPU at 110 µs, app runs at 112 µs.
+    // Preempting, the kernel books none of that wait (run_delay unchanged):
+    // until the IPI arrives it is the IPI's, not the hog's. Without the
+    // preemption (the kernel booked the wait) the hog kept it.
+    for (booked, want) in
+        [(0u32, vec!["ipi:reschedule=11000", "task:hog[77]=1000"]), (12_000, vec!["task:hog[77]=11000", "ipi:reschedule=1000"])]
+    {
+        let evs = [
+            sw(0, task(0, 0, "swapper/3"), app(), 1, 0, (None, Some(5_000))),
+            sw(20 * US, app(), hog(), 1, 20 * US, (Some(5_000), None)),
+            wakeup(100 * US, app()),
+            ev(110 * US, Payload::VectorEntry(crate::record::Vector::Reschedule)),
+            ev(111 * US, Payload::VectorExit(crate::record::Vector::Reschedule)),
+            sw(112 * US, hog(), app(), 0, 92 * US, (None, Some(5_000 + booked))),
+        ];
+        let (h, _) = run(&evs, US);
+        let wake: Vec<_> = h.iter().filter(|(s, ..)| *s == Source::Wakeup).collect();
+        assert_eq!(wake.len(), 1, "{h:?}");
+        assert_eq!(wake[0].2, want, "booked {booked}");
+    }
+}
