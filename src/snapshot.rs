@@ -73,6 +73,10 @@ pub struct ThreadLine {
     pub in_syscall: u64,
     /// The CPU it last ran on.
     pub last_cpu: Option<u32>,
+    /// Its books as the kernel keeps them, read at each switch: time on a
+    /// CPU and run_delay (schedstat's two fields) over its window.
+    pub ran_ns: u64,
+    pub run_delay_ns: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -167,6 +171,8 @@ impl Snapshot {
                     migrations: t.info.as_ref().map_or(0, |i| i.migrations.iter().map(|m| m.2).sum()),
                     in_syscall: t.of(Source::InSyscall).0,
                     last_cpu: t.info.as_ref().and_then(|i| i.last_cpu),
+                    ran_ns: t.info.as_ref().map_or(0, |i| i.books.kernel_on_cpu_ns()),
+                    run_delay_ns: t.info.as_ref().map_or(0, |i| i.books.kernel_queued_ns),
                 })
                 .collect(),
         }

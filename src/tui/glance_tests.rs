@@ -155,6 +155,8 @@ fn redis() -> App {
         books: {
             let mut b = crate::passive::Books::default();
             b.ran_ns = 4 * S;
+            b.kernel_ran_ns = 4 * S;
+            b.kernel_queued_ns = 250_000;
             b
         },
         migrations: vec![],
@@ -243,6 +245,20 @@ fn the_threads_pane_drops_columns_never_digits() {
     assert_eq!(super::threads::thread_columns_for_test(&a, 61), ["hiccups", "p99", "max", "lost"]);
     assert_eq!(super::threads::thread_columns_for_test(&a, 46), ["hiccups", "max", "lost"]);
     assert_eq!(super::threads::thread_columns_for_test(&a, 20), ["hiccups", "lost"]);
+    // Wider, the kernel's books join: time on a CPU and run_delay.
+    let every = super::threads::thread_columns_for_test(&a, 200);
+    assert_eq!(every[6..], ["in-sys", "ran", "run_delay"]);
+}
+
+/// The kernel's own books of a thread (schedstat's two fields) are on the
+/// screen beside what it lost, so a user can hold them against schedstat.
+#[test]
+fn the_threads_pane_shows_the_kernels_books() {
+    let mut a = redis();
+    a.focus = Pane::Histogram;
+    let s = text(&draw(&a, 260, 50));
+    let row = thread_row(&s, "redis-server[23769]");
+    assert_eq!(row[row.len() - 2..], ["4.00s", "250.0µs"], "{s}");
 }
 
 /// Where the watched threads go, as docs/screen.md says: from 120×36,

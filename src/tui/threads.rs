@@ -14,22 +14,25 @@ use super::theme::Theme;
 
 /// The watched threads' columns besides the name: (header, what it says).
 /// `in-sys`: softirqs its own system calls ran (its own work, not lost).
-const THREAD_HEADS: [&str; 7] = ["hiccups", "int/pre/wk", "p99", "max", "lost", "migr", "in-sys"];
+/// `ran`, `run_delay`: its time on a CPU and on a runqueue as the kernel
+/// books them (schedstat's two fields, read at each switch), beside what
+/// it lost.
+const THREAD_HEADS: [&str; 9] = ["hiccups", "int/pre/wk", "p99", "max", "lost", "migr", "in-sys", "ran", "run_delay"];
 /// Which columns go, in this order, where the pane is too narrow for all:
-/// its own softirqs, migrations, the split by kind, p99, max. The count and
-/// the time lost stay.
-const THREAD_DROPS: [usize; 5] = [6, 5, 1, 2, 3];
+/// the kernel's books, its own softirqs, migrations, the split by kind,
+/// p99, max. The count and the time lost stay.
+const THREAD_DROPS: [usize; 7] = [8, 7, 6, 5, 1, 2, 3];
 /// The widest a thread's name gets its whole room for before a column
 /// goes (a comm holds 15 bytes: `comm[tid]` takes at most 24).
 const THREAD_NAME_MAX: usize = 24;
 
 /// The room the watched threads' names get: the widest, up to [`THREAD_NAME_MAX`].
-fn thread_name_w(cells: &[(String, [String; 7])]) -> usize {
+fn thread_name_w(cells: &[(String, [String; 9])]) -> usize {
     cells.iter().map(|c| c.0.chars().count()).max().unwrap_or(0).clamp("thread".len(), THREAD_NAME_MAX)
 }
 
 /// Each watched thread's name and figures, as the pane writes them.
-fn thread_cells(app: &App) -> Vec<(String, [String; 7])> {
+fn thread_cells(app: &App) -> Vec<(String, [String; 9])> {
     app.watched()
         .into_iter()
         .map(|(_, name, t)| {
@@ -46,10 +49,12 @@ fn thread_cells(app: &App) -> Vec<(String, [String; 7])> {
                         t.lost_pct.map_or_else(dash, fmt::pct),
                         fmt::count(t.migrations),
                         fmt::count(t.in_syscall),
+                        fmt::dur(t.ran_ns),
+                        fmt::dur(t.run_delay_ns),
                     ]
                 }
                 // Found at start, not seen on a watched CPU since.
-                None => ["0".into(), dash(), dash(), dash(), dash(), dash(), dash()],
+                None => ["0".into(), dash(), dash(), dash(), dash(), dash(), dash(), dash(), dash()],
             };
             (name.to_string(), vals)
         })
@@ -59,7 +64,7 @@ fn thread_cells(app: &App) -> Vec<(String, [String; 7])> {
 /// The columns that fit in `width` (inside the borders), each as wide as
 /// its widest value: every value whole, the least telling columns gone
 /// first. (column, width), in order.
-fn thread_columns(cells: &[(String, [String; 7])], width: usize) -> Vec<(usize, usize)> {
+fn thread_columns(cells: &[(String, [String; 9])], width: usize) -> Vec<(usize, usize)> {
     let w = |i: usize| cells.iter().map(|c| c.1[i].chars().count()).chain([THREAD_HEADS[i].chars().count()]).max().unwrap_or(0);
     let mut cols: Vec<(usize, usize)> = (0..THREAD_HEADS.len()).map(|i| (i, w(i))).collect();
     let name = thread_name_w(cells);
