@@ -271,7 +271,7 @@ pub enum Command {
         #[arg(long, default_value_t = 10_000_000)]
         events: u64,
     },
-    /// Run as a service: headless, until stopped (SIGTERM, SIGINT), logging a line per CPU every minute; with --prometheus for a fleet
+    /// Run as a service: headless, until stopped (SIGTERM, SIGINT, SIGQUIT, or SIGHUP unless started with it ignored, as nohup does), logging a line per CPU every minute; with --prometheus for a fleet
     Serve {
         #[command(flatten)]
         watch: Box<WatchArgs>,

@@ -54,6 +54,15 @@ fn push_name(cause: &Cause, scratch: &mut String, out: &mut String) {
     push_field_escaped(scratch, out);
 }
 
+/// `kind:name`, the name as the CSV's `causes` writes it (`;` and `=`
+/// escaped too): what `--on-stall` gets as `JW_CAUSE`.
+pub fn cause_label(cause: &Cause) -> String {
+    let (mut scratch, mut out) = (String::new(), String::from(cause.kind().as_str()));
+    out.push(':');
+    push_name(cause, &mut scratch, &mut out);
+    out
+}
+
 /// `comm[pid] on cpu N via FUNCTION`, as the `origins` column and the
 /// views write an origin (escaped as names are, before the CSV's own).
 pub fn push_origin(o: &crate::cause::Origin, out: &mut String) {

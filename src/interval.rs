@@ -171,6 +171,17 @@ impl Hiccup {
         self.gap - self.unexplained
     }
 
+    /// An in-syscall stretch's part: the softirq that took most of it, or
+    /// `names::SOFTIRQS.len()` (`other`) when something else did (an IRQ
+    /// inside it). Each stretch counts once, whole, under it.
+    pub fn in_syscall_part(&self) -> usize {
+        let other = crate::names::SOFTIRQS.len();
+        match self.causes.first() {
+            Some((Cause::Softirq(n), _)) => usize::from(*n).min(other),
+            _ => other,
+        }
+    }
+
     /// Time while the CPU's events were dropped: charged to `lost`.
     pub fn lost(&self) -> u64 {
         self.causes.iter().filter(|(c, _)| matches!(c, Cause::Lost)).map(|(_, ns)| ns).sum()

@@ -19,12 +19,27 @@ pub fn request_stop() {
 /// SIGINT, SIGTERM, SIGHUP and SIGQUIT (no core dump: the run is not
 /// broken, the user wants it over) ask for an orderly stop: the CSV is flushed,
 /// the links are dropped and the terminal restored by the normal exit path.
+/// A SIGHUP ignored when jitterwatch started stays ignored: `nohup` says
+/// the run must outlive the terminal (a service started over ssh would
+/// otherwise end at logout, reporting success).
 pub fn install_signal_handlers() -> std::io::Result<()> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP, signal_hook::consts::SIGQUIT] {
+        if sig == signal_hook::consts::SIGHUP && ignored(sig) {
+            continue;
+        }
         // SAFETY: the handler only stores to an atomic, which is signal-safe.
         unsafe { signal_hook::low_level::register(sig, request_stop)? };
     }
     Ok(())
+}
+
+/// The signal's disposition is SIG_IGN (inherited across exec).
+fn ignored(sig: i32) -> bool {
+    // SAFETY: a zeroed sigaction is a valid out-parameter; nothing is changed.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
 }
 
 /// A panic on any thread asks the run to stop (the main thread then stops

@@ -57,7 +57,7 @@ impl Fields {
             time_ns: h.t0,
             offset_ns: h.t0.saturating_sub(start_ns),
             gap_ns: h.gap,
-            cause: top.map_or_else(|| crate::cause::Cause::Unexplained.label(), |(c, _)| c.label()),
+            cause: crate::export::cause_label(top.map_or(&crate::cause::Cause::Unexplained, |(c, _)| c)),
             cause_ns: top.map_or(0, |(_, ns)| ns),
             unexplained_ns: h.unexplained,
             source: h.source.as_str(),
@@ -282,6 +282,10 @@ mod tests {
         assert_eq!(get("JW_OFFSET_NS"), "4000");
         assert_eq!(get("JW_GAP_NS"), "1000");
         assert_eq!(get("JW_CAUSE"), "softirq:TIMER");
+        // Escaped as the CSV's causes are: `;` and `=` too.
+        let odd = Cause::Task { comm: *b"a;b=c\0\0\0\0\0\0\0\0\0\0\0", pid: Some(9) };
+        let f = Fields::of(&hiccup(3, 5_000, vec![(odd, 700)], 0), 1_000, 0, None);
+        assert_eq!(f.cause, "task:a\\;b\\=c[9]");
         assert_eq!(get("JW_CAUSE_NS"), "700");
         assert_eq!(get("JW_UNEXPLAINED_NS"), "300");
         assert_eq!(get("JW_SOURCE"), "probe");

@@ -229,3 +229,62 @@ mod tests {
         assert_eq!(q.metadata().unwrap().mode() & 0o777, 0o644);
     }
 }
+
+/// Where a path given for an output leads, for telling two outputs apart:
+/// `.`, `..` and symbolic links resolved in what exists of it (the file
+/// itself may not exist yet; its directory must, to be written).
+pub fn resolved(path: &Path) -> std::path::PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let name = path.file_name().map(std::ffi::OsStr::to_os_string);
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match (std::fs::canonicalize(dir), name) {
+        (Ok(d), Some(n)) => d.join(n),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Refuses, in one line, two outputs that lead to one file: the second
+/// written would silently replace the first (a CSV overwritten by the
+/// summary's JSON). `outputs`: (the option that named it, the path).
+pub fn refuse_shared(outputs: &[(&str, &Path)]) -> Result<(), String> {
+    let keys: Vec<std::path::PathBuf> = outputs.iter().map(|(_, p)| resolved(p)).collect();
+    for i in 0..outputs.len() {
+        for j in i + 1..outputs.len() {
+            if keys[i] == keys[j] {
+                return Err(format!(
+                    "{} and {} both write {}: give each output a file of its own",
+                    outputs[i].0,
+                    outputs[j].0,
+                    crate::sanitize::visible(&outputs[j].1.display().to_string())
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod shared_tests {
+    use super::*;
+
+    #[test]
+    fn two_outputs_naming_one_file_are_refused_however_it_is_spelled() {
+        let d = tempfile::tempdir().unwrap();
+        let csv = d.path().join("ok.csv");
+        let dotted = d.path().join(".").join("sub").join("..").join("ok.csv");
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        let e = refuse_shared(&[("--csv", &csv), ("--summary-json", &dotted)]).unwrap_err();
+        assert!(e.starts_with("--csv and --summary-json both write "), "{e}");
+        // Through a symbolic link to the directory, too.
+        std::os::unix::fs::symlink(d.path(), d.path().join("link")).unwrap();
+        let linked = d.path().join("link").join("ok.csv");
+        assert!(refuse_shared(&[("--csv", &csv), ("--record", &linked)]).is_err());
+        // Different files pass.
+        assert!(refuse_shared(&[("--csv", &csv), ("--record", &d.path().join("run.pftrace"))]).is_ok());
+    }
+}

@@ -189,6 +189,40 @@ fn sigquit_stops_like_sigterm() {
     assert!(rows.len() >= 50, "{} rows in 1.5 s at the default threshold", rows.len());
 }
 
+/// A SIGHUP ignored when jitterwatch started (nohup) stays ignored: the
+/// run goes on to its --duration. One not ignored stops it at once.
+#[test]
+fn an_ignored_sighup_stays_ignored() {
+    if !require_root_btf("an_ignored_sighup_stays_ignored") {
+        return;
+    }
+    let _g = lock();
+    let c = last_cpu().to_string();
+    for ignored in [true, false] {
+        let trap = if ignored { "trap '' HUP; " } else { "" };
+        let script = format!("{trap}exec \"$0\" --cpus {c} --no-tui --duration 3s");
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &script, bin()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let err = started(&mut child);
+        let t = Instant::now();
+        // SAFETY: signalling our own child (sh exec'd into jitterwatch).
+        unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+        let out = child.wait_with_output().unwrap();
+        let took = t.elapsed();
+        let err = err.join().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{:?}: {err}", out.status);
+        if ignored {
+            assert!(took > Duration::from_millis(2500), "nohup'd, a SIGHUP ended the run after {took:?}");
+        } else {
+            assert!(took < Duration::from_millis(2000), "a SIGHUP took {took:?} to end the run");
+        }
+    }
+}
+
 /// A symlink planted where the CSV or the trace directory goes (as
 /// `nobody` could in /tmp) is refused with the same one line, and what it
 /// points to is untouched.
@@ -215,6 +249,31 @@ fn a_planted_symlink_for_the_csv_or_the_trace_dir_is_refused() {
     }
     assert_eq!(std::fs::read_to_string(&precious).unwrap(), "root's file\n");
     assert_eq!(std::fs::read_dir(&roots_dir).unwrap().count(), 0, "something was written through the link");
+}
+
+/// Two outputs naming one file (however spelled) are refused in one line
+/// before anything is written: the file the user had is left whole.
+#[test]
+fn two_outputs_naming_one_file_are_refused_before_anything_is_written() {
+    if !require_root_btf("two_outputs_naming_one_file_are_refused_before_anything_is_written") {
+        return;
+    }
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let ok = dir.path().join("ok.csv");
+    let dotted = dir.path().join(".").join("ok.csv");
+    let cpu = last_cpu().to_string();
+    for (a, b) in [("--csv", "--summary-json"), ("--csv", "--record")] {
+        std::fs::write(&ok, "the user's rows\n").unwrap();
+        let (status, _, err) = run_bin(
+            &["--cpus", &cpu, "--no-tui", "--duration", "1s", a, ok.to_str().unwrap(), b, dotted.to_str().unwrap()],
+            Duration::from_secs(20),
+        );
+        assert!(!status.success(), "{a} and {b} on one file were accepted: {err}");
+        assert!(err.contains(&format!("{a} and {b} both write ")), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "not one line: {err}");
+        assert_eq!(std::fs::read_to_string(&ok).unwrap(), "the user's rows\n", "{a} and {b}: the file was touched");
+    }
 }
 
 /// Any user can name a thread `jw-probe-N`: that blocks nothing. Two

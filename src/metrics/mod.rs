@@ -154,10 +154,7 @@ impl Exporter {
         // apart, per thread and softirq.
         if h.source == crate::interval::Source::InSyscall {
             if let Some(v) = h.victim {
-                let vec = match h.causes.first() {
-                    Some((Cause::Softirq(n), _)) => usize::from(*n).min(crate::names::SOFTIRQS.len()),
-                    _ => crate::names::SOFTIRQS.len(),
-                };
+                let vec = h.in_syscall_part();
                 self.in_syscall.add(&(vec, v), vec, h.gap);
             }
             return;
@@ -249,7 +246,7 @@ impl Exporter {
             hiccups: n,
         }));
         // The softirq's name as the label (a number past the table's: "softirq").
-        let softirq = |k: usize| crate::names::SOFTIRQS.get(k).copied().unwrap_or("softirq");
+        let softirq = crate::names::in_syscall_part;
         let (own, others) = self.in_syscall.series();
         let mut in_syscall: Vec<CauseSeries> =
             own.into_iter().map(|((k, v), (ns, n))| CauseSeries { kind: softirq(*k), name: v.name(), ns, hiccups: n }).collect();

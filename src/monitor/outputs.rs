@@ -22,6 +22,7 @@ pub struct Opened {
 
 /// `tui`: the screen will show (the flight recorder then says nothing).
 pub fn open(args: &WatchArgs, cpus: &[usize], passive: bool, tui: bool) -> Result<Opened> {
+    refuse_shared(args)?;
     let csv = args.csv.as_deref().map(CsvSink::create).transpose()?.map(|mut c| {
         c.in_syscall = args.csv_in_syscall;
         c
@@ -43,6 +44,25 @@ pub fn open(args: &WatchArgs, cpus: &[usize], passive: bool, tui: bool) -> Resul
         None => None,
     };
     Ok(Opened { outputs: Outputs { csv, metrics: None, recorder, whole, on_stall }, summary_file })
+}
+
+/// Two outputs that lead to one file, refused before any is created (the
+/// second would replace the first: a CSV overwritten by the summary).
+fn refuse_shared(args: &WatchArgs) -> Result<()> {
+    let sidecar = args.csv.as_deref().map(crate::summary::sidecar);
+    let mut named: Vec<(&str, &std::path::Path)> = Vec::new();
+    if let Some(p) = &args.csv {
+        named.push(("--csv", p));
+    }
+    match (&args.summary_json, &sidecar) {
+        (Some(p), _) => named.push(("--summary-json", p)),
+        (None, Some(p)) => named.push(("the summary beside --csv", p)),
+        (None, None) => {}
+    }
+    if let Some(p) = &args.record {
+        named.push(("--record", p));
+    }
+    crate::output::refuse_shared(&named).map_err(anyhow::Error::msg)
 }
 
 /// The longest --trace-keep: the recorder's memory cap bounds it anyway.

@@ -30,7 +30,9 @@ pub struct ThreadStats {
     pub info: Option<ThreadInfo>,
 }
 
-/// One softirq its own system calls ran (a loopback send's NET_RX).
+/// One part of what its own system calls ran (a loopback send's NET_RX),
+/// by `vec`: a softirq, or `names::SOFTIRQS.len()` for the stretches an
+/// IRQ inside them took most of (`names::in_syscall_part`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InSyscall {
     pub vec: u16,
@@ -135,19 +137,18 @@ impl Threads {
         t.count[k] += 1;
         t.ns[k] += h.gap;
         if h.source == Source::InSyscall {
-            // Its own work, kept per softirq (a few at most): no histogram,
-            // no cause of a stall.
-            for (c, ns) in &h.causes {
-                if let Cause::Softirq(vec) = *c {
-                    match t.in_syscall.iter_mut().find(|s| s.vec == vec) {
-                        Some(s) => {
-                            s.count += 1;
-                            s.ns += ns;
-                            s.max_ns = s.max_ns.max(*ns);
-                        }
-                        None => t.in_syscall.push(InSyscall { vec, count: 1, ns: *ns, max_ns: *ns }),
-                    }
+            // Its own work, kept per part (a few at most): no histogram, no
+            // cause of a stall. Each stretch counts once, whole, under its
+            // largest part, so the parts add up to the total (as /metrics
+            // counts them).
+            let vec = h.in_syscall_part() as u16;
+            match t.in_syscall.iter_mut().find(|s| s.vec == vec) {
+                Some(s) => {
+                    s.count += 1;
+                    s.ns += h.gap;
+                    s.max_ns = s.max_ns.max(h.gap);
                 }
+                None => t.in_syscall.push(InSyscall { vec, count: 1, ns: h.gap, max_ns: h.gap }),
             }
             return;
         }
@@ -192,5 +193,33 @@ mod tests {
             th.record(&h);
         }
         assert_eq!(th.by_tid[&7].top_causes(5), [(task(None), 175)]);
+    }
+
+    #[test]
+    fn in_syscall_parts_add_up_to_the_total() {
+        // Stretches of NET_RX alone, of NET_RX with an IRQ and the kernel
+        // between, of TIMER, and one an IRQ inside took most of.
+        let irq = Cause::Irq { irq: 24, name: std::sync::Arc::from(&b"virtio0"[..]) };
+        let mut th = Threads::default();
+        let victim = Victim { tid: 7, comm: comm(b"app") };
+        let stretches = [
+            (vec![(Cause::Softirq(3), 9_000)], 0),
+            (vec![(Cause::Softirq(3), 6_000), (irq.clone(), 2_000)], 500),
+            (vec![(Cause::Softirq(1), 3_000)], 0),
+            (vec![(irq, 5_000), (Cause::Softirq(3), 1_000)], 0),
+        ];
+        for (causes, unexplained) in stretches {
+            let mut h = hiccup(1, 0, causes, unexplained);
+            (h.victim, h.source) = (Some(victim), Source::InSyscall);
+            th.record(&h);
+        }
+        let t = &th.by_tid[&7];
+        let (count, ns) = (t.count[Source::InSyscall.index()], t.ns[Source::InSyscall.index()]);
+        assert_eq!((count, ns), (4, 26_500));
+        let parts: Vec<(&str, u64, u64)> =
+            t.in_syscall.iter().map(|s| (crate::names::in_syscall_part(s.vec.into()), s.count, s.ns)).collect();
+        assert_eq!(parts, [("NET_RX", 2, 17_500), ("TIMER", 1, 3_000), ("other", 1, 6_000)]);
+        assert_eq!(parts.iter().map(|p| p.1).sum::<u64>(), count);
+        assert_eq!(parts.iter().map(|p| p.2).sum::<u64>(), ns);
     }
 }

@@ -149,7 +149,7 @@ pub fn rows(threads: &Threads) -> Vec<ThreadRow> {
                     .in_syscall
                     .iter()
                     .map(|s| InSyscallRow {
-                        softirq: crate::names::softirq(s.vec).into_owned(),
+                        softirq: crate::names::in_syscall_part(usize::from(s.vec)).to_string(),
                         count: s.count,
                         total_ns: s.ns,
                         max_ns: s.max_ns,

@@ -257,7 +257,7 @@ fn help(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         "  stolen: hiccup time, % of wall time; floor: the probe's fastest loop",
         "  passive mode's delayed: the watched threads' hiccup time, % of wall time",
         "  share: % of the CPU's stolen (delayed) time; passive mode's lost: % of",
-        "    the thread's runnable time (running, or waiting to after a preemption or a wake-up)",
+        "    the thread's runnable time (running, or waiting to run after a preemption or a wake-up)",
         "  sparkline: worst gap of each second (log scale), newest right",
         "  histogram: every probe loop gap, log2 buckets; ▓ at/over threshold",
         "  unexplained: time no kernel event covers (hypervisor, SMI, hardware)",

@@ -354,3 +354,22 @@ fn a_preempting_wake_ups_wait_is_its_ipis_until_the_ipi_arrives() {
         assert_eq!((causes, unexplained), (want.iter().map(|s| s.to_string()).collect::<Vec<_>>(), 0), "delivery {delivery}");
     }
 }
+
+#[test]
+fn a_handler_stretch_no_event_can_hold_is_unexplained_past_its_cap() {
+    // The tick's vector runs 5 ms with no event of its own (the host took
+    // the vCPU in the handler): 1 ms is the tick's, the rest nobody's. A
+    // softirq as long (NET_RX's budget) stays the softirq's.
+    let cap = super::timeline::HANDLER_MAX_NS;
+    let evs = [
+        switch(0, probe(), task(77, "hog")),
+        ev(1_000, Payload::VectorEntry(Vector::LocalTimer)),
+        ev(1_000 + 5 * cap, Payload::VectorExit(Vector::LocalTimer)),
+        ev(10 * cap, Payload::SoftirqEntry { vec: 3, syscall: None }),
+        ev(15 * cap, Payload::SoftirqExit { vec: 3 }),
+        switch(20 * cap, task(77, "hog"), probe()),
+    ];
+    let got = run_gaps(&evs, &[(1_000, 1_000 + 5 * cap), (10 * cap, 15 * cap)], 30 * cap);
+    assert_eq!(got[0], (vec![format!("irq:local_timer={cap}")], 4 * cap));
+    assert_eq!(got[1], (vec![format!("softirq:NET_RX={}", 5 * cap)], 0));
+}

@@ -119,11 +119,15 @@ pub enum End {
     Exited(bool),
     /// Killed at the time limit.
     Killed,
+    /// Killed because its serial console stayed empty past the deadline
+    /// it was given (a nested KVM that opens, starts, and never runs it).
+    Silent,
 }
 
-/// Boots and waits for the guest to power off, killing qemu past `limit`.
+/// Boots and waits for the guest to power off, killing qemu past `limit`,
+/// or past `silent` (the serial log and how long it may stay empty).
 /// qemu's own messages go to `qemu_log`.
-pub fn boot(arch: Arch, args: &[String], qemu_log: &Path, limit: Duration) -> Result<(End, Duration)> {
+pub fn boot(arch: Arch, args: &[String], qemu_log: &Path, limit: Duration, silent: Option<(&Path, Duration)>) -> Result<(End, Duration)> {
     let start = Instant::now();
     let (qemu, package) = program(arch);
     let mut child = Command::new(qemu)
@@ -141,6 +145,13 @@ pub fn boot(arch: Arch, args: &[String], qemu_log: &Path, limit: Duration) -> Re
             let _ = child.kill();
             let _ = child.wait();
             return Ok((End::Killed, start.elapsed()));
+        }
+        if let Some((serial, after)) = silent {
+            if start.elapsed() > after && std::fs::metadata(serial).map_or(true, |m| m.len() == 0) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok((End::Silent, start.elapsed()));
+            }
         }
         std::thread::sleep(Duration::from_millis(200));
     }
