@@ -149,6 +149,9 @@ struct Case {
     sleepy: bool,
     competitor: Competitor,
     housekeeping_busy: bool,
+    /// On a housekeeping CPU, every CPU watched: jitterwatch's collector
+    /// shares the thread's CPU (passive mode may watch them all).
+    shares_collector: bool,
 }
 
 /// A busy thread pinned to each CPU, until `stop`.
@@ -260,7 +263,8 @@ fn measure(case: Case, cpu: usize, housekeeping: &[usize]) -> Measured {
         Competitor::Waker => hog_threads.1.push(waker(cpu, &stop)),
     }
     let name = random_name("jwbooks");
-    let cpus = cpu.to_string();
+    let cpus =
+        if case.shares_collector { online_cpus().iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",") } else { cpu.to_string() };
     // --pid and --tid: the workload runs before jitterwatch attaches.
     let mut child = None;
     let mut tid = 0;
@@ -379,7 +383,9 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
     let _g = lock();
     let cpu = last_cpu();
     let housekeeping: Vec<usize> = online_cpus().into_iter().filter(|&c| c != cpu).collect();
-    let case = |found, sleepy, competitor, housekeeping_busy| Case { found, sleepy, competitor, housekeeping_busy };
+    let case =
+        |found, sleepy, competitor, housekeeping_busy| Case { found, sleepy, competitor, housekeeping_busy, shares_collector: false };
+    let shared = |found, sleepy| Case { found, sleepy, competitor: Competitor::Hog, housekeeping_busy: false, shares_collector: true };
     let (no, hog, waker) = (Competitor::None, Competitor::Hog, Competitor::Waker);
     let cases = [
         case(Found::Pid, false, no, false),
@@ -394,11 +400,15 @@ fn a_threads_books_agree_with_the_kernels_in_every_run() {
         case(Found::Comm, true, no, false),
         case(Found::Pid, false, waker, false),
         case(Found::Tid, false, waker, true),
+        // The thread on the collector's own CPU, beside a busy task (the
+        // queued time once fell 18% short there).
+        shared(Found::Tid, true),
+        shared(Found::Pid, false),
     ];
     let mut failures = Vec::new();
     let mut busy_found: Vec<String> = Vec::new();
     for (i, &c) in cases.iter().enumerate() {
-        let m = measure(c, cpu, &housekeeping);
+        let m = measure(c, if c.shares_collector { housekeeping[0] } else { cpu }, &housekeeping);
         let r = &m.row;
         let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("run {i} {c:?}: no {k} in {r}"));
         let w = &r["window"];

@@ -38,10 +38,12 @@ const MAX_DEPTH: usize = 16;
 /// with no event of its own. Past it, the time is one no kernel event can
 /// hold: the host handling the vCPU's exit (its timer's re-arm, an
 /// emulated device's register) or firmware, charged as unexplained, not
-/// to the handler. Measured here: the longest such stretch in 20 s of a
-/// loaded watched CPU (docs/host-and-smi.md) was a fraction of this, while
-/// a host pause inside the tick read 17.6 ms. Softirqs (NET_RX may take
-/// its 2 ms budget) and work items are not capped.
+/// to the handler. Measured on our VM (docs/host-and-smi.md): in 20 s of
+/// CPU 1 under a sockperf server beside a TCG VM, the longest whole
+/// handler, entry to exit with its callbacks, was a tick's 597 µs (6,396
+/// ticks; a function-call IPI 213 µs of 94k, an hrtimer callback 131 µs),
+/// while a host pause inside a tick read 17.6 ms. Softirqs (NET_RX may
+/// take its 2 ms budget; 1.2 ms there) and work items are not capped.
 pub const HANDLER_MAX_NS: u64 = 1_000_000;
 
 /// Of a stretch of `ctx` that began at `start`, the part inside [from, to)
