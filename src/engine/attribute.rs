@@ -63,7 +63,7 @@ impl Engine {
         // preemption).
         let arrived = g
             .delivery
-            .then(|| tl.segments_in(g.t0, g.t1).find(|s| s.ctx == Context::Vector(Vector::Reschedule)).map(|s| s.start))
+            .then(|| tl.segments_in(g.t0, g.t1).find(|s| s.ctx == Context::Vector(Vector::Reschedule) && s.start > g.t0).map(|s| s.start))
             .flatten();
         if let Some(at) = arrived {
             self.before.clear();

@@ -392,6 +392,9 @@ impl Timeline {
     /// causes). `now` bounds the open segment: events up to it have been seen.
     /// Returns the time no segment covers.
     pub fn charge(&self, t0: u64, t1: u64, now: u64, out: &mut Vec<(Context, u64)>) -> u64 {
+        if t1 <= t0 {
+            return 0;
+        }
         let mut covered = 0;
         let mut add = |ctx: Context, ns: u64| {
             if ns == 0 {

@@ -373,3 +373,26 @@ fn a_handler_stretch_no_event_can_hold_is_unexplained_past_its_cap() {
     assert_eq!(got[0], (vec![format!("irq:local_timer={cap}")], 4 * cap));
     assert_eq!(got[1], (vec![format!("softirq:NET_RX={}", 5 * cap)], 0));
 }
+
+#[test]
+fn a_preempting_wake_up_inside_a_reschedule_ipi_charges_nothing_before_it() {
+    // The IPI began before the wait did (a wake-up from inside it): there
+    // is no time before its arrival to move, and nothing underflows.
+    let victim = Task { pid: 500, tgid: 500, prio: 120, comm: comm("app") };
+    let hog = task(77, "hog");
+    let evs = [
+        switch(0, probe(), hog),
+        ev(40, Payload::VectorEntry(Vector::Reschedule)),
+        ev(60, Payload::VectorExit(Vector::Reschedule)),
+        switch(85, hog, victim),
+        switch(200, victim, probe()),
+    ];
+    let mut e = engine();
+    for x in &evs {
+        e.on_event(x);
+    }
+    let victim_v = Some(crate::interval::Victim { tid: 500, comm: comm("app") });
+    e.on_interval(Interval { cpu: CPU, t0: 50, t1: 85, source: Source::Wakeup, victim: victim_v, smis: 0, delivery: true });
+    let (causes, unexplained) = first_hiccup(&mut e, 1_000);
+    assert_eq!((causes, unexplained), (vec!["task:hog[77]=25".to_string(), "ipi:reschedule=10".to_string()], 0));
+}
