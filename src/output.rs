@@ -230,21 +230,33 @@ mod tests {
     }
 }
 
-/// Where a path given for an output leads, for telling two outputs apart:
-/// `.`, `..` and symbolic links resolved in what exists of it (the file
-/// itself may not exist yet; its directory must, to be written).
-pub fn resolved(path: &Path) -> std::path::PathBuf {
-    if let Ok(p) = std::fs::canonicalize(path) {
-        return p;
+/// A file as the kernel knows it where it exists (device and inode: a
+/// link or another spelling of the path is the same file), else as its
+/// canonical path (two outputs not yet written).
+#[derive(Debug)]
+pub struct Ident {
+    pub inode: Option<(u64, u64)>,
+    path: std::path::PathBuf,
+}
+
+impl Ident {
+    pub fn of(p: &Path) -> Ident {
+        let inode = std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+        let path = p.canonicalize().unwrap_or_else(|_| match (p.parent(), p.file_name()) {
+            (Some(dir), Some(name)) => {
+                let dir = if dir.as_os_str().is_empty() { std::path::Path::new(".") } else { dir };
+                dir.canonicalize().map_or_else(|_| p.to_path_buf(), |d| d.join(name))
+            }
+            _ => p.to_path_buf(),
+        });
+        Ident { inode, path }
     }
-    let name = path.file_name().map(std::ffi::OsStr::to_os_string);
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    match (std::fs::canonicalize(dir), name) {
-        (Ok(d), Some(n)) => d.join(n),
-        _ => path.to_path_buf(),
+
+    pub fn same(&self, other: &Ident) -> bool {
+        match (self.inode, other.inode) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.path == other.path,
+        }
     }
 }
 
@@ -252,10 +264,10 @@ pub fn resolved(path: &Path) -> std::path::PathBuf {
 /// written would silently replace the first (a CSV overwritten by the
 /// summary's JSON). `outputs`: (the option that named it, the path).
 pub fn refuse_shared(outputs: &[(&str, &Path)]) -> Result<(), String> {
-    let keys: Vec<std::path::PathBuf> = outputs.iter().map(|(_, p)| resolved(p)).collect();
+    let keys: Vec<Ident> = outputs.iter().map(|(_, p)| Ident::of(p)).collect();
     for i in 0..outputs.len() {
         for j in i + 1..outputs.len() {
-            if keys[i] == keys[j] {
+            if keys[i].same(&keys[j]) {
                 return Err(format!(
                     "{} and {} both write {}: give each output a file of its own",
                     outputs[i].0,

@@ -4,43 +4,13 @@
 //! is one that exists and is not a regular file. output::create checks
 //! the file again as it opens it, for one put there since.
 
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Result};
 
 use super::input::Run;
+use crate::output::Ident;
 use crate::sanitize::visible;
-
-/// A file as the kernel knows it where it exists (device and inode: a
-/// link or another spelling of the path is the same file), else as its
-/// canonical path (two outputs not yet written).
-#[derive(Debug)]
-struct Ident {
-    inode: Option<(u64, u64)>,
-    path: PathBuf,
-}
-
-impl Ident {
-    fn of(p: &Path) -> Ident {
-        let inode = std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
-        let path = p.canonicalize().unwrap_or_else(|_| match (p.parent(), p.file_name()) {
-            (Some(dir), Some(name)) => {
-                let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-                dir.canonicalize().map_or_else(|_| p.to_path_buf(), |d| d.join(name))
-            }
-            _ => p.to_path_buf(),
-        });
-        Ident { inode, path }
-    }
-
-    fn same(&self, other: &Ident) -> bool {
-        match (self.inode, other.inode) {
-            (Some(a), Some(b)) => a == b,
-            _ => self.path == other.path,
-        }
-    }
-}
 
 /// Refuses `outputs` (the option that named each, its path) that are an
 /// input of `runs`, one another, or an existing non-file.
