@@ -217,6 +217,19 @@ impl Books {
     }
 }
 
+/// A 32-bit count of ns that wrapped, `low`, near `estimate`: the value
+/// with those low bits closest to it (exact while the two differ by less
+/// than 2.1 s).
+pub(super) fn unwrap32(low: u32, estimate: u64) -> u64 {
+    let base = estimate & !0xffff_ffff;
+    [base.wrapping_sub(1 << 32), base, base + (1 << 32)]
+        .into_iter()
+        .map(|b| b.wrapping_add(u64::from(low)))
+        .filter(|&v| v < 1 << 63)
+        .min_by_key(|&v| v.abs_diff(estimate))
+        .unwrap_or(u64::from(low))
+}
+
 /// What passive mode knows of a watched thread besides its hiccups.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadInfo {

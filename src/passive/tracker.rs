@@ -18,12 +18,13 @@ mod kernel_wait;
 mod levels;
 mod running;
 mod unseen;
+mod wake;
 
 use kernel_wait::KernelWait;
 
 use super::classes::class_of;
 use super::filter::Filter;
-use super::thread::{Books, Found, State, Thread, ThreadInfo};
+use super::thread::{unwrap32, Books, Found, State, Thread, ThreadInfo};
 
 /// Interrupt-level activity this close to the previous one continues the
 /// same interruption (the return to the thread and the next entry take a
@@ -37,24 +38,6 @@ pub const MERGE_NS: u64 = 2_000;
 /// interrupt into schedule() takes ~1-5 µs on hardware and ~40 µs under
 /// qemu's TCG: 100 µs covers both.
 pub const JOIN_NS: u64 = 100_000;
-
-/// A reschedule IPI sent this long before a wake-up's tracepoint, from the
-/// waker's CPU, was sent by that wake-up: its send is a VM exit of 8-16 µs
-/// on our VMs (under 1 µs on hardware); anything older is another's.
-const RESCHED_NS: u64 = 50_000;
-
-/// A 32-bit count of ns that wrapped, `low`, near `estimate`: the value
-/// with those low bits closest to it (exact while the two differ by less
-/// than 2.1 s).
-fn unwrap32(low: u32, estimate: u64) -> u64 {
-    let base = estimate & !0xffff_ffff;
-    [base.wrapping_sub(1 << 32), base, base + (1 << 32)]
-        .into_iter()
-        .map(|b| b.wrapping_add(u64::from(low)))
-        .filter(|&v| v < 1 << 63)
-        .min_by_key(|&v| v.abs_diff(estimate))
-        .unwrap_or(u64::from(low))
-}
 
 /// A task switched out in this state has exited (the kernel's TASK_DEAD).
 const TASK_DEAD: u32 = 0x80;
@@ -290,35 +273,6 @@ impl Tracker {
             | Payload::Stack { .. }
             | Payload::IrqAction { .. } => {}
         }
-    }
-
-    /// A wake-up of `task` onto `target` seen at its `sched_wakeup` (`ts`,
-    /// on `waker`'s CPU): when it began (its `sched_waking`: the waker's
-    /// search for a CPU, the enqueue, the IPI) and when the task was
-    /// queued, where the kernel's books of its wait begin. The tracepoint
-    /// fires after the enqueue; on the target CPU itself (a wake-up queued
-    /// to it by IPI, or a local one) just after it. From another CPU, the
-    /// waker enqueues and then, to preempt, sends the reschedule IPI, a VM
-    /// exit on our VMs: 8-16 µs between the enqueue and the tracepoint,
-    /// booked by the kernel as waiting (or, preempting, as run). That IPI's
-    /// send, seen between the wake-up's start and its tracepoint on the
-    /// waker's CPU, places the enqueue (it follows it by a few hundred ns):
-    /// the waker's CPU runs the wake-up with interrupts off, so the last
-    /// reschedule IPI it sent there before this wake-up's record, and after
-    /// the record of the one before, is this one's if it is recent
-    /// ([`RESCHED_NS`]; with `--wake-origins`, if it follows this
-    /// wake-up's start). Without origin records (`--no-origins`) the
-    /// enqueue is the tracepoint's time.
-    fn wake_edges(&self, task: &Task, target: u32, waker: u32, ts: u64) -> (u64, u64) {
-        let Some(c) = self.cpus.get(target as usize) else { return (ts, ts) };
-        let began = c.waking.filter(|&(tid, from, at)| tid == task.pid && from == waker && at <= ts).map(|w| w.2);
-        let queued = match c.resched {
-            Some((from, at)) if waker != target && from == waker && at <= ts && ts - at <= RESCHED_NS && began.is_none_or(|b| at >= b) => {
-                at
-            }
-            _ => ts,
-        };
-        (began.unwrap_or(queued), queued)
     }
 
     /// The runqueue's steal clock read `ns` at `ts`: its advance since the
