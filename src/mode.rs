@@ -10,6 +10,7 @@ use clap::ValueEnum as _;
 
 use crate::cli::{LoopClockArg, ProbeArg, WatchArgs};
 use crate::cpulist;
+use crate::probe::threshold::Gate;
 use crate::probe::{ProbeConfig, ProbeKind, Threshold};
 use crate::say::say;
 use crate::source::Source;
@@ -33,6 +34,9 @@ impl Mode {
     pub fn of(args: &WatchArgs) -> Result<Mode> {
         if args.probe != ProbeArg::Wakeup && (args.period.is_some() || args.timer_slack.is_some()) {
             bail!("--period and --timer-slack are the wake-up probe's: add --probe wakeup");
+        }
+        if let Some(refused) = Gate::of(args.fail_above, args.stop_above).and_then(|g| g.refuses(args.threshold)) {
+            bail!("{refused}");
         }
         Ok(match (args.passive_filter(), args.probe) {
             (Some(filter), _) => Mode::Passive(filter),
@@ -94,12 +98,18 @@ impl Planned {
             Build::Probe(kind) => {
                 let rule = args.threshold.unwrap_or(Threshold::Default);
                 let counter = if kind == ProbeKind::Spin { counter_loop(root, args.clock, std::env::consts::ARCH) } else { None };
-                let cfg = ProbeConfig { kind, timer_slack_ns: args.timer_slack, threshold: rule, rt_prio: args.rt, counter };
+                let gate = Gate::of(args.fail_above, args.stop_above);
+                let cfg = ProbeConfig { kind, timer_slack_ns: args.timer_slack, threshold: rule, gate, rt_prio: args.rt, counter };
                 Box::new(ProbeSource::spawn(cpus, cfg)?)
             }
             Build::Passive(target) => {
                 // Passive mode and the wake-up probe keep their own defaults (auto too).
-                let threshold = args.threshold.and_then(|t| t.given()).unwrap_or(crate::passive::DEFAULT_THRESHOLD_NS);
+                let rule = args.threshold.and_then(|t| t.given()).unwrap_or(crate::passive::DEFAULT_THRESHOLD_NS);
+                let gate = Gate::of(args.fail_above, args.stop_above);
+                let threshold = Gate::cap(gate, rule);
+                if threshold < rule {
+                    say!("passive: threshold {}{}", crate::units::ns(threshold), Gate::lowered(gate, rule));
+                }
                 Box::new(PassiveSource::new(root, target, cpus, threshold, crate::sys::preempt_rt()))
             }
         })

@@ -276,6 +276,40 @@ fn two_outputs_naming_one_file_are_refused_before_anything_is_written() {
     }
 }
 
+/// What `--on-stall` commands start never outlives the run nor holds its
+/// pipes: a command that ignores SIGTERM (2 s runs took 15.5 s, and `sh`
+/// and `sleep` survived, reparented to init), and one whose leader exits
+/// at once leaving children behind (13.7 s, never signalled). Each run's
+/// stdout and stderr are pipes read to their end, as a CI step reads them.
+#[test]
+fn on_stall_commands_never_outlive_the_run() {
+    if !require_root_btf("on_stall_commands_never_outlive_the_run") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu().to_string();
+    let alive = |marker: &str| {
+        let out = std::process::Command::new("pgrep").args(["-f", marker]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    for (cmd, marker, said) in [
+        ("trap '' TERM; sleep 15.2468", "sleep 15.2468", "ended (SIGTERM, then SIGKILL 1 s later)"),
+        ("for i in 1 2 3; do sleep 12.1357 & done; echo started-three", "sleep 12.1357", "ended (SIGTERM)"),
+    ] {
+        let started = Instant::now();
+        let (status, _, err) = run_bin(&["--cpus", &cpu, "--no-tui", "--duration", "2s", "--on-stall", cmd], Duration::from_secs(30));
+        let took = started.elapsed();
+        assert!(status.success(), "{cmd}: {err}");
+        // 2 s of run, 2 s for the commands, 1 s of grace, 1 s to die.
+        assert!(took < Duration::from_secs(8), "{cmd}: the run took {took:?}: {err}");
+        assert!(err.contains(&format!("still ran 2 s after the run ended: {said}")), "{cmd}: {err}");
+        assert_eq!(alive(marker), "", "{cmd}: outlived the run");
+        if cmd.contains("echo") {
+            assert!(err.contains("started-three"), "the command's output reaches our stderr: {err}");
+        }
+    }
+}
+
 /// Any user can name a thread `jw-probe-N`: that blocks nothing. Two
 /// instances on one CPU, started together: exactly one runs, the other is
 /// refused with one line naming the holder.
@@ -334,6 +368,59 @@ fn a_threshold_under_the_loop_floor_is_refused() {
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("--threshold 1ns is under 2 × CPU") && err.contains("loop floor"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// A gate under the threshold could never close (a run with
+/// `--threshold 50ms --fail-above 2us` passed while the CPU had ~500
+/// stalls a second over 1 µs): a given threshold above it is refused in
+/// one line before anything runs; a default one is lowered to it, said on
+/// the start line, so `--stop-above` under the default stops the run.
+#[test]
+fn a_gate_never_sits_under_the_threshold() {
+    if !require_root_btf("a_gate_never_sits_under_the_threshold") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu().to_string();
+    for gate in ["--fail-above", "--stop-above"] {
+        let started = std::time::Instant::now();
+        let (status, _, err) =
+            run_bin(&["--cpus", &cpu, "--no-tui", "--duration", "2s", "--threshold", "50ms", gate, "2us"], Duration::from_secs(20));
+        assert_eq!(status.code(), Some(1), "{gate}: {err}");
+        assert!(err.contains(&format!("{gate} 2.0µs is under --threshold 50.0ms")), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(started.elapsed() < Duration::from_secs(1), "{gate}: refused after {:?}, not before the run", started.elapsed());
+    }
+    // Under the default (1 µs here): lowered, and the stall it gates is seen.
+    let (status, out, err) =
+        run_bin(&["--cpus", &cpu, "--no-tui", "--json", "--duration", "5s", "--stop-above", "900ns"], Duration::from_secs(20));
+    assert_eq!(status.code(), Some(3), "--stop-above under the default threshold never stopped: {err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    assert_eq!(v["cpus"][0]["threshold_ns"].as_u64(), Some(900), "{err}");
+    assert!(err.contains("lowered to --stop-above 900ns"), "{err}");
+    // Passive mode's default (1 µs) too.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let worker = {
+        let (stop, cpu) = (stop.clone(), last_cpu());
+        thread::spawn(move || {
+            pin_self(cpu);
+            tx.send(jitterwatch::sys::gettid()).unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                burn(1_000_000);
+                thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let tid = rx.recv().unwrap().to_string();
+    let (status, out, err) =
+        run_bin(&["--tid", &tid, "--no-tui", "--json", "--duration", "1s", "--fail-above", "500ns"], Duration::from_secs(20));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    worker.join().unwrap();
+    assert!(matches!(status.code(), Some(0 | 3)), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON summary");
+    assert_eq!(v["cpus"][0]["threshold_ns"].as_u64(), Some(500), "{err}");
+    assert!(err.contains("passive: threshold 500ns, lowered to --fail-above 500ns (the rule gives 1.0µs)"), "{err}");
 }
 
 /// The threshold's rule is said at start in words and followed: by

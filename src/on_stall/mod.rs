@@ -11,24 +11,17 @@
 //! rule meanwhile are counted and the next command sees how many
 //! (`JW_SKIPPED`).
 
+mod runner;
+
 use std::ffi::OsString;
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use crate::interval::Hiccup;
-use crate::say::say;
+
+pub use runner::Runner;
 
 /// At most one command started per second: a storm of stalls must not
 /// become a storm of processes on the machine being measured.
 pub const MIN_INTERVAL_NS: u64 = 1_000_000_000;
-/// At the run's end, a command still running is waited for this long,
-/// then ended: a command left running would hold the run's pipes open (a
-/// CI step reading them would wait for it) and outlive what it reacts to.
-const END_WAIT: Duration = Duration::from_secs(2);
 
 /// One stall's fields as the command's environment gets them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,126 +118,6 @@ impl Gate {
     /// all): that stall and those before it are still to be told.
     pub fn refused(&mut self, skipped_before: u64) {
         self.skipped += skipped_before + 1;
-    }
-}
-
-/// The command's side: a thread that runs it for each stall handed over.
-pub struct Runner {
-    tx: Option<SyncSender<Fields>>,
-    busy: Arc<AtomicBool>,
-    /// The running command's pid (its process group's), 0: none.
-    running: Arc<AtomicI32>,
-    done: Receiver<()>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Runner {
-    /// `quiet`: the screen is up, so the command's output goes nowhere
-    /// (it would tear the screen); else to jitterwatch's stderr (stdout
-    /// is the summary's, which scripts parse).
-    pub fn spawn(cmd: String, quiet: bool) -> std::io::Result<Runner> {
-        let (tx, rx) = sync_channel::<Fields>(1);
-        let busy = Arc::new(AtomicBool::new(false));
-        let (done_tx, done) = sync_channel(1);
-        let running = Arc::new(AtomicI32::new(0));
-        let (b, r) = (busy.clone(), running.clone());
-        let thread = std::thread::Builder::new().name("jw-on-stall".into()).spawn(move || {
-            let mut failures = 0u64;
-            for f in rx {
-                run_one(&cmd, &f, quiet, &r, &mut failures);
-                b.store(false, Ordering::Release);
-            }
-            let _ = done_tx.send(());
-        })?;
-        Ok(Runner { tx: Some(tx), busy, running, done, thread: Some(thread) })
-    }
-
-    /// Whether no command runs or waits to.
-    pub fn idle(&self) -> bool {
-        !self.busy.load(Ordering::Acquire)
-    }
-
-    /// Hands `f` over without waiting; false if the runner is busy.
-    pub fn hand(&self, f: Fields) -> bool {
-        let Some(tx) = &self.tx else { return false };
-        self.busy.store(true, Ordering::Release);
-        match tx.try_send(f) {
-            Ok(()) => true,
-            Err(_) => false,
-        }
-    }
-
-    /// The run is over: no more commands; one still running is waited for
-    /// up to END_WAIT, then ended (said in one line).
-    pub fn finish(mut self) {
-        self.tx = None;
-        let deadline = Instant::now() + END_WAIT;
-        loop {
-            match self.done.try_recv() {
-                Ok(()) | Err(TryRecvError::Disconnected) => {
-                    if let Some(t) = self.thread.take() {
-                        let _ = t.join();
-                    }
-                    return;
-                }
-                Err(TryRecvError::Empty) if Instant::now() >= deadline => {
-                    let pid = self.running.load(Ordering::Acquire);
-                    if pid > 0 {
-                        // SAFETY: a signal to the process group the command leads.
-                        unsafe { libc::kill(-pid, libc::SIGTERM) };
-                        say!(
-                            "--on-stall: the command still ran {} s after the run ended: ended it (SIGTERM to its process group)",
-                            END_WAIT.as_secs()
-                        );
-                    }
-                    return;
-                }
-                Err(TryRecvError::Empty) => std::thread::sleep(Duration::from_millis(10)),
-            }
-        }
-    }
-}
-
-fn run_one(cmd: &str, f: &Fields, quiet: bool, running: &AtomicI32, failures: &mut u64) {
-    use std::os::unix::process::CommandExt;
-    let mut c = Command::new("/bin/sh");
-    // Its own process group, so that what it starts is ended with it at
-    // the end (a Ctrl-C at the terminal ends the run, and so the command).
-    c.arg("-c").arg(cmd).envs(f.env()).stdin(Stdio::null()).process_group(0);
-    if quiet {
-        c.stdout(Stdio::null()).stderr(Stdio::null());
-    } else {
-        use std::os::fd::AsFd;
-        // Its stdout to our stderr: our stdout carries the summary.
-        match std::io::stderr().as_fd().try_clone_to_owned() {
-            Ok(fd) => c.stdout(Stdio::from(fd)),
-            Err(_) => c.stdout(Stdio::null()),
-        };
-    }
-    let mut child = match c.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            say!("--on-stall: cannot run /bin/sh: {e}");
-            return;
-        }
-    };
-    running.store(child.id() as i32, Ordering::Release);
-    let status = child.wait();
-    running.store(0, Ordering::Release);
-    let status = match status {
-        Ok(s) => s,
-        Err(e) => {
-            say!("--on-stall: cannot wait for the command: {e}");
-            return;
-        }
-    };
-    if !status.success() {
-        *failures += 1;
-        // Said for the first failure and then every 100th: a command that
-        // always fails must not flood stderr.
-        if *failures == 1 || failures.is_multiple_of(100) {
-            say!("--on-stall: the command {status} (failure {failures}; said once per 100)");
-        }
     }
 }
 

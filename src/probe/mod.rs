@@ -142,6 +142,8 @@ pub struct ProbeConfig {
     /// How the threshold is chosen (the spin probe: [`Threshold`]; the
     /// wake-up probe has its own default, and takes only a given value).
     pub threshold: Threshold,
+    /// `--fail-above`/`--stop-above`: a default threshold is lowered to it.
+    pub gate: Option<threshold::Gate>,
     /// SCHED_FIFO priority, when asked for.
     pub rt_prio: Option<i32>,
     /// Read the CPU's counter in the loop instead of clock_gettime (checked

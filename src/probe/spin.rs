@@ -146,7 +146,7 @@ fn calibrate(s: &ProbeShared, cfg: ProbeConfig, clock: impl LoopClock) -> Option
     }
     hist[fast_bucket] += fast;
     let floor_ns = meter.floor_ns(|u| clock.delta_ns(u)).unwrap_or(1);
-    let threshold_ns = cfg.threshold.ns(floor_ns);
+    let threshold_ns = super::threshold::Gate::cap(cfg.gate, cfg.threshold.ns(floor_ns));
     s.floor_ns.store(floor_ns, Relaxed);
     let refused = threshold_ns < MIN_FLOORS * floor_ns;
     s.refused.store(refused, Relaxed);

@@ -79,6 +79,56 @@ impl Threshold {
     }
 }
 
+/// A gate on the run's stalls (`--fail-above`, `--stop-above`): the
+/// smaller of the two. Stalls under the threshold are never seen, so a
+/// gate under it could never close and its run would pass blind. A
+/// threshold the user gave is refused under a gate; a default one (the
+/// spin probe's rule, the wake-up probe's calibration, passive mode's
+/// 1 µs) is lowered to the gate, said on the start line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gate {
+    /// The flag, as the user wrote it.
+    pub flag: &'static str,
+    pub ns: u64,
+}
+
+impl Gate {
+    pub fn of(fail_above: Option<u64>, stop_above: Option<u64>) -> Option<Gate> {
+        let fail = fail_above.map(|ns| Gate { flag: "--fail-above", ns });
+        let stop = stop_above.map(|ns| Gate { flag: "--stop-above", ns });
+        match (fail, stop) {
+            (Some(f), Some(s)) => Some(if s.ns < f.ns { s } else { f }),
+            (f, s) => f.or(s),
+        }
+    }
+
+    /// A given threshold above the gate: the one line that refuses it.
+    pub fn refuses(&self, rule: Option<Threshold>) -> Option<String> {
+        let given = rule.and_then(Threshold::given).filter(|&t| t > self.ns)?;
+        Some(format!(
+            "{} {} is under --threshold {}: stalls under the threshold are never seen, so the gate could never close; give a --threshold of at most {}, or leave it out (it is then lowered to the gate)",
+            self.flag,
+            ns(self.ns),
+            ns(given),
+            ns(self.ns)
+        ))
+    }
+
+    /// `threshold_ns` lowered to the gate, where a gate is.
+    pub fn cap(gate: Option<Gate>, threshold_ns: u64) -> u64 {
+        gate.map_or(threshold_ns, |g| threshold_ns.min(g.ns))
+    }
+
+    /// What the start line adds when the gate lowered the rule's
+    /// `rule_ns`: e.g. ` (lowered to --fail-above: the rule gives 50ms)`.
+    pub fn lowered(gate: Option<Gate>, rule_ns: u64) -> String {
+        match gate {
+            Some(g) if g.ns < rule_ns => format!(", lowered to {} {} (the rule gives {})", g.flag, ns(g.ns), ns(rule_ns)),
+            _ => String::new(),
+        }
+    }
+}
+
 /// `--threshold`'s value: `auto`, or a duration above 0 (`500ns`, `2us`).
 pub fn parse(s: &str) -> Result<Threshold, String> {
     if s.trim().eq_ignore_ascii_case("auto") {
@@ -104,6 +154,25 @@ mod tests {
         assert_eq!(Threshold::Given(500).ns(9), 500);
         assert_eq!(Threshold::Given(500).given(), Some(500));
         assert_eq!((Threshold::Default.given(), Threshold::Auto.given()), (None, None));
+    }
+
+    #[test]
+    fn a_gate_under_a_given_threshold_is_refused_and_lowers_a_default_one() {
+        assert_eq!(Gate::of(None, None), None);
+        let fail = Gate::of(Some(2_000), None).unwrap();
+        assert_eq!(fail, Gate { flag: "--fail-above", ns: 2_000 });
+        assert_eq!(Gate::of(Some(5_000), Some(3_000)), Some(Gate { flag: "--stop-above", ns: 3_000 }), "the smaller gate");
+        assert_eq!(Gate::of(Some(3_000), Some(3_000)).unwrap().flag, "--fail-above");
+        let e = fail.refuses(Some(Threshold::Given(50_000_000))).unwrap();
+        assert!(e.starts_with("--fail-above 2.0µs is under --threshold 50.0ms: "), "{e}");
+        assert_eq!(fail.refuses(Some(Threshold::Given(2_000))), None, "a gate at the threshold sees its stalls");
+        assert_eq!(fail.refuses(Some(Threshold::Default)), None);
+        assert_eq!(fail.refuses(None), None);
+        assert_eq!(Gate::cap(Some(fail), 50_000), 2_000);
+        assert_eq!(Gate::cap(Some(fail), 1_000), 1_000);
+        assert_eq!(Gate::cap(None, 50_000), 50_000);
+        assert_eq!(Gate::lowered(Some(fail), 10_000), ", lowered to --fail-above 2.0µs (the rule gives 10.0µs)");
+        assert_eq!(Gate::lowered(Some(fail), 1_000), "");
     }
 
     #[test]

@@ -178,7 +178,7 @@ pub(super) fn run(s: &ProbeShared, cfg: ProbeConfig, w: &WakeStats) {
             calibration.push(lat);
             if t >= calibrate_until && calibration.len() >= CALIBRATE_MIN {
                 calibration.sort_unstable();
-                threshold = (2 * calibration[calibration.len() / 2]).max(THRESHOLD_MIN_NS);
+                threshold = crate::probe::threshold::Gate::cap(cfg.gate, (2 * calibration[calibration.len() / 2]).max(THRESHOLD_MIN_NS));
                 s.threshold_ns.store(threshold, Relaxed);
                 s.hot_start_ns.store(t, Relaxed);
             }
@@ -209,6 +209,7 @@ mod tests {
             kind: ProbeKind::Wakeup { period_ns: 1_000_000 },
             timer_slack_ns: Some(1),
             threshold: crate::probe::Threshold::Given(threshold_ns),
+            gate: None,
             rt_prio: None,
             counter: None,
         };

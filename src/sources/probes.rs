@@ -12,6 +12,7 @@ use anyhow::Result;
 use crate::bpf::Programs;
 use crate::engine::Engine;
 use crate::interval::Interval;
+use crate::probe::threshold::Gate;
 use crate::probe::{Probe, ProbeConfig, ProbeKind, ProbeShared, Probes, Threshold, MIN_FLOORS, STOP_BOUND};
 use crate::say::say;
 use crate::source::{Ended, Intervals, Source, Started};
@@ -24,6 +25,8 @@ const THRESHOLDS_WITHIN: Duration = Duration::from_secs(2);
 pub struct ProbeSource {
     kind: ProbeKind,
     rule: Threshold,
+    /// `--fail-above`/`--stop-above`, which lowers a default threshold.
+    gate: Option<Gate>,
     probes: Probes,
     shared: Vec<Arc<ProbeShared>>,
     /// Why the spin probe has no SMI count, as said (once).
@@ -40,12 +43,13 @@ pub struct ProbeSource {
 impl ProbeSource {
     /// A probe on each of `cpus`, set up, not measuring yet.
     pub fn spawn(cpus: &[usize], cfg: ProbeConfig) -> Result<Self> {
-        let (kind, rule) = (cfg.kind, cfg.threshold);
+        let (kind, rule, gate) = (cfg.kind, cfg.threshold, cfg.gate);
         let probes = Probes::new(cpus.iter().map(|&c| Probe::spawn(c as u32, cfg)).collect::<Result<Vec<_>>>()?);
         let smi_unread = probes.iter().find_map(|p| p.smi_unread.clone());
         Ok(ProbeSource {
             kind,
             rule,
+            gate,
             shared: probes.shared(),
             probes,
             smi_unread,
@@ -60,8 +64,13 @@ impl ProbeSource {
         let ns = crate::units::ns;
         match self.kind {
             ProbeKind::Wakeup { period_ns } => {
-                let how =
-                    if self.rule.given().is_some() { "as given" } else { "twice the median latency of its first 100 ms, at least 10 µs" };
+                let how = match (self.rule.given(), self.gate) {
+                    (Some(_), _) => "as given".to_string(),
+                    (None, None) => "twice the median latency of its first 100 ms, at least 10 µs".to_string(),
+                    (None, Some(g)) => {
+                        format!("twice the median latency of its first 100 ms, at least 10 µs and at most {} {}", g.flag, ns(g.ns))
+                    }
+                };
                 let each: Vec<String> = self
                     .shared
                     .iter()
@@ -79,7 +88,11 @@ impl ProbeSource {
             ProbeKind::Spin => self
                 .shared
                 .iter()
-                .map(|p| format!("watching CPU {}: {}", p.cpu, self.rule.describe(p.floor_ns.load(Relaxed), p.threshold_ns.load(Relaxed))))
+                .map(|p| {
+                    let (floor, thr) = (p.floor_ns.load(Relaxed), p.threshold_ns.load(Relaxed));
+                    let lowered = if thr == 0 { String::new() } else { Gate::lowered(self.gate, self.rule.ns(floor)) };
+                    format!("watching CPU {}: {}{lowered}", p.cpu, self.rule.describe(floor, thr))
+                })
                 .collect(),
         }
     }
@@ -131,6 +144,15 @@ impl Source for ProbeSource {
         }
         if let Some(p) = self.shared.iter().find(|p| p.refused.load(Relaxed)) {
             let (floor, thr) = (p.floor_ns.load(Relaxed), p.threshold_ns.load(Relaxed));
+            if let Some(g) = self.gate.filter(|g| g.ns == thr && self.rule.given().is_none()) {
+                return Some(Err(anyhow::anyhow!(
+                    "{} {}ns is under {MIN_FLOORS} × CPU {}'s loop floor ({floor} ns): the threshold lowered to it would make every loop a hiccup; gate at {}ns or more",
+                    g.flag,
+                    g.ns,
+                    p.cpu,
+                    MIN_FLOORS * floor
+                )));
+            }
             return Some(Err(anyhow::anyhow!(
                 "--threshold {thr}ns is under {MIN_FLOORS} × CPU {}'s loop floor ({floor} ns): every loop would be a hiccup; use at least {}ns, or leave it out for the default",
                 p.cpu,
