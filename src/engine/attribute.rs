@@ -155,8 +155,13 @@ fn stack_of(causes: &[(Cause, u64)], log: &StackLog, namer: &Namer, t0: u64, t1:
         _ => return None,
     };
     let frames = log.find(*pid, t0, t1)?;
-    let named = frames.iter().map(|&a| namer.symbol(a)).skip_while(|f| ours(f));
-    Some(std::sync::Arc::new(Stack { cause: cause.clone(), frames: named.collect() }))
+    let named: Vec<_> = frames.iter().map(|&a| namer.symbol(a)).collect();
+    // With kernel addresses hidden (kptr_restrict) nothing resolves, and
+    // ours cannot be told from the task's: every frame is kept, as an
+    // address (a System.map names them later), never an empty stack.
+    let resolved = named.iter().any(|f| !f.starts_with("0x"));
+    let from = if resolved { named.iter().position(|f| !ours(f)).unwrap_or(named.len()) } else { 0 };
+    Some(std::sync::Arc::new(Stack { cause: cause.clone(), frames: named[from..].into() }))
 }
 
 /// Frames of the program that took the stack, above the task's own: the

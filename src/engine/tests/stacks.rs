@@ -53,6 +53,20 @@ fn a_long_stall_has_its_largest_task_s_stack() {
     assert_eq!(frames, ["tick_nohz_handler+0x10", "vmstat_update", "0xdead"], "ours left out, the task's kept");
 }
 
+/// kptr_restrict=2: /proc/kallsyms reads as zeros, nothing resolves, and
+/// every frame is kept as its address (82 rows had an empty stack when
+/// the unresolved frames were all taken for ours).
+#[test]
+fn with_addresses_hidden_every_frame_is_kept_as_an_address() {
+    let mut e = Engine::new(&[CPU as usize], 0, 1024, Namer::new(Kallsyms::empty(), IdleStates::default()));
+    e.set_probe_tids(CPU, &[PROBE]);
+    e.set_stacks(Stacks::new(2_000, Box::new(|_| Some(STACK.to_vec()))));
+    let h = explained(e, &hog_leaves());
+    let frames: Vec<String> = h.stack.as_ref().expect("a stack").frames.iter().map(|f| f.to_string()).collect();
+    let want: Vec<String> = STACK.iter().map(|a| format!("{a:#x}")).collect();
+    assert_eq!(frames, want);
+}
+
 #[test]
 fn a_stall_under_the_threshold_has_none() {
     let h = explained(with_stacks(2_201, &Default::default()), &hog_leaves());
