@@ -244,12 +244,15 @@ fn read_rows(bytes: &[u8], name: &str, quote: bool, run: &mut Run) -> Result<usi
         bail!("{name} is not a jitterwatch CSV: its header is not `{contract}`");
     }
     let victim_col = header.iter().position(|h| h == "victim");
+    let source_col = header.iter().position(|h| h == "source");
+    let in_syscall = crate::interval::Source::InSyscall.as_str();
     let mut keys: HashMap<String, u32> = HashMap::new();
     let mut victims: HashMap<String, u32> = HashMap::new();
     // Rows left out, said in a note rather than dropped silently or
     // refused whole: the rest of the run is still worth comparing.
     let mut unlisted = Skipped::default();
     let mut over_gap = Skipped::default();
+    let mut own_work = 0u64;
     let mut on_listed = 0;
     for (i, rec) in r.records().enumerate() {
         let line = i + 2;
@@ -265,6 +268,12 @@ fn read_rows(bytes: &[u8], name: &str, quote: bool, run: &mut Run) -> Result<usi
         };
         let (cpu, gap) = (num(1)?, num(2)?);
         let cpu = u32::try_from(cpu).with_context(|| format!("{name}, line {line}: cpu {cpu} is out of range"))?;
+        // `--csv-in-syscall`'s rows are the watched thread's own work, not
+        // hiccups: the summary does not count them, nor does compare.
+        if source_col.is_some_and(|c| &rec[c] == in_syscall) {
+            own_work += 1;
+            continue;
+        }
         let mut row = Row { gap_ns: gap, named_ns: 0, victim: None, causes: Vec::new() };
         // None once the causes add up past u64: more than any gap.
         let mut named = Some(0u64);
@@ -319,6 +328,12 @@ fn read_rows(bytes: &[u8], name: &str, quote: bool, run: &mut Run) -> Result<usi
             rows(unlisted.count),
             cpus(&unlisted.cpus),
             if unlisted.cpus.len() == 1 { "that CPU" } else { "those CPUs" },
+        ));
+    }
+    if own_work > 0 {
+        run.notes.push(format!(
+            "{name}: {} of the watched threads' own system calls (source {in_syscall}, --csv-in-syscall) left out: their work, not hiccups",
+            rows(own_work as usize),
         ));
     }
     run.keys = ordered(keys);
