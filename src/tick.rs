@@ -41,6 +41,12 @@ pub const DEPENDENCIES: [(&str, &str, &str); 6] = [
     ),
 ];
 
+/// Why the tick runs on a CPU the kernel never tries to stop it on while
+/// busy. There its only verdicts come from idle moments (the idle path
+/// fires `timer:tick_stop` too), so the last one goes stale the moment a
+/// task runs: a probe's CPU read "stopped" while its tick fired every 4 ms.
+pub const NOT_NOHZ_FULL: &str = "not a nohz_full CPU: the kernel stops its tick only while the CPU idles, so it runs whenever a task does";
+
 /// One CPU's tally, as read from the BPF side.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
@@ -49,6 +55,10 @@ pub struct Tally {
     pub deps: [u64; 8],
     pub last_success: bool,
     pub last_dep: u32,
+    /// The CPU is in nohz_full (a host fact, read once): only there does
+    /// the kernel try to stop a busy CPU's tick, so only there is the last
+    /// verdict the tick's state.
+    pub nohz_full: bool,
 }
 
 impl Tally {
@@ -62,10 +72,13 @@ impl Tally {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct State {
     /// `stopped` (the last attempt stopped it), `running` (the last one
-    /// could not: `dependencies` say why), or `no verdict` (the kernel
-    /// never tried: a CPU not in nohz_full, or one that never left its
-    /// task and had nothing to stop).
+    /// could not: `dependencies` say why; or not a nohz_full CPU, `reason`
+    /// says so), or `no verdict` (a nohz_full CPU the kernel never tried
+    /// to stop: one that never left its task and had nothing to stop).
     pub state: &'static str,
+    /// Why it runs where no verdict applies: [`NOT_NOHZ_FULL`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
     /// Every dependency that kept the tick during the run, most often first.
     pub dependencies: Vec<&'static str>,
     /// The one that kept it last (None when it stopped, or no verdict).
@@ -105,19 +118,27 @@ pub fn state(t: &Tally, behind: Option<String>) -> State {
     deps.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let dependencies: Vec<&'static str> = deps.iter().map(|&(_, i)| DEPENDENCIES[i].0).collect();
     let (state, last) = match (t.verdicts(), t.last_success) {
+        _ if !t.nohz_full => ("running", None),
         (0, _) => ("no verdict", None),
         (_, true) => ("stopped", None),
         (_, false) => ("running", name_of(t.last_dep)),
     };
     let behind = behind.filter(|_| dependencies.contains(&"SCHED"));
     let fix = last.or(dependencies.first().copied()).and_then(fix);
-    State { state, dependencies, last, stops: t.stops, refusals: t.refusals, behind, fix }
+    let reason = (!t.nohz_full).then_some(NOT_NOHZ_FULL);
+    State { state, reason, dependencies, last, stops: t.stops, refusals: t.refusals, behind, fix }
+}
+
+/// A tally worth saying: any verdict, or a CPU where none applies.
+pub fn worth_saying(t: &Tally) -> bool {
+    t.verdicts() > 0 || !t.nohz_full
 }
 
 /// The screen's words: `off`, `on (SCHED)`, or None without a verdict.
 pub fn words(t: &Tally) -> Option<String> {
     let s = state(t, None);
     match s.state {
+        _ if s.reason.is_some() => Some("on (not nohz_full)".to_string()),
         "stopped" => Some("off".to_string()),
         "running" => Some(format!("on ({})", s.last.unwrap_or("?"))),
         _ => None,
@@ -130,11 +151,11 @@ mod tests {
 
     #[test]
     fn the_verdicts_read_as_the_kernel_means_them() {
-        let none = Tally::default();
+        let none = Tally { nohz_full: true, ..Tally::default() };
         assert_eq!(state(&none, None).state, "no verdict");
         assert_eq!(words(&none), None);
         // Two busy tasks: SCHED at every attempt.
-        let mut t = Tally { refusals: 900, last_dep: 1 << 2, ..Tally::default() };
+        let mut t = Tally { refusals: 900, last_dep: 1 << 2, nohz_full: true, ..Tally::default() };
         t.deps[2] = 900;
         t.deps[4] = 3;
         let s = state(&t, Some("task:stress[42]".into()));
@@ -147,7 +168,7 @@ mod tests {
         assert_eq!(state(&t, None).state, "stopped");
         assert_eq!(words(&t).as_deref(), Some("off"));
         // A task behind is said only where SCHED kept the tick.
-        let mut p = Tally { refusals: 5, last_dep: 1, ..Tally::default() };
+        let mut p = Tally { refusals: 5, last_dep: 1, nohz_full: true, ..Tally::default() };
         p.deps[0] = 5;
         let s = state(&p, Some("task:x".into()));
         assert_eq!((s.last, s.behind), (Some("POSIX_TIMER"), None));
@@ -160,14 +181,31 @@ mod tests {
     /// for the most frequent one; none without a dependency.
     #[test]
     fn the_fix_follows_the_dependency() {
-        let mut t = Tally { refusals: 9, last_dep: 1 << 4, ..Tally::default() };
+        let mut t = Tally { refusals: 9, last_dep: 1 << 4, nohz_full: true, ..Tally::default() };
         t.deps[2] = 8;
         t.deps[4] = 1;
         assert_eq!(state(&t, None).fix, fix("RCU"));
         assert!(fix("RCU").unwrap().contains("rcu_nocbs="));
         let t = Tally { stops: 1, last_success: true, ..t };
         assert_eq!(state(&t, None).fix, fix("SCHED"));
-        assert_eq!(state(&Tally { stops: 4, last_success: true, ..Tally::default() }, None).fix, None);
+        assert_eq!(state(&Tally { stops: 4, last_success: true, nohz_full: true, ..Tally::default() }, None).fix, None);
         assert!(DEPENDENCIES.iter().all(|d| !d.2.is_empty()));
+    }
+
+    /// Off nohz_full the kernel tries to stop the tick only at idle: an
+    /// idle moment's "stopped" before a probe spun is not the tick's state
+    /// (it fired every 4 ms while the screen said "off").
+    #[test]
+    fn a_cpu_not_in_nohz_full_runs_its_tick_whatever_its_idle_moments_said() {
+        let idle_stops = Tally { stops: 4, last_success: true, nohz_full: false, ..Tally::default() };
+        let s = state(&idle_stops, Some("task:x".into()));
+        assert_eq!((s.state, s.reason, s.last, s.fix, s.behind), ("running", Some(NOT_NOHZ_FULL), None, None, None));
+        assert_eq!(s.stops, 4);
+        assert_eq!(words(&idle_stops).as_deref(), Some("on (not nohz_full)"));
+        let never = Tally::default();
+        assert!(worth_saying(&never), "said even without a verdict");
+        assert_eq!(state(&never, None).state, "running");
+        assert!(!worth_saying(&Tally { nohz_full: true, ..Tally::default() }));
+        assert_eq!(state(&Tally { stops: 4, last_success: true, nohz_full: true, ..Tally::default() }, None).reason, None);
     }
 }

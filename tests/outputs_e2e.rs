@@ -174,5 +174,23 @@ fn the_tick_s_stops_in_idle_reach_the_summary() {
     if !nohz_full {
         assert_eq!(tick["dependencies"], serde_json::json!([]), "{tick}");
         assert_eq!(tick["refusals"], 0, "{tick}");
+        // Its stops were at idle: the state is the busy CPU's, and why.
+        assert_eq!(tick["state"], "running", "{tick}");
+        assert!(tick["reason"].as_str().is_some_and(|r| r.starts_with("not a nohz_full CPU")), "{tick}");
+        // A spinning probe off nohz_full: the tick fires every few ms, so
+        // its state is never an idle moment's "stopped" from before.
+        let (status, stdout, err) =
+            run_bin(&["--cpus", &cpu.to_string(), "--no-tui", "--duration", "2s", "--json"], std::time::Duration::from_secs(60));
+        assert!(status.success(), "{err}");
+        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        let c = &v["cpus"][0];
+        assert_eq!(c["tick"]["state"], "running", "{}", c["tick"]);
+        let ticks = c["top_causes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["kind"] == "irq" && t["name"] == "local_timer")
+            .map_or(0, |t| t["count"].as_u64().unwrap());
+        assert!(ticks >= 100, "the tick fired {ticks} times in 2 s: {}", c["top_causes"]);
     }
 }

@@ -36,6 +36,8 @@ impl Tracer<'_> {
                     deps: t.deps,
                     last_success: t.last_success != 0,
                     last_dep: t.last_dep,
+                    // The collector knows the host's nohz_full CPUs.
+                    nohz_full: false,
                 })
             })
             .collect()

@@ -193,6 +193,9 @@ fn collect(
         setup_cpu_ns: thread_cpu_ns(),
         missing: tracer.missing.clone(),
         switch_hook: tracer.switch_hook.to_string(),
+        // None where the kernel cannot have them (no file without
+        // CONFIG_NO_HZ_FULL) or has none ("(null)").
+        nohz_full: crate::cpulist::read_file(std::path::Path::new("/sys/devices/system/cpu/nohz_full")).unwrap_or_default(),
         ..Own::default()
     };
     let mut next_snapshot = attach_ns;
@@ -307,6 +310,9 @@ struct Own {
     /// The tick's verdicts per watched CPU as last read: kept, because the
     /// programs' memory is cleared as they stop watching.
     ticks: Vec<Option<crate::tick::Tally>>,
+    /// The nohz_full CPUs, read once (the tick's state means something
+    /// else on the others).
+    nohz_full: Vec<usize>,
 }
 
 impl Own {
@@ -318,7 +324,8 @@ impl Own {
         if self.ticks.len() != ticks.len() {
             self.ticks = vec![None; ticks.len()];
         }
-        for (kept, now) in self.ticks.iter_mut().zip(ticks) {
+        for ((kept, now), cpu) in self.ticks.iter_mut().zip(ticks).zip(cpus) {
+            let now = now.map(|n| crate::tick::Tally { nohz_full: self.nohz_full.contains(cpu), ..n });
             // Never fewer verdicts than before: a read after the clear.
             if now.is_some_and(|n| kept.is_none_or(|k| n.verdicts() >= k.verdicts())) {
                 *kept = now;

@@ -350,7 +350,7 @@ impl Summary {
                         stack: st.stack.as_ref().map(|(_, f)| f.iter().map(|s| crate::sanitize::visible(s).into_owned()).collect()),
                     })
                     .collect(),
-                tick: c.probe.tick.filter(|t| t.verdicts() > 0).map(|t| {
+                tick: c.probe.tick.filter(crate::tick::worth_saying).map(|t| {
                     // Beside the watched task under SCHED: the CPU's largest task.
                     let behind =
                         s.top_causes(Some(c.cpu)).into_iter().find(|(k, _)| k.cause.kind() == Kind::Task).map(|(k, _)| k.cause.label());

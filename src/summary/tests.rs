@@ -147,7 +147,7 @@ fn the_tick_s_verdicts_are_said_with_what_stands_behind() {
     let mut s = Stats::new(&[3], 0);
     s.record(&hiccup(3, 10, vec![(Cause::Task { comm: comm(b"stress"), pid: Some(42) }, 900)], 0));
     let mut raw = Counters::new(&[3]);
-    let mut t = crate::tick::Tally { stops: 1, refusals: 700, last_dep: 1 << 2, ..Default::default() };
+    let mut t = crate::tick::Tally { stops: 1, refusals: 700, last_dep: 1 << 2, nohz_full: true, ..Default::default() };
     t.deps[2] = 699;
     t.deps[4] = 1;
     raw.cpus[0].tick = Some(t);
@@ -203,7 +203,7 @@ fn a_top_cause_carries_its_stack_escaped() {
 fn the_audit_s_cpu_timers_stand_behind_posix_timer() {
     let mut s = Stats::new(&[3], 0);
     let mut raw = Counters::new(&[3]);
-    let mut t = crate::tick::Tally { refusals: 4, last_dep: 1, ..Default::default() };
+    let mut t = crate::tick::Tally { refusals: 4, last_dep: 1, nohz_full: true, ..Default::default() };
     t.deps[0] = 4;
     raw.cpus[0].tick = Some(t);
     s.update_counters(raw, 1_000_000);

@@ -83,9 +83,10 @@ impl Summary {
                 writeln!(out, "  by sender: {}", by.join("; "))?;
             }
             if let Some(t) = &c.tick {
-                let why = match t.last {
-                    Some(d) => format!(": {d}, {}", crate::tick::why(d).unwrap_or("")),
-                    None => String::new(),
+                let why = match (t.last, t.reason) {
+                    (Some(d), _) => format!(": {d}, {}", crate::tick::why(d).unwrap_or("")),
+                    (None, Some(r)) => format!(": {r}"),
+                    (None, None) => String::new(),
                 };
                 let also: Vec<&str> = t.dependencies.iter().copied().filter(|d| Some(*d) != t.last).collect();
                 let also = if also.is_empty() { String::new() } else { format!("; also kept by {}", also.join(", ")) };
