@@ -108,13 +108,32 @@ fn subdirs(base: &Path) -> Vec<(PathBuf, u32)> {
     dirs
 }
 
+/// A directory of `base` that `uid` owns but others can write: the lock
+/// directory the user made, too open to be used (said as such, not as a
+/// missing one). With its mode.
+fn unsafe_own(base: &Path, uid: u32) -> Option<(PathBuf, u32)> {
+    fs::read_dir(base).ok()?.flatten().find_map(|e| {
+        let m = fs::symlink_metadata(e.path()).ok()?;
+        (m.file_type().is_dir() && m.uid() == uid && !safe_dir(&m, uid)).then(|| (e.path(), m.mode()))
+    })
+}
+
 /// Where this run takes its locks.
 fn own_dir(p: &Place) -> Result<PathBuf> {
     if p.in_base {
         return Ok(p.base.clone());
     }
-    match subdirs(&p.base).into_iter().find(|(_, uid)| *uid == p.euid) {
-        Some((dir, _)) => Ok(dir),
+    if let Some((dir, _)) = subdirs(&p.base).into_iter().find(|(_, uid)| *uid == p.euid) {
+        return Ok(dir);
+    }
+    match unsafe_own(&p.base, p.euid) {
+        Some((dir, mode)) => bail!(
+            "{} is uid {}'s lock directory but others can write it (mode {:04o}): anyone could swap a lock file in it; `chmod go-w {}`",
+            dir.display(),
+            p.euid,
+            mode & 0o7777,
+            dir.display()
+        ),
         None => bail!(
             "no lock directory for uid {} in {}: without root, jitterwatch locks its CPUs in a directory root makes for its uid: as root, `install -d -m 0755 -o {} {}/{}` (the service's unit makes its own)",
             p.euid,
@@ -304,7 +323,12 @@ mod tests {
         let r = take(&root, &[1]).unwrap();
         let e = take(&user, &[2]).err().unwrap().to_string();
         assert!(e.contains("no lock directory for uid") && e.contains("install -d -m 0755 -o"), "{e}");
+        // One of one's own that others can write: said as such.
         fs::DirBuilder::new().mode(0o755).create(dir.join("svc")).unwrap();
+        fs::set_permissions(dir.join("svc"), fs::Permissions::from_mode(0o777)).unwrap();
+        let e = take(&user, &[2]).err().unwrap().to_string();
+        assert!(e.contains("svc is uid") && e.contains("others can write it (mode 0777)") && e.contains("chmod go-w"), "{e}");
+        fs::set_permissions(dir.join("svc"), fs::Permissions::from_mode(0o755)).unwrap();
         // Root's run holds CPU 1: refused, naming it; CPU 2 is free.
         let e = take(&user, &[2, 1]).err().unwrap().to_string();
         assert!(e.contains("CPU 1 is already watched") && e.contains(&format!("(pid {})", std::process::id())), "{e}");
@@ -328,11 +352,12 @@ mod tests {
         fs::create_dir_all(dir.join("open")).unwrap();
         fs::set_permissions(dir.join("open"), fs::Permissions::from_mode(0o777)).unwrap();
         // Anyone could have put a held lock there: it blocks nothing, and a
-        // user with only that directory has none of its own.
+        // user with only that directory has none of its own (told so).
         let f = open_lock(&dir.join("open/cpu4.lock"), true).unwrap();
         assert!(try_flock(&f, libc::LOCK_EX).unwrap());
         take(&root, &[4]).unwrap();
-        assert!(take(&place(&dir, false), &[5]).err().unwrap().to_string().contains("no lock directory"));
+        let e = take(&place(&dir, false), &[5]).err().unwrap().to_string();
+        assert!(e.contains("open is uid") && e.contains("others can write it"), "{e}");
     }
 
     #[test]

@@ -272,3 +272,34 @@ fn a_chart_over_an_input_or_into_a_fifo_is_refused() {
     assert_eq!(std::fs::read(&summary).unwrap(), summary_bytes, "the summary was overwritten");
     assert!(!other.exists());
 }
+
+/// A chart that does not fit (a full disk: a 16 KiB tmpfs here, root
+/// mounts it) is an error and leaves nothing: no empty or cut PNG or SVG
+/// where the user looks for one, no part file either.
+#[test]
+fn a_chart_on_a_full_disk_leaves_no_file() {
+    if !require_root_btf("a_chart_on_a_full_disk_leaves_no_file") {
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let csv = write_run(dir.path(), "run", &[0], &[row(0)]);
+    let full = dir.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    let ok = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=16k", "tmpfs"]).arg(&full).status().unwrap();
+    assert!(ok.success(), "mount a tmpfs");
+    let _unmount = Unmount(full.clone());
+    for opt in ["--png", "--svg"] {
+        let chart = full.join(if opt == "--png" { "c.png" } else { "c.svg" });
+        let (status, err) = run_capped(&["report".as_ref(), csv.as_os_str(), opt.as_ref(), chart.as_os_str()], Duration::from_secs(20));
+        assert_eq!(status.and_then(|s| s.code()), Some(1), "{opt}: {status:?} {err}");
+        assert!(err.contains("cannot write the chart"), "{opt}: {err}");
+        let left: Vec<_> = std::fs::read_dir(&full).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert!(left.is_empty(), "{opt} left {left:?}");
+    }
+}

@@ -109,3 +109,22 @@ fn events_as_a_perfetto_trace() {
     let mine = slices.iter().filter(|s| s.track == format!("cpu {cpu}") && s.name == me).count();
     assert!(mine >= 15, "{mine} slices of {me} on cpu {cpu} for 20 bursts");
 }
+
+/// A FILE that cannot be written is named as the events' trace, not as
+/// `--record`, which was not given.
+#[test]
+fn an_unwritable_events_trace_is_named_as_such() {
+    if !require_root_btf("an_unwritable_events_trace_is_named_as_such") {
+        return;
+    }
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = last_cpu().to_string();
+    let (status, _, err) = run_bin(
+        &["events", "--cpus", &cpu, "--duration", "1s", "--format", "perfetto", dir.path().to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    assert!(!status.success(), "{err}");
+    assert!(err.contains("cannot write the events trace") && !err.contains("--record"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -6,7 +6,6 @@
 //! Drawn with plotters, as SVG or PNG; the font (DejaVu Sans) is built in,
 //! so a machine with no fonts installed draws the same picture.
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::Once;
 
@@ -54,8 +53,14 @@ pub fn svg(c: &Comparison, path: &Path) -> Result<()> {
         draw(c, &root).map_err(|e| anyhow!("cannot draw the chart: {e}"))?;
         root.present().map_err(|e| anyhow!("cannot draw the chart: {e}"))?;
     }
-    let mut f = crate::output::create(path, "the chart")?;
-    f.write_all(text.as_bytes()).with_context(|| format!("cannot write the chart {}", path.display()))
+    write(path, text.as_bytes())
+}
+
+/// The chart whole or not at all: written beside and renamed, so a full
+/// disk leaves no empty or cut PNG/SVG where the user looks for one.
+fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    crate::output::refuse_link(path, "the chart")?;
+    crate::output::write_whole(path, bytes).with_context(|| format!("cannot write the chart {}", path.display()))
 }
 
 pub fn png(c: &Comparison, path: &Path) -> Result<()> {
@@ -67,9 +72,9 @@ pub fn png(c: &Comparison, path: &Path) -> Result<()> {
         root.present().map_err(|e| anyhow!("cannot draw the chart: {e}"))?;
     }
     let img = image::RgbImage::from_raw(SIZE.0, SIZE.1, rgb).ok_or_else(|| anyhow!("the chart's buffer has the wrong size"))?;
-    let mut f = std::io::BufWriter::new(crate::output::create(path, "the chart")?);
-    img.write_to(&mut f, image::ImageFormat::Png).with_context(|| format!("cannot write the chart {}", path.display()))?;
-    f.flush().with_context(|| format!("cannot write the chart {}", path.display()))
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut bytes, image::ImageFormat::Png).map_err(|e| anyhow!("cannot encode the chart: {e}"))?;
+    write(path, bytes.get_ref())
 }
 
 type DrawResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -178,7 +183,7 @@ where
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(80)
-        .caption("time stolen per second of run, by cause", (FONT, 20))
+        .caption(format!("time {} per second of run, by cause", c.taken()), (FONT, 20))
         .build_cartesian_2d(runs[..].into_segmented(), 0f64..top)?;
     let labels: Vec<String> = c.runs.iter().map(|r| r.label.clone()).collect();
     chart
@@ -190,7 +195,7 @@ where
             SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => labels.get(**i).cloned().unwrap_or_default(),
             SegmentValue::Last => String::new(),
         })
-        .y_desc(format!("stolen ({unit})"))
+        .y_desc(format!("{} ({unit})", c.taken()))
         .label_style((FONT, 15))
         .axis_desc_style((FONT, 17))
         .draw()?;

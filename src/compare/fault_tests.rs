@@ -219,6 +219,14 @@ fn another_files_contents_are_never_echoed() {
     assert!(!e.contains("root:") && e.ends_with("is not a jitterwatch run summary: line 1, column 30: it is not JSON"), "{e}");
     std::fs::write(crate::summary::sidecar(&csv), r#"{"mode":"probe","cpus":[]}"#).unwrap();
     assert!(err(&csv).ends_with("is not a jitterwatch run summary: line 1, column 26: it has no `duration_ns`"), "{}", err(&csv));
+    // A layout newer than this build reads: refused, not compared silently.
+    std::fs::write(
+        crate::summary::sidecar(&csv),
+        r#"{"schema_version":99,"mode":"probe","duration_ns":1000000000,"cpus":[{"cpu":1,"threshold_ns":1000,"hiccups":0}]}"#,
+    )
+    .unwrap();
+    let e = err(&csv);
+    assert!(e.contains("mine.summary.json is a run summary of layout 99, newer than this jitterwatch reads (up to 3)"), "{e}");
     // The CSV the user named: its header is quoted, escaped, to help.
     std::fs::write(&csv, "when,where\x1b[2J\n").unwrap();
     summary("mine", &csv, 1_000_000_000u64.into());

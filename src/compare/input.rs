@@ -23,6 +23,9 @@ const CONTRACT: usize = 9;
 /// same field names).
 #[derive(Debug, Clone, Deserialize)]
 pub struct Meta {
+    /// Absent before version 2.
+    #[serde(default)]
+    pub schema_version: Option<u64>,
     pub mode: String,
     pub duration_ns: u64,
     pub cpus: Vec<MetaCpu>,
@@ -161,6 +164,12 @@ fn parse_meta(bytes: &[u8], shown: &str) -> Result<Meta> {
         };
         anyhow::anyhow!("{shown} is not a jitterwatch run summary: line {}, column {}: {what}", e.line(), e.column())
     })?;
+    if let Some(v) = meta.schema_version.filter(|&v| v > crate::summary::SCHEMA_VERSION as u64) {
+        bail!(
+            "{shown} is a run summary of layout {v}, newer than this jitterwatch reads (up to {}): compare it with the jitterwatch that wrote it",
+            crate::summary::SCHEMA_VERSION
+        );
+    }
     check_cpus(&meta, shown)?;
     Ok(meta)
 }

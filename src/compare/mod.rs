@@ -57,6 +57,20 @@ pub struct Comparison {
     pub curves: Vec<Curve>,
 }
 
+impl Comparison {
+    /// What the hiccups' time is to the runs, as the screen says it: a
+    /// probe's time is stolen; passive mode's threads were delayed (their
+    /// CPU often asleep, their own waits not counted).
+    pub fn taken(&self) -> &'static str {
+        let passive = self.runs.iter().filter(|r| r.mode == "passive").count();
+        match passive {
+            0 => "stolen",
+            n if n == self.runs.len() => "delayed",
+            _ => "stolen or delayed",
+        }
+    }
+}
+
 /// One run's line on the chart: by percentile of the run's time, the gap a
 /// moment lies in (points only where it lies in a hiccup).
 #[derive(Serialize)]
@@ -253,9 +267,10 @@ fn overfull(runs: &[Run], scopes: &[Scope], blocks: &[Block]) -> Vec<String> {
             titles.push(format!("{} more", over.len() - SHOWN));
         }
         notes.push(format!(
-            "{}: its gaps add up to more than the run lasted on {} (up to {most:.0}% of the time stolen): its CSV and summary are not of one run, or were edited",
+            "{}: its gaps add up to more than the run lasted on {} (up to {most:.0}% of the time {}): its CSV and summary are not of one run, or were edited",
             r.label,
-            titles.join(", ")
+            titles.join(", "),
+            if r.meta.mode == "passive" { "delayed" } else { "stolen" }
         ));
     }
     notes

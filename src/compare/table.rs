@@ -15,8 +15,11 @@ pub fn write(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     let width: Vec<usize> = c.runs.iter().map(|r| r.label.chars().count().max(11) + 2).collect();
     let line = |out: &mut dyn Write, head: &str, cells: Vec<String>| -> io::Result<()> {
         write!(out, "{head:<FIRST$}")?;
+        // A space before each cell whatever its length: a huge value
+        // (18446744073.71s) never runs into the one before it.
         for (cell, w) in cells.iter().zip(&width) {
-            write!(out, "{cell:>w$}")?;
+            let w = w - 1;
+            write!(out, " {cell:>w$}")?;
         }
         writeln!(out)
     };
@@ -44,8 +47,8 @@ pub fn write(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
             row(out, name, &|f| f.time_percentiles_ns[i].map_or_else(|| "<thr".to_string(), ns))?;
         }
         row(out, "hiccups/s", &|f| format!("{:.2}", f.hiccups_per_sec))?;
-        row(out, "% of time stolen", &|f| format!("{:.4}", f.stolen_pct))?;
-        row(out, "% of stolen time named", &|f| f.explained_pct.map_or_else(none, |p| format!("{p:.1}")))?;
+        row(out, &format!("% of time {}", c.taken()), &|f| format!("{:.4}", f.stolen_pct))?;
+        row(out, &format!("% of {} time named", c.taken()), &|f| f.explained_pct.map_or_else(none, |p| format!("{p:.1}")))?;
     }
     if !c.causes.is_empty() {
         writeln!(out)?;

@@ -348,3 +348,24 @@ fn in_syscall_rows_are_not_hiccups() {
     assert!(!run.notes.iter().any(|n| n.contains("the summary counted")), "{:?}", run.notes);
     assert!(run.notes.iter().any(|n| n.contains("3 rows of the watched threads' own system calls (source in-syscall")), "{:?}", run.notes);
 }
+
+/// Passive runs' time is delayed, as the screen says, not stolen; and a
+/// huge value never runs into the cell before it.
+#[test]
+fn passive_runs_say_delayed_and_huge_cells_stay_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = vec![(1, 9_100_000, unexplained(9_100_000), "app[7]"), (1, u64::MAX / 2, unexplained(u64::MAX / 2), "app[7]")];
+    let p = Fixture { name: "p", mode: "passive", secs: 1, cpus: &[(1, 1_000)], rows }.write(dir.path());
+    let c = compare(&load(&[p]), None).unwrap();
+    assert_eq!(c.taken(), "delayed");
+    let t = text(&c);
+    assert!(t.contains("% of time delayed") && t.contains("% of delayed time named") && !t.contains("stolen"), "{t}");
+    for l in t.lines().filter(|l| l.starts_with("max") || l.starts_with("p99")) {
+        let cells: Vec<&str> = l.split_whitespace().collect();
+        assert!(cells.iter().all(|c| c.matches('s').count() <= 1), "cells run together: {l}");
+    }
+    let q = Fixture::probe("q", 1, &[(1, 1_000)], vec![(1, 5_000, unexplained(5_000), "")]).write(dir.path());
+    let both = compare(&load(&[q.clone(), dir.path().join("p.csv")]), None).unwrap();
+    assert_eq!(both.taken(), "stolen or delayed");
+    assert_eq!(compare(&load(&[q]), None).unwrap().taken(), "stolen");
+}

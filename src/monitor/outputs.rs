@@ -100,7 +100,7 @@ pub fn traces(
         None => None,
     };
     let whole = match &args.record {
-        Some(path) => Some(crate::trace::Whole::new(path, args.trace_format, cpus, passive, crate::clock::now_ns())?),
+        Some(path) => Some(crate::trace::Whole::new(path, "--record's trace", args.trace_format, cpus, passive, crate::clock::now_ns())?),
         None => None,
     };
     Ok((recorder, whole))

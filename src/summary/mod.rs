@@ -244,7 +244,9 @@ pub fn sidecar(csv: &Path) -> PathBuf {
 /// (a new field does not raise it). 2: `cpus[].lost_pct` became
 /// `unknown_pct` (one name, one meaning: a thread's `lost_pct` is another
 /// figure), and the spin loop's figures are null without a spin probe.
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: a watched thread's `ran_ns` is the kernel's time on a CPU (its
+/// `sum_exec_runtime`), the clock's is `clock_ran_ns`.
+pub const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Serialize)]
 pub struct Summary {

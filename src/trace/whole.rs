@@ -21,6 +21,8 @@ pub const RECORD_CAP_BYTES: usize = 256 << 20;
 const HICCUPS_KEPT: usize = 1 << 20;
 
 pub struct Whole {
+    /// As errors name it.
+    what: &'static str,
     path: PathBuf,
     format: Format,
     passive: bool,
@@ -47,11 +49,13 @@ pub struct Recorded {
 
 impl Whole {
     /// Checks now that `path` can be written (the run would be lost
-    /// otherwise), recording from `start`.
-    pub fn new(path: &Path, format: Format, cpus: &[usize], passive: bool, start: u64) -> Result<Self> {
+    /// otherwise), recording from `start`. `what` names it in errors as
+    /// the user asked for it (`--record's trace`, `the events trace`).
+    pub fn new(path: &Path, what: &'static str, format: Format, cpus: &[usize], passive: bool, start: u64) -> Result<Self> {
         // Refuses a link or another file's hard link there, as the CSV does.
-        crate::output::create(path, "--record's trace").map_err(anyhow::Error::from)?;
+        crate::output::create(path, what).map_err(anyhow::Error::from)?;
         Ok(Whole {
+            what,
             path: path.to_path_buf(),
             format,
             passive,
@@ -111,7 +115,7 @@ impl Whole {
         let mut trace = b.finish();
         trace.clocks = Some(super::model::clocks_now());
         let bytes = self.format.encode(&trace);
-        crate::output::write_whole(&self.path, &bytes).with_context(|| format!("--record: cannot write {}", self.path.display()))?;
+        crate::output::write_whole(&self.path, &bytes).with_context(|| format!("cannot write {} {}", self.what, self.path.display()))?;
         Ok(Recorded {
             path: self.path.display().to_string(),
             events: self.events.len() as u64,
@@ -131,7 +135,7 @@ mod tests {
     fn the_whole_run_in_one_trace_cut_at_its_cap() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.perfetto-trace");
-        let mut w = Whole::new(&path, Format::Perfetto, &[CPU as usize], false, 0).unwrap();
+        let mut w = Whole::new(&path, "--record's trace", Format::Perfetto, &[CPU as usize], false, 0).unwrap();
         for e in stream() {
             w.on_event(&e);
         }
@@ -141,7 +145,7 @@ mod tests {
         let (slices, _, _) = read(&std::fs::read(&path).unwrap());
         assert!(slices.iter().any(|s| s.name == "stall 2.0ms") && slices.iter().any(|s| s.name == "hog[4242]"));
 
-        let mut w = Whole::new(&path, Format::Json, &[CPU as usize], false, 0).unwrap().with_cap(6);
+        let mut w = Whole::new(&path, "--record's trace", Format::Json, &[CPU as usize], false, 0).unwrap().with_cap(6);
         for e in stream() {
             w.on_event(&e);
         }
@@ -150,6 +154,6 @@ mod tests {
         assert_eq!((r.events, r.cut_at), (6, Some(cut)));
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         assert_eq!(v["otherData"]["to_ns"], cut, "the trace ends where it was cut");
-        assert!(Whole::new(&dir.path().join("no/such/dir/x"), Format::Json, &[1], false, 0).is_err());
+        assert!(Whole::new(&dir.path().join("no/such/dir/x"), "--record's trace", Format::Json, &[1], false, 0).is_err());
     }
 }
