@@ -82,9 +82,9 @@ pub struct WatchArgs {
     #[arg(help_heading = heading::WATCH)]
     #[arg(long, value_name = "DUR|auto", value_parser = crate::probe::threshold::parse)]
     pub threshold: Option<crate::probe::Threshold>,
-    /// Stop after this long, e.g. 10s, 5m
+    /// Stop after this long, e.g. 10s, 5m (100ms at least)
     #[arg(help_heading = heading::WATCH)]
-    #[arg(long, value_parser = crate::duration::positive)]
+    #[arg(long, value_parser = crate::duration::run_length)]
     pub duration: Option<Duration>,
     /// Run the probes SCHED_FIFO, at PRIO (1-99, default 50)
     #[arg(help_heading = heading::PROBE)]

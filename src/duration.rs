@@ -63,6 +63,21 @@ pub fn period_ns(s: &str) -> Result<u64, String> {
     }
 }
 
+/// A watch run's `--duration`: at least [`RUN_MIN_NS`]. Shorter could not
+/// be kept: loading, attaching and the probe's first measure of its loop
+/// take tens of ms (`--duration 1ns` ran 79 ms, silently).
+pub fn run_length(s: &str) -> Result<std::time::Duration, String> {
+    match positive_ns(s).map_err(|e| e.to_string())? {
+        n if n < RUN_MIN_NS => Err(format!(
+            "{s:?} is under 100ms: a run's start (loading, attaching, the probe's first measure) takes tens of ms; give 100ms or more"
+        )),
+        n => Ok(std::time::Duration::from_nanos(n)),
+    }
+}
+
+/// The shortest watch run.
+pub const RUN_MIN_NS: u64 = 100_000_000;
+
 pub fn positive(s: &str) -> Result<std::time::Duration, PositiveError> {
     positive_ns(s).map(std::time::Duration::from_nanos)
 }
@@ -70,6 +85,14 @@ pub fn positive(s: &str) -> Result<std::time::Duration, PositiveError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_lasts_100ms_at_least() {
+        assert!(run_length("1ns").unwrap_err().starts_with("\"1ns\" is under 100ms"));
+        assert!(run_length("99ms").is_err());
+        assert_eq!(run_length("100ms"), Ok(std::time::Duration::from_millis(100)));
+        assert!(run_length("0s").unwrap_err().contains("is zero"));
+    }
 
     #[test]
     fn units() {

@@ -185,6 +185,9 @@ fn trace_options_say_what_they_need() {
     assert!(e.contains("--trace-dir"), "{e}");
     let e = one_line_error(&["--cpus", "0", "--stop-above", "fast"]);
     assert!(e.contains("malformed duration"), "{e}");
+    // A run shorter than its own start could not be kept (1ns ran 79 ms).
+    let e = one_line_error(&["--cpus", "0", "--duration", "1ns"]);
+    assert!(e.contains("\"1ns\" is under 100ms"), "{e}");
     let e = one_line_error(&["events", "--format", "perfetto"]);
     assert!(e.contains("give its path"), "{e}");
     let e = one_line_error(&["events", "--format", "text", "out.trace"]);

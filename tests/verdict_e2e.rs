@@ -120,3 +120,29 @@ fn a_slow_or_failing_command_never_stalls_the_measuring() {
     assert!(status.success(), "{err}");
     assert!(err.contains("--on-stall: the command exit status: 7 (failure 1; said once per 100)"), "{err}");
 }
+
+/// `--stop-above` ends the run's outputs with the stall it stops on:
+/// nothing that began after its end is a row or counted (the stop takes
+/// ~100 ms to reach every CPU: 8 stalls were recorded past it).
+#[test]
+fn stop_above_keeps_nothing_past_the_stall_it_stops_on() {
+    if !require_root_btf("stop_above_keeps_nothing_past_the_stall_it_stops_on") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu();
+    let c = cpu.to_string();
+    let (child, _d, csv) = watch_csv(&["--cpus", &c, "--no-tui", "--duration", "20s", "--json", "--stop-above", "3ms"], &[]);
+    fifo_bursts(cpu, random_name("jwstp"), Duration::from_millis(300), 1, 5_000_000).join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the summary");
+    let s = &v["stopped_on"];
+    let end = s["time_ns"].as_u64().unwrap() + s["gap_ns"].as_u64().unwrap();
+    let rows = rows(&csv);
+    assert!(rows.iter().any(|r| r.0 == s["time_ns"].as_u64().unwrap()), "the stall it stopped on is a row: {s}");
+    let past: Vec<_> = rows.iter().filter(|r| r.0 >= end).collect();
+    assert!(past.is_empty(), "{} rows began after the stall it stopped on ended: {past:?}", past.len());
+    assert_eq!(v["cpus"][0]["hiccups"].as_u64().unwrap(), rows.len() as u64, "the summary counts what the CSV holds");
+}

@@ -98,6 +98,11 @@ impl Sinks {
         // a stall (not counted as lost): it stops nothing, as it breaks no
         // --fail-above bound.
         let stall = h.source != crate::interval::Source::InSyscall;
+        // The run ended at the end of the stall that stopped it: what began
+        // after (the ~100 ms the stop takes to reach every CPU) is not kept.
+        if self.outcome.stopped_on.as_ref().is_some_and(|s| h.t0 >= s.time_ns.saturating_add(s.gap_ns)) {
+            return false;
+        }
         let stop = self.stop_above.filter(|&limit| stall && h.gap >= limit && self.outcome.stopped_on.is_none());
         if let Some(limit_ns) = stop {
             self.outcome.stopped_on = Some(StopStall { cpu: h.cpu, time_ns: h.t0, gap_ns: h.gap, limit_ns });
