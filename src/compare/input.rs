@@ -101,6 +101,7 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
     // The CSV as errors name it, and whether they may quote it: only a
     // CSV named on the command line is the user's own; one a summary
     // names may be any file (/etc/shadow, read as root).
+    let mut rebuilt = None;
     let (csv_path, summary, csv_bytes, mut meta, csv_shown, quote) = if kind == Kind::Summary {
         let meta = parse_meta(&bytes, &shown)?;
         let csv = csv_of(path, &meta).with_context(|| format!("{shown} is a run summary without its CSV"))?;
@@ -111,13 +112,16 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
         let side = crate::summary::sidecar(path);
         let side_shown = side.display().to_string();
         let side_shown = visible(&side_shown);
-        if side.symlink_metadata().is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
-            bail!(
-                "no run summary beside {shown} ({side_shown} is missing): jitterwatch writes it with --csv; or name the --summary-json file"
-            );
-        }
-        let (_, m) = file::read(&side, &side_shown, Some(Kind::Summary))?;
-        let meta = parse_meta(&m, &side_shown)?;
+        let meta = if side.symlink_metadata().is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+            // A run killed before its end (SIGKILL, a crash) leaves its CSV
+            // whole and no summary: rebuilt from the rows, said as such.
+            let (meta, note) = meta_from_rows(&bytes, &shown, &side_shown)?;
+            rebuilt = Some(note);
+            meta
+        } else {
+            let (_, m) = file::read(&side, &side_shown, Some(Kind::Summary))?;
+            parse_meta(&m, &side_shown)?
+        };
         (path.to_path_buf(), side, bytes, meta, shown.clone().into_owned(), true)
     };
     if meta.duration_ns == 0 {
@@ -142,6 +146,7 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
         by_cpu: HashMap::new(),
         notes: Vec::new(),
     };
+    run.notes.extend(rebuilt);
     run.by_cpu = run.meta.cpus.iter().map(|c| (c.cpu, OnCpu { threshold_ns: c.threshold_ns, rows: Vec::new() })).collect();
     let on_listed = read_rows(&csv_bytes, &csv_shown, quote, &mut run)?;
     // u128: each count is a u64 read from the file.
@@ -153,6 +158,50 @@ pub fn load(path: &Path, label: Option<String>) -> Result<Run> {
         ));
     }
     Ok(run)
+}
+
+/// What compare needs of a run whose summary is missing, from its CSV's
+/// rows: the CPUs they are on (the threshold of each unknown: its smallest
+/// gap stands for it, an upper bound), the time from the first row's start
+/// to the last one's end (a lower bound of the run's), passive mode where
+/// rows name a watched thread. With the note that says so.
+fn meta_from_rows(bytes: &[u8], shown: &str, side_shown: &str) -> Result<(Meta, String)> {
+    let mut r = csv::ReaderBuilder::new().has_headers(true).flexible(true).from_reader(bytes);
+    let header = r.headers().with_context(|| format!("{shown}: unreadable header"))?.clone();
+    let col = |name: &str| header.iter().position(|h| h == name);
+    let (Some(t), Some(c), Some(g)) = (col("time_ns"), col("cpu"), col("gap_ns")) else {
+        bail!("no run summary beside {shown} ({side_shown} is missing), and it is not a jitterwatch CSV to rebuild one from");
+    };
+    let victim = col("victim");
+    let (mut first, mut last, mut passive) = (u64::MAX, 0u64, false);
+    let mut cpus: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
+    for rec in r.records().flatten() {
+        let num = |i: usize| rec.get(i).and_then(|v| v.parse::<u64>().ok());
+        let (Some(time), Some(cpu), Some(gap)) = (num(t), num(c), num(g)) else { continue };
+        let Ok(cpu) = u32::try_from(cpu) else { continue };
+        first = first.min(time);
+        last = last.max(time.saturating_add(gap));
+        passive |= victim.and_then(|v| rec.get(v)).is_some_and(|v| !v.is_empty());
+        let e = cpus.entry(cpu).or_insert((u64::MAX, 0));
+        e.0 = e.0.min(gap);
+        e.1 += 1;
+    }
+    if cpus.is_empty() {
+        bail!("no run summary beside {shown} ({side_shown} is missing), and no row to rebuild one from: jitterwatch writes it with --csv; or name the --summary-json file");
+    }
+    let meta = Meta {
+        schema_version: None,
+        mode: if passive { "passive" } else { "probe" }.to_string(),
+        duration_ns: last.saturating_sub(first).max(1),
+        cpus: cpus.iter().map(|(&cpu, &(min, n))| MetaCpu { cpu, threshold_ns: min, hiccups: n }).collect(),
+        csv: None,
+    };
+    let note = format!(
+        "{shown}: no summary beside it ({side_shown} is missing: a run killed before its end?): rebuilt from its rows: the run's length from its first stall to its last ({:.1} s, a lower bound), each CPU's threshold unknown (its smallest gap shown)",
+        meta.duration_ns as f64 / 1e9
+    );
+    check_cpus(&meta, shown)?;
+    Ok((meta, note))
 }
 
 fn parse_meta(bytes: &[u8], shown: &str) -> Result<Meta> {

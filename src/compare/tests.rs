@@ -219,7 +219,15 @@ fn bad_input_says_what_is_wrong() {
     assert!(e.contains("good.csv, line 2: a cause `unexplained:5000` is not kind:name=ns"), "{e}");
 
     std::fs::write(&path, &whole).unwrap();
+    // A run killed before its end: no summary; rebuilt from the rows, said.
     std::fs::remove_file(crate::summary::sidecar(&path)).unwrap();
+    let run = input::load(&path, None).unwrap();
+    assert_eq!((run.rows.len(), run.meta.cpus.len(), run.meta.cpus[0].threshold_ns), (2, 1, 5_000));
+    assert_eq!(run.meta.mode, "probe");
+    assert!(run.notes.iter().any(|n| n.contains("no summary beside it (") && n.contains("rebuilt from its rows")), "{:?}", run.notes);
+    assert!(!run.notes.iter().any(|n| n.contains("the summary counted")), "{:?}", run.notes);
+    // And none to rebuild from: one line.
+    std::fs::write(&path, crate::export::HEADER.join(",") + "\n").unwrap();
     let e = err(&path);
     assert!(e.contains("no run summary beside") && e.contains("good.summary.json is missing"), "{e}");
     assert!(!e.contains('\n'), "one line: {e}");
