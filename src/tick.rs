@@ -59,6 +59,9 @@ pub struct Tally {
     /// the kernel try to stop a busy CPU's tick, so only there is the last
     /// verdict the tick's state.
     pub nohz_full: bool,
+    /// The kernel can have nohz_full CPUs at all (CONFIG_NO_HZ_FULL: its
+    /// sysfs file exists), so `nohz_full=` is advice worth giving.
+    pub nohz_capable: bool,
 }
 
 impl Tally {

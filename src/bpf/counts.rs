@@ -38,6 +38,7 @@ impl Tracer<'_> {
                     last_dep: t.last_dep,
                     // The collector knows the host's nohz_full CPUs.
                     nohz_full: false,
+                    nohz_capable: false,
                 })
             })
             .collect()

@@ -194,8 +194,8 @@ fn collect(
         missing: tracer.missing.clone(),
         switch_hook: tracer.switch_hook.to_string(),
         // None where the kernel cannot have them (no file without
-        // CONFIG_NO_HZ_FULL) or has none ("(null)").
-        nohz_full: crate::cpulist::read_file(std::path::Path::new("/sys/devices/system/cpu/nohz_full")).unwrap_or_default(),
+        // CONFIG_NO_HZ_FULL: None) or has none ("(null)").
+        nohz_full: crate::cpulist::read_file(std::path::Path::new("/sys/devices/system/cpu/nohz_full")).ok(),
         ..Own::default()
     };
     let mut next_snapshot = attach_ns;
@@ -311,8 +311,8 @@ struct Own {
     /// programs' memory is cleared as they stop watching.
     ticks: Vec<Option<crate::tick::Tally>>,
     /// The nohz_full CPUs, read once (the tick's state means something
-    /// else on the others).
-    nohz_full: Vec<usize>,
+    /// else on the others); None: the kernel cannot have any.
+    nohz_full: Option<Vec<usize>>,
 }
 
 impl Own {
@@ -325,7 +325,8 @@ impl Own {
             self.ticks = vec![None; ticks.len()];
         }
         for ((kept, now), cpu) in self.ticks.iter_mut().zip(ticks).zip(cpus) {
-            let now = now.map(|n| crate::tick::Tally { nohz_full: self.nohz_full.contains(cpu), ..n });
+            let (nohz_full, nohz_capable) = (self.nohz_full.as_ref().is_some_and(|l| l.contains(cpu)), self.nohz_full.is_some());
+            let now = now.map(|n| crate::tick::Tally { nohz_full, nohz_capable, ..n });
             // Never fewer verdicts than before: a read after the clear.
             if now.is_some_and(|n| kept.is_none_or(|k| n.verdicts() >= k.verdicts())) {
                 *kept = now;

@@ -11,6 +11,7 @@ mod cputimers;
 mod hints;
 mod irqs;
 mod power;
+mod preempt;
 mod render;
 mod tasks;
 mod timers;
@@ -136,6 +137,7 @@ pub fn audit(root: &Path, cpus: &[usize]) -> Report {
     let mut cx = Ctx::new(root, cpus);
     cpus_check(&mut cx);
     boot::check(&mut cx);
+    preempt::check(&mut cx);
     irqs::check(&mut cx);
     workqueues::check(&mut cx);
     let threads = tasks::check(&mut cx);

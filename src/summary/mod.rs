@@ -117,14 +117,19 @@ pub struct PeriodicRow {
 }
 
 /// What a period of `cause`'s stalls usually is, by its length: a tick's
-/// periods are CONFIG_HZ's (1000, 300, 250, 100).
-pub fn likely(kind: Kind, period_ns: u64) -> &'static str {
+/// periods are CONFIG_HZ's (1000, 300, 250, 100). `nohz_capable`: whether
+/// this kernel can stop a busy CPU's tick at all (None: not known), so
+/// that `nohz_full=` is advised only where it can work (as doctor says).
+pub fn likely(kind: Kind, period_ns: u64, nohz_capable: Option<bool>) -> &'static str {
     let tick = [1_000_000, 3_333_333, 4_000_000, 10_000_000].iter().any(|&t| period_ns.abs_diff(t) * 1000 <= t);
     match kind {
         Kind::Unexplained | Kind::Host if tick => {
             "a tick's period: in a VM, the host's work as it delivers this kernel's timer interrupt (or the host's own tick); on bare metal, SMIs or firmware timers"
         }
         Kind::Unexplained | Kind::Host => "a source outside this kernel: SMI timers, firmware or BMC polling, the host's timers",
+        Kind::Irq | Kind::Timer if tick && nohz_capable == Some(false) => {
+            "the scheduler tick: this kernel cannot stop it while a task runs (built without CONFIG_NO_HZ_FULL; one built with it, booted with nohz_full= on this CPU, can)"
+        }
         Kind::Irq | Kind::Timer if tick => "the scheduler tick: nohz_full= on this CPU stops it while one task runs (doctor)",
         Kind::Own => "jitterwatch's own programs, inside what recurs at this period",
         _ if tick => "at the tick's period: work the tick starts (timers, RCU, vmstat)",
@@ -370,7 +375,7 @@ impl Summary {
                             share: p.share,
                             phase_ns: p.phase_ns,
                             stalls: p.events,
-                            likely: likely(k.cause.kind(), p.period_ns),
+                            likely: likely(k.cause.kind(), p.period_ns, c.probe.tick.map(|t| t.nohz_capable)),
                         })
                     })
                     .collect(),

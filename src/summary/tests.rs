@@ -243,3 +243,15 @@ fn the_loop_s_clock_is_named_with_its_drift() {
     assert!(!text.contains(" clock"), "{text}");
     assert_eq!(v["cpus"][0]["clock"], "vdso");
 }
+
+/// The tick's advice is nohz_full= only where the kernel can take it: a
+/// kernel without CONFIG_NO_HZ_FULL was told to use it, and doctor said
+/// it cannot.
+#[test]
+fn the_tick_s_advice_follows_what_the_kernel_can_do() {
+    let can = likely(Kind::Irq, 4_000_000, Some(true));
+    assert!(can.contains("nohz_full= on this CPU stops it"), "{can}");
+    assert_eq!(likely(Kind::Irq, 4_000_000, None), can, "not known: the advice, with doctor to check");
+    let cannot = likely(Kind::Irq, 4_000_000, Some(false));
+    assert!(cannot.contains("this kernel cannot stop it") && cannot.contains("CONFIG_NO_HZ_FULL"), "{cannot}");
+}
