@@ -255,3 +255,21 @@ fn the_tick_s_advice_follows_what_the_kernel_can_do() {
     let cannot = likely(Kind::Irq, 4_000_000, Some(false));
     assert!(cannot.contains("this kernel cannot stop it") && cannot.contains("CONFIG_NO_HZ_FULL"), "{cannot}");
 }
+
+/// A floor measured while the CPU was busier than later reads above the
+/// run's mean period: said as such ("loop floor 17 ns (mean period
+/// 11.5 ns)" read as a contradiction).
+#[test]
+fn a_floor_above_the_mean_period_says_when_it_was_measured() {
+    let s = Stats::new(&[1], 0);
+    let mut sum = Summary::from_stats(&s, &Default::default(), "probe");
+    (sum.cpus[0].loop_floor_ns, sum.cpus[0].loop_mean_ns, sum.cpus[0].loop_quiet_mean_ns) = (Some(17), Some(11.5), Some(11.6));
+    let mut text = Vec::new();
+    sum.write_text(&mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("loop floor 17 ns, measured as the probe started, when the loop ran slower (mean period 11.5 ns"), "{text}");
+    sum.cpus[0].loop_mean_ns = Some(23.7);
+    let mut text = Vec::new();
+    sum.write_text(&mut text).unwrap();
+    assert!(String::from_utf8(text).unwrap().contains("loop floor 17 ns (mean period 23.7 ns"));
+}

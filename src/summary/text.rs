@@ -46,9 +46,18 @@ impl Summary {
                 } else if let Some(w) = &c.wakeup {
                     format!("wake-up probe every {} (timer slack {})", ns(w.period_ns), ns(w.slack_ns))
                 } else {
+                    let floor = c.loop_floor_ns.unwrap_or(0);
+                    // The floor is measured as the probe starts (20 ms to 1 s):
+                    // a CPU busier or slower then than later gives a floor
+                    // above the run's mean period, said as such.
+                    let then = if floor as f64 > c.loop_mean_ns.unwrap_or(f64::MAX) {
+                        ", measured as the probe started, when the loop ran slower"
+                    } else {
+                        ""
+                    };
                     format!(
-                        "loop floor {} ns (mean period {:.1} ns, {:.1} ns between hiccups{})",
-                        c.loop_floor_ns.unwrap_or(0),
+                        "loop floor {} ns{then} (mean period {:.1} ns, {:.1} ns between hiccups{})",
+                        floor,
                         c.loop_mean_ns.unwrap_or(0.0),
                         c.loop_quiet_mean_ns.unwrap_or(0.0),
                         match (c.clock.unwrap_or("vdso"), c.tsc_drift_ns) {

@@ -356,3 +356,12 @@ fn a_work_item_is_joined_to_its_own_queuing() {
         .unwrap();
     assert_eq!(find(&slices, "work:vmstat_update").flows_in, from_a.flow_ids);
 }
+
+/// The docs give the cap the start line says (they said 22 MiB once the
+/// events had grown to 28).
+#[test]
+fn the_docs_give_the_cap_the_start_line_says() {
+    let usage = include_str!("../../docs/usage.md");
+    let said = format!("capped at {:.0} MiB per CPU", super::cap_mib());
+    assert!(usage.contains(&said), "docs/usage.md does not say {said:?}");
+}
