@@ -154,8 +154,10 @@ pub const NAME_MAX: u16 = 40;
 
 /// A culprit's name cell in `w` columns: the cause (unexplained time in
 /// the long wording when `long`), and in passive mode whose time it took,
-/// cut first where the room is short.
-fn culprit_name(s: &Culprit, th: Theme, long: bool, w: usize) -> Line<'static> {
+/// cut first where the room is short. With one thread watched, whose it
+/// was says nothing (the CPUs pane names it): `whose` is false and no row
+/// carries it (some rows did and others not, as their names left room).
+fn culprit_name(s: &Culprit, th: Theme, long: bool, w: usize, whose: bool) -> Line<'static> {
     let name = match s.key.cause.kind() {
         Kind::Unexplained => Span::styled(if long { UNEXPLAINED } else { UNEXPLAINED_SHORT }, th.dim()),
         Kind::Lost => Span::styled(LOST, th.dim()),
@@ -167,7 +169,7 @@ fn culprit_name(s: &Culprit, th: Theme, long: bool, w: usize) -> Line<'static> {
         Some(e) => Line::from(vec![name, Span::styled(e, th.fg(Color::Cyan))]),
         None => Line::from(name),
     };
-    let victim = match &s.victim {
+    let victim = match s.victim.as_ref().filter(|_| whose) {
         Some((v, 0)) => format!(" → {v}"),
         Some((v, n)) => format!(" → {v} +{n}"),
         None => String::new(),
@@ -192,7 +194,7 @@ pub fn culprits_width(app: &App) -> u16 {
         let th = Theme { color: false };
         // The cause's name: in passive mode whose time it took may be cut.
         let name = |c: &Culprit| Culprit { victim: None, ..c.clone() };
-        (CULPRIT_FIXED, app.culprits().iter().map(|c| culprit_name(&name(c), th, false, usize::MAX).width()).max())
+        (CULPRIT_FIXED, app.culprits().iter().map(|c| culprit_name(&name(c), th, false, usize::MAX, false).width()).max())
     };
     fixed + (widest.unwrap_or(0) as u16).min(NAME_MAX)
 }
@@ -221,6 +223,7 @@ pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     // Unexplained time says what it is where its name column has the room.
     let name_w = area.width.saturating_sub(CULPRIT_FIXED) as usize;
     let long = name_w >= UNEXPLAINED.chars().count();
+    let whose = app.watched().len() > 1;
     let rows = list.iter().skip(first).take(shown).map(|s| {
         let (cpu, kind) = (s.key.cpu, s.key.cause.kind());
         let stolen = v.cpus.iter().find(|c| c.cpu == cpu).map_or(0, |c| c.stolen_ns);
@@ -228,7 +231,7 @@ pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         Row::new(vec![
             right(cpu.to_string()),
             Cell::from(Span::styled(kind.as_str(), th.kind(kind))),
-            Cell::from(culprit_name(s, th, long, name_w)),
+            Cell::from(culprit_name(s, th, long, name_w, whose)),
             right(fmt::count(s.count)),
             right(fmt::dur(s.total_ns)),
             right(fmt::dur(s.max_ns)),
