@@ -115,6 +115,9 @@ pub struct App {
     /// No new snapshot for a while (the collector stalled or ended).
     pub stale: bool,
     scroll: [usize; 4],
+    /// How far the open overlay (help, a stall) is scrolled, in rows: at
+    /// 80×24 neither fits. Drawing stops it at the overlay's last row.
+    pub overlay_scroll: u16,
     rate_ref: Option<RateRef>,
     /// (events/s, hiccups/s per CPU in `view.cpus` order) over the last second.
     rates: Option<(f64, Vec<f64>)>,
@@ -138,6 +141,7 @@ impl App {
             detail: false,
             stale: false,
             scroll: [0; 4],
+            overlay_scroll: 0,
             rate_ref: None,
             rates: None,
         };
@@ -341,12 +345,25 @@ impl App {
                 self.scroll = [0; 4];
             }
             Action::Reset => self.scroll = [0; 4],
-            Action::Help => self.help = !self.help,
+            Action::Help => {
+                self.help = !self.help;
+                self.overlay_scroll = 0;
+            }
             Action::CloseHelp => {
                 self.help = false;
                 self.detail = false;
+                self.overlay_scroll = 0;
             }
-            Action::Detail => self.detail = !self.detail,
+            Action::Detail => {
+                self.detail = !self.detail;
+                self.overlay_scroll = 0;
+            }
+            // An open overlay takes the scrolling keys; a bound far past
+            // any overlay's rows (drawing stops it at its last).
+            Action::Scroll(d) if self.overlay_open() => {
+                self.overlay_scroll = (i64::from(self.overlay_scroll) + d as i64).clamp(0, 500) as u16;
+            }
+            Action::Top if self.overlay_open() => self.overlay_scroll = 0,
             Action::Scroll(d) => {
                 let max = self.len(self.focus).saturating_sub(1);
                 let s = &mut self.scroll[self.focus.index()];

@@ -6,7 +6,6 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph, Widget};
 
 use super::app::App;
 use super::fmt;
@@ -64,9 +63,5 @@ pub fn render(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
             ));
         }
     }
-    let w = area.width.saturating_sub(4).min(100);
-    let h = (lines.len() as u16 + 2).min(area.height.saturating_sub(2));
-    let r = Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h };
-    Clear.render(r, buf);
-    Paragraph::new(lines).block(th.block(" Stall (Enter or Esc closes) ".into(), true, w)).render(r, buf);
+    super::render::overlay(app, th, area, buf, lines, 100, "Stall (Enter or Esc closes)");
 }

@@ -15,7 +15,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("?", "help"),
     ("o", "by cause/by sender"),
     ("Ctrl-C", "quit"),
-    ("↑↓ PgUp PgDn", "scroll the pane"),
+    ("↑↓ PgUp PgDn", "scroll pane or popup"),
     ("Home", "back to the top"),
     ("Shift-Tab", "previous pane"),
     ("Enter", "the top stall in full"),

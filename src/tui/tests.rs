@@ -250,6 +250,37 @@ fn help_toggles_and_shows_the_cost() {
     assert!(!text(&draw(&a, 80, 24)).contains("Cost of jitterwatch"));
 }
 
+/// At 80×24 neither the help nor a stall fits: each says which rows show
+/// and scrolls to its last (the help's end and the pop-up's last line
+/// were cut off, with no way to reach them).
+#[test]
+fn overlays_too_tall_for_the_screen_scroll_to_their_end() {
+    let mut a = app();
+    a.apply(Action::Help);
+    let s = text(&draw(&a, 80, 24));
+    assert!(s.contains("rows 1–20 of") && s.contains("↑↓ scroll"), "{s}");
+    assert!(!s.contains("unexplained: time no kernel event covers"), "{s}");
+    for _ in 0..10 {
+        a.apply(Action::Scroll(10));
+    }
+    let s = text(&draw(&a, 80, 24));
+    assert!(s.contains("unexplained: time no kernel event covers"), "the help's last line:\n{s}");
+    a.apply(Action::Top);
+    assert!(text(&draw(&a, 80, 24)).contains("rows 1–20 of"));
+    a.apply(Action::Help);
+    assert_eq!(a.overlay_scroll, 0, "closing resets it");
+    // A stall without a stack: its hint line is wrapped whole at 80 columns.
+    let mut st = stats();
+    st.record(&hiccup(6, START + 6 * S, vec![(task(b"hog", 50), 3_000_000)], 0));
+    let mut a = App::new(info(), Snapshot::of(&st), false);
+    a.apply(Action::Detail);
+    for _ in 0..5 {
+        a.apply(Action::Scroll(10));
+    }
+    let t = text(&draw(&a, 80, 24));
+    assert!(t.contains("DUR in one go, or an IRQ."), "the pop-up's last line whole:\n{t}");
+}
+
 #[test]
 fn tab_moves_between_panes_and_small_screens_swap_in_the_histogram() {
     let mut a = app();
