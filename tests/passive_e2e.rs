@@ -300,3 +300,24 @@ fn passive_mode_refuses_what_it_cannot_watch() {
     one_line(&["--pid", "1", "--rt", "--no-tui"], "cannot be used with");
     one_line(&["--comm", "no-such-thread-x", "--no-tui"], "no thread has that name");
 }
+
+/// A watched thread that sleeps the whole run gets a line of its own (it
+/// had none, and its CPU read "0.0% of delayed time explained").
+#[test]
+fn a_thread_asleep_the_whole_run_is_said_as_such() {
+    if !require_root_btf("a_thread_asleep_the_whole_run_is_said_as_such") {
+        return;
+    }
+    let _g = lock();
+    let cpu = last_cpu().to_string();
+    let mut sleeper = std::process::Command::new("taskset").args(["-c", &cpu, "sleep", "20"]).spawn().unwrap();
+    // taskset execs sleep: the same pid, pinned before it sleeps.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = sleeper.id().to_string();
+    let (status, out, err) = run_bin(&["--pid", &pid, "--no-tui", "--duration", "1s"], std::time::Duration::from_secs(30));
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert!(status.success(), "{err}");
+    assert!(out.contains(&format!("watched thread sleep[{pid}] never ran on a watched CPU during the run")), "{out}");
+    assert!(out.contains(&format!("cpu {cpu}: no hiccup,")), "{out}");
+}

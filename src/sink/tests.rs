@@ -15,14 +15,16 @@ fn namer() -> Namer {
     Namer::new(Kallsyms::empty(), IdleStates::default())
 }
 
-/// The aggregates count a stall, and keep the one that stopped the run.
+/// The aggregates count a stall, and keep the one that stopped the run;
+/// what began after it ended is not kept (a stall on another CPU that
+/// began before is).
 #[test]
 fn the_sinks_keep_the_first_stall_that_stops_the_run() {
-    let mut sinks = Sinks::new(Stats::new(&[2], 0), Vec::new(), Some(60));
-    for (t0, ns) in [(10, 50), (90, 70), (200, 80)] {
-        assert!(!sinks.on_hiccup(&hiccup(2, t0, vec![(Cause::Softirq(1), ns)], 0)));
+    let mut sinks = Sinks::new(Stats::new(&[2, 3], 0), Vec::new(), Some(60));
+    for (cpu, t0, ns) in [(2, 10, 50), (2, 90, 70), (3, 150, 10), (2, 200, 80), (3, 160, 10)] {
+        assert!(!sinks.on_hiccup(&hiccup(cpu, t0, vec![(Cause::Softirq(1), ns)], 0)));
     }
-    assert_eq!(sinks.stats.cpus[0].hiccups, 3);
+    assert_eq!((sinks.stats.cpus[0].hiccups, sinks.stats.cpus[1].hiccups), (2, 1), "the stall at 200 and 160 began after 90 + 70");
     let st = sinks.outcome.stopped_on.expect("stopped");
     assert_eq!((st.cpu, st.time_ns, st.gap_ns, st.limit_ns), (2, 90, 70, 60));
     // A thread's own system call's softirq stops nothing, and breaks no bound.

@@ -103,6 +103,13 @@ impl Source for PassiveSource {
             i
         }));
         stats.threads_elsewhere = t.seen_elsewhere.clone();
+        stats.threads_idle = self
+            .target
+            .threads
+            .iter()
+            .filter(|(tid, _)| t.threads().all(|i| i.tid != *tid))
+            .map(|(tid, name)| format!("{name}[{tid}]"))
+            .collect();
     }
 
     fn stop(&mut self) -> Ended {

@@ -160,6 +160,9 @@ pub struct Stats {
     pub threads: Threads,
     /// Passive mode: watched threads seen on CPUs not watched (tid, cpu).
     pub threads_elsewhere: Vec<(u32, u32)>,
+    /// Passive mode: threads found at start that have not run on a watched
+    /// CPU since (`comm[tid]`, escaped): no row of their own says so.
+    pub threads_idle: Vec<String>,
     /// Causes by who sent them (IPIs, work, wake-ups), per CPU.
     pub by_sender: origins::BySender,
     /// A cause's starts copied here to look for their period (allocated once).
@@ -189,6 +192,7 @@ impl Stats {
             run_gaps: Map::default(),
             threads: Threads::default(),
             threads_elsewhere: Vec::new(),
+            threads_idle: Vec::new(),
             by_sender: origins::BySender::default(),
             period_scratch: Vec::new(),
         }

@@ -30,6 +30,9 @@ pub fn of(s: &Stats, outcome: &Outcome, cpus: &[CpuRow]) -> Vec<String> {
             crate::units::ns(c.stopped_ns)
         ));
     }
+    for name in &s.threads_idle {
+        notes.push(format!("watched thread {name} never ran on a watched CPU during the run: no hiccup, nothing lost (asleep throughout)"));
+    }
     for &(tid, cpu) in &s.threads_elsewhere {
         notes.push(format!("watched thread {tid} also ran on CPU {cpu}, which is not watched: its time there is not counted"));
     }

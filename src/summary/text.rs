@@ -27,12 +27,15 @@ impl Summary {
         for c in &self.cpus {
             writeln!(
                 out,
-                "\ncpu {}: {:.1}% of {} time explained{}, {}, {:.1} hiccups/s, {} queue overflows, {} ring-buffer drops",
+                "\ncpu {}: {}{}, {}, {:.1} hiccups/s, {} queue overflows, {} ring-buffer drops",
                 c.cpu,
-                c.explained_pct,
-                // Passive mode: the threads' hiccups, mostly their own
-                // wake-ups and waits: delayed, not stolen.
-                if self.mode == "passive" { "delayed" } else { "stolen" },
+                // Nothing to explain is not "0.0% explained".
+                match c.hiccups {
+                    0 => "no hiccup".to_string(),
+                    // Passive mode: the threads' hiccups, mostly their own
+                    // wake-ups and waits: delayed, not stolen.
+                    _ => format!("{:.1}% of {} time explained", c.explained_pct, if self.mode == "passive" { "delayed" } else { "stolen" }),
+                },
                 if c.unknown_pct > 0.0 {
                     format!(
                         " ({:.1} points of it from hiccups with dropped events; {:.1}% lost while events were dropped)",
