@@ -63,5 +63,5 @@ pub fn render(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
             ));
         }
     }
-    super::render::overlay(app, th, area, buf, lines, 100, "Stall (Enter or Esc closes)");
+    super::overlay::render(app, th, area, buf, lines, 100, "Stall (Enter or Esc closes)");
 }

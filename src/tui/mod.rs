@@ -13,6 +13,7 @@ mod glance_tests;
 mod hint_tests;
 mod keymap;
 mod keyreader;
+mod overlay;
 mod panes;
 mod render;
 // The README's picture of this screen (cargo xtask screenshots).

@@ -22,6 +22,11 @@ impl Spread {
         Spread { n: v.len(), median, min: v[0], max: v[v.len() - 1] }
     }
 
+    /// The median, where there was a sample.
+    pub fn value(&self) -> Option<f64> {
+        (self.n > 0).then_some(self.median)
+    }
+
     /// "median [min–max]" with `prec` decimals.
     pub fn show(&self, prec: usize) -> String {
         if self.n == 0 {

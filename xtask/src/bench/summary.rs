@@ -182,13 +182,18 @@ pub fn measured(id: Id, f: &Figures) -> String {
                 let x = |c: &str| v(&format!("{}_{c}_p50_ns", k.key()));
                 let d = |a: Option<f64>, b: Option<f64>| n(a.zip(b).map(|(a, b)| a - b), 0);
                 let stats = |c: &str| v(&format!("{}_bpf_stats{c}_ns", k.key()));
+                let own = v(&format!("self_{}_ns", k.key()));
+                let [kernel, share, work] = crate::bench::verdicts::per_interruption_shares(x, own);
                 format!(
-                    "{}: our programs' work {} ns paired, the hooks alone {} ns (within the run, against no hook; {} ns by separate runs); self {} ns{}",
+                    "{}: charged to the kernel {} over no hook, self {} of what watching adds, our work {} the hooks alone; our programs' work {} ns paired, the hooks alone {} ns (within the run, against no hook; {} ns by separate runs); self {} ns{}",
                     k.describe(),
+                    kernel.map_or("not measured".to_string(), |p| format!("{p:+.1}%")),
+                    share.map_or("not measured".to_string(), |p| format!("{p:.0}%")),
+                    work.map_or("not measured".to_string(), |r| format!("{r:.2}×")),
                     n(x("paired"), 0),
                     n(x("hooks"), 0),
                     d(x("floor"), x("none")),
-                    n(v(&format!("self_{}_ns", k.key())), 0),
+                    n(own, 0),
                     stats("").zip(stats("_floor")).map_or(String::new(), |(w, f)| format!(
                         "; kernel BPF stats {w:.0} ns less {f:.0} returning at once = {:.0} ns",
                         w - f

@@ -159,7 +159,7 @@ fn results(sampled: bool) -> Results {
                 watched: cond(14_120.0),
                 off: cond(14_040.0),
                 bare: cond(14_010.0),
-                hooks: interruption::Paired([0.0; 6].map(|_| [vec![25.0], vec![30.0]])),
+                hooks: interruption::Paired([0.0; 6].map(|_| [vec![125.0], vec![130.0]])),
                 programs: vec![31.0],
                 paired: interruption::Paired([
                     [vec![70.0], vec![80.0]],

@@ -202,3 +202,49 @@ fn the_wakeup_probe_and_the_observer_are_judged_both_ways() {
     f.insert(Id::WatchedCyclictest, obs(0.0, 40.0, 50.0));
     assert_eq!(judge(Id::WatchedCyclictest, &f), Verdict::NotMeasured, "no wake-up seen: cyclictest was not watched");
 }
+
+/// Figure 3b (issue 64): each targeted kind within all three targets, from
+/// the same run's figures; an input that is not a sample never decides.
+#[test]
+fn figure_3b_judges_each_kind_against_its_own_run() {
+    use crate::bench::interruption::Kind;
+    // The tick of cca034d's bench: watched 27807, no hook 25674, self 396,
+    // work 520 against hooks 1662: 6.8% over no hook, self 18.6%.
+    let tick = |c: &str| match c {
+        "watched" => Some(27_807.0),
+        "bare" => Some(25_674.0),
+        "paired" => Some(520.0),
+        "hooks" => Some(1_662.0),
+        _ => None,
+    };
+    let [kernel, share, work] = per_interruption_shares(tick, Some(396.0));
+    assert!((kernel.unwrap() - 6.77).abs() < 0.01 && (share.unwrap() - 18.57).abs() < 0.01, "{kernel:?} {share:?}");
+    assert!((work.unwrap() - 0.313).abs() < 0.001);
+    // Every kind alike: met where self takes what watching adds.
+    let figures = |watched: f64, own: Option<f64>, paired: Option<f64>| {
+        move |key: &str| {
+            Kind::TARGETED.iter().find(|k| key.contains(k.key()))?;
+            match key {
+                k if k.ends_with("_watched_p50_ns") => Some(watched),
+                k if k.ends_with("_bare_p50_ns") => Some(10_000.0),
+                k if k.ends_with("_paired_p50_ns") => paired,
+                k if k.ends_with("_hooks_p50_ns") => Some(400.0),
+                k if k.starts_with("self_") => own,
+                _ => None,
+            }
+        }
+    };
+    assert_eq!(per_interruption(figures(11_000.0, Some(900.0), Some(300.0))), Verdict::Met);
+    assert_eq!(per_interruption(figures(11_000.0, Some(500.0), Some(300.0))), Verdict::Missed, "self 50% of what watching adds");
+    assert_eq!(per_interruption(figures(11_000.0, Some(900.0), Some(500.0))), Verdict::Missed, "work over the hooks");
+    assert_eq!(
+        per_interruption(figures(11_200.0, Some(850.0), Some(300.0))),
+        Verdict::Missed,
+        "3.5% over no hook is met, 80% share is not: 850/1200"
+    );
+    for bad in BAD {
+        let v = per_interruption(figures(11_000.0, bad, Some(300.0)));
+        assert!(undecided(v), "{bad:?}: {v:?}");
+        assert!(undecided(per_interruption(figures(11_000.0, Some(900.0), bad.filter(|b| !b.is_finite())))), "{bad:?}");
+    }
+}
