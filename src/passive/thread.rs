@@ -86,7 +86,8 @@ pub struct Books {
     /// (`wakeup_preempt()` asks the switch to skip its update): the wait
     /// for the switch, which our clock books as `woken_queued_ns`, is run
     /// time in the kernel's books. A run whose switch in was not read
-    /// (found running, renamed, placed) counts by the clock.
+    /// (found running, renamed, placed) counts by the clock, and
+    /// `kernel_on_cpu_ns()` leaves the steal read in it out.
     pub kernel_ran_ns: u64,
     /// The kernel's run time (low 32 bits) read as the thread came in.
     pub(super) runtime_seen: Option<u32>,
@@ -95,6 +96,12 @@ pub struct Books {
     /// of the thread's run time, so schedstat's first field is `ran_ns -
     /// stolen_ns`. Counted from the CPU's first steal reading on.
     pub stolen_ns: u64,
+    /// The part of `stolen_ns` inside runs counted by the clock (no kernel
+    /// count of them): `kernel_ran_ns` has it, the kernel's books do not.
+    pub clock_stolen_ns: u64,
+    /// The last run ended was counted by the clock: a steal reading taken
+    /// with its switch out is left out of it.
+    pub(super) last_run_by_clock: bool,
     /// On a runqueue, wanting a CPU, by the clock: from a preemption (its
     /// switch out), or from a wake-up (sched_wakeup fires once the thread
     /// is queued), to its switch in.
@@ -155,9 +162,19 @@ impl Books {
         self.ran_ns.saturating_sub(self.stolen_ns)
     }
 
-    /// On a CPU as the kernel books it (schedstat's first field).
+    /// On a CPU as the kernel books it (schedstat's first field): the
+    /// hypervisor's share of the runs only the clock counted left out.
     pub fn kernel_on_cpu_ns(&self) -> u64 {
-        self.kernel_ran_ns
+        self.kernel_ran_ns.saturating_sub(self.clock_stolen_ns)
+    }
+
+    /// The steal clock moved by `ns` while it ran; `by_clock`: in a run
+    /// the clock counts (else the kernel's count has it left out).
+    pub(super) fn stole(&mut self, ns: u64, by_clock: bool) {
+        self.stolen_ns += ns;
+        if by_clock {
+            self.clock_stolen_ns += ns;
+        }
     }
 
     fn open(&mut self, at: u64) {
@@ -174,6 +191,7 @@ impl Books {
         let ns = until.saturating_sub(since);
         self.ran_ns += ns;
         self.kernel_ran_ns += kernel.unwrap_or(ns);
+        self.last_run_by_clock = kernel.is_none();
         self.to_ns = self.to_ns.max(until);
     }
 

@@ -17,6 +17,7 @@ use crate::record::{Event, OriginKind, Payload, Task};
 mod kernel_wait;
 mod levels;
 mod running;
+mod steal;
 mod unseen;
 mod wake;
 
@@ -75,6 +76,10 @@ struct Cpu {
     left: Option<u32>,
     /// The runqueue's steal clock as last read here (None: not yet).
     steal: Option<u64>,
+    /// Its advances since the last switch seen here while no watched
+    /// thread was known to run: a switch into one no hook saw may claim
+    /// them (steal.rs).
+    unowned: steal::Unowned,
     /// A thread /proc showed running here, and when it was read: applied
     /// once the events up to then are read.
     seed: Option<(super::Seed, u64)>,
@@ -220,7 +225,7 @@ impl Tracker {
                 self.switch(cpu, ts, (&prev, prev_state, delays.0, runtimes.0), (&next, delays.1, runtimes.1), out);
                 let left = self.threads.contains_key(&prev.pid).then_some(prev.pid);
                 let c = &mut self.cpus[cpu as usize];
-                (c.last_switch, c.left) = (ts, left);
+                (c.last_switch, c.left, c.unowned) = (ts, left, steal::Unowned::default());
             }
             Payload::Steal { ns } => self.steal(cpu, ts, ns),
             Payload::Origin { kind: OriginKind::Wake, from_cpu, woken, .. } => self.cpus[cpu as usize].waking = Some((woken, from_cpu, ts)),
@@ -272,22 +277,6 @@ impl Tracker {
             | Payload::Origin { .. }
             | Payload::Stack { .. }
             | Payload::IrqAction { .. } => {}
-        }
-    }
-
-    /// The runqueue's steal clock read `ns` at `ts`: its advance since the
-    /// last reading is time the hypervisor took while the task that ran
-    /// here meanwhile had the CPU, which the kernel leaves out of that
-    /// task's run time. The clock moves when the runqueue's clock is
-    /// updated, as __schedule() does before a switch, so a reading taken
-    /// with a switch (the same time) closes the stretch of the task that
-    /// switched out.
-    fn steal(&mut self, cpu: u32, ts: u64, ns: u64) {
-        let c = &mut self.cpus[cpu as usize];
-        let Some(last) = c.steal.replace(ns) else { return };
-        let who = if ts == c.last_switch { c.left } else { c.running };
-        if let Some(t) = who.and_then(|tid| self.threads.get_mut(&tid)) {
-            t.info.books.stolen_ns += ns.saturating_sub(last);
         }
     }
 

@@ -58,6 +58,7 @@ impl Tracker {
                 }
                 // Not seen: what the kernel booked there is not known.
                 self.switch_in(cpu, at, prev, None, out);
+                self.claim_unowned(cpu, prev.pid, at);
             }
             None if known => {
                 t.info.books.unplaced += 1;
