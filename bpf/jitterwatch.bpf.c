@@ -505,6 +505,18 @@ int BPF_PROG(on_task_rename, struct task_struct *task, const char *comm)
 	return 0;
 }
 
+/*
+ * Nothing: the kernel's dispatch alone. Attached several times at once to
+ * task_rename on a housekeeping CPU before tracing starts, it prices one
+ * firing of a hook where our programs cannot time it (before their first
+ * clock read, after their last): src/bpf/dispatch.rs.
+ */
+SEC("?tp_btf/task_rename")
+int BPF_PROG(dispatch_calib)
+{
+	return 0;
+}
+
 /* The sender-side programs: who caused what runs on a watched CPU. */
 #include "origins.bpf.h"
 

@@ -12,12 +12,14 @@ use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBuffer, RingBufferBuild
 
 mod bench;
 mod counts;
+mod dispatch;
 mod framing;
 mod loadlog;
 mod regions;
 mod stacks;
 mod tracepoints;
 pub use counts::ProgStat;
+pub use dispatch::Dispatch;
 pub use regions::Regions;
 pub use stacks::StackMap;
 pub use tracepoints::is_origin_tracepoint;
@@ -91,6 +93,9 @@ pub struct Tracer<'obj> {
     pub switch_hook: SwitchHook,
     /// The CPUs with a region, in the regions map's order (empty: none).
     region_cpus: Vec<usize>,
+    /// One hook firing's dispatch, priced before attaching (None: not
+    /// priced; dispatch.rs).
+    pub dispatch: Option<Dispatch>,
     /// `unwatch` has cleared the programs' memory (their drop counts too).
     unwatched: std::sync::atomic::AtomicBool,
 }
@@ -256,6 +261,10 @@ impl<'obj> Tracer<'obj> {
             let name = prog.name().to_string_lossy().into_owned();
             if name == "on_switch_out" {
                 prog.set_autoload(perf_ok);
+            } else if name == "dispatch_calib" {
+                // Attached by dispatch.rs alone, before tracing starts.
+                prog.set_autoload(has("task_rename"));
+                prog.set_autoattach(false);
             } else if name == "on_task_rename" {
                 // Passive mode only: a watched name taken by exec or prctl.
                 prog.set_autoload(passive && has("task_rename"));
@@ -294,9 +303,11 @@ impl<'obj> Tracer<'obj> {
     fn attach_loaded(loaded: Loaded<'obj>, cpus: &[usize]) -> Result<Self, TracerError> {
         let Loaded { mut skel, missing, perf, old_switch } = loaded;
         let region_cpus = if regions::USED { cpus.to_vec() } else { vec![] };
+        // Before anything of ours runs: nothing else fires meanwhile.
+        let dispatch = dispatch::calibrate(&skel);
         if bench::left_unattached(&skel, switch_prog(old_switch))? {
             let switch_hook = SwitchHook::Tracepoint("attached by the benchmark (JITTERWATCH_BPF_UNATTACHED)".to_string());
-            return Ok(Self { _switch_links: vec![], skel, missing, switch_hook, region_cpus, unwatched: Default::default() });
+            return Ok(Self { _switch_links: vec![], skel, missing, switch_hook, region_cpus, dispatch, unwatched: Default::default() });
         }
         skel.attach().map_err(bpf("attaching the BPF programs"))?;
         let perf = perf.and_then(|()| Self::attach_perf(&skel, cpus).map_err(|e| format!("the per-CPU perf event failed: {e}")));
@@ -308,7 +319,7 @@ impl<'obj> Tracer<'obj> {
                 (SwitchHook::Tracepoint(why), vec![link])
             }
         };
-        Ok(Self { _switch_links: links, skel, missing, switch_hook, region_cpus, unwatched: Default::default() })
+        Ok(Self { _switch_links: links, skel, missing, switch_hook, region_cpus, dispatch, unwatched: Default::default() })
     }
 
     /// One perf event per watched CPU with the program on it; on error the

@@ -170,6 +170,7 @@ fn collect(
     let attach_ns = now_ns();
     let mut engine = Engine::new(&cfg.cpus, attach_ns, WINDOW, namer);
     engine.set_own_tgid(cfg.own_tgid);
+    engine.set_dispatch_ns(tracer.dispatch.map_or(0, |d| d.ns));
     if cfg.stacks_above > 0 {
         let map = tracer.stacks()?;
         engine.set_stacks(Stacks::new(cfg.stacks_above, Box::new(move |id| map.take(id))));
@@ -193,6 +194,7 @@ fn collect(
         setup_cpu_ns: thread_cpu_ns(),
         missing: tracer.missing.clone(),
         switch_hook: tracer.switch_hook.to_string(),
+        dispatch: tracer.dispatch,
         // None where the kernel cannot have them (no file without
         // CONFIG_NO_HZ_FULL: None) or has none ("(null)").
         nohz_full: crate::cpulist::read_file(std::path::Path::new("/sys/devices/system/cpu/nohz_full")).ok(),
@@ -303,6 +305,7 @@ struct Own {
     first_event_ns: u64,
     missing: Vec<&'static str>,
     switch_hook: String,
+    dispatch: Option<crate::bpf::Dispatch>,
     /// The kernel's drop counters as last read, and how often a read failed:
     /// a failed read keeps the last counts (a lower bound), never zeros.
     drops: Vec<u64>,
@@ -356,6 +359,7 @@ impl Own {
             evicted_segments: window.evicted,
             missing_tracepoints: self.missing.clone(),
             switch_hook: self.switch_hook.clone(),
+            dispatch: self.dispatch,
             drop_read_failures: self.drop_read_failures,
             prog_stats: if bpf_stats { tracer.prog_stats() } else { Vec::new() },
             cpus: cpus

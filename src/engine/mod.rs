@@ -115,6 +115,14 @@ impl Engine {
         }
     }
 
+    /// One hook firing's dispatch, ns (bpf::Dispatch): the time before
+    /// each of our records that our programs cannot time is `self`.
+    pub fn set_dispatch_ns(&mut self, ns: u64) {
+        for c in &mut self.cpus {
+            c.timeline.dispatch_ns = ns;
+        }
+    }
+
     pub fn on_event(&mut self, ev: &Event) {
         let Some(i) = self.slot(ev.cpu) else {
             self.foreign_events += 1;

@@ -68,6 +68,10 @@ pub struct Timeline {
     suspended: Map<u32, Frame>,
     /// Start of the open segment (charged to the top of the stack).
     last: u64,
+    /// One firing of our hooks before its program's first clock read (the
+    /// kernel's dispatch, priced at start: bpf::Dispatch): that much before
+    /// each event our program timed is ours (0: nothing moved).
+    pub dispatch_ns: u64,
     /// When the last switch seen was.
     last_switch: u64,
     probe_tids: Vec<u32>,
@@ -107,6 +111,7 @@ impl Timeline {
             stack: Vec::with_capacity(MAX_DEPTH),
             suspended: crate::fastmap::with_capacity(64),
             last: start,
+            dispatch_ns: 0,
             start,
             last_switch: 0,
             probe_tids: Vec::new(),
@@ -285,12 +290,21 @@ impl Timeline {
         } else {
             ev.ts
         };
+        // A firing of ours (it timed itself), after what a switch places
+        // before it.
+        let ours = ev.own_ns > 0 && self.dispatch_ns > 0;
+        if ours && !matches!(ev.payload, Payload::Switch { .. }) {
+            self.dispatched(ts);
+        }
         match ev.payload {
             Payload::Switch { prev, next, prev_ran_ns, prev_state, .. } => {
                 if prev_ran_ns > 0 && !self.runs(prev.pid) {
                     // Not before the last switch seen: prev came after it.
                     let at = ts.saturating_sub(u64::from(prev_ran_ns)).max(self.last_switch);
                     self.unseen_switch(at, self.task_cause(prev.pid, prev.tgid, prev.comm));
+                }
+                if ours {
+                    self.dispatched(ts);
                 }
                 self.close(ts);
                 // The probe leaving stopped: until it runs again, its gap is
@@ -366,6 +380,19 @@ impl Timeline {
         }
         if ev.own_ns > 0 {
             self.own(ts, ev.own_ns);
+        }
+    }
+
+    /// Our program that wrote an event at `ts` was dispatched
+    /// `dispatch_ns` before it (its first clock read): that stretch is
+    /// jitterwatch's, not what ran before it or what the event begins.
+    /// Never before time already charged.
+    fn dispatched(&mut self, ts: u64) {
+        let from = ts.saturating_sub(self.dispatch_ns).max(self.last);
+        if from < ts {
+            self.close(from);
+            self.push_segment(from, ts, Context::Own);
+            self.last = ts;
         }
     }
 

@@ -90,6 +90,9 @@ pub struct Counters {
     pub switch_hook: String,
     /// Per-program BPF run statistics (with --bpf-stats).
     pub prog_stats: Vec<ProgStat>,
+    /// One hook firing's dispatch as priced at start, moved into `self`
+    /// before each of our records (None: not priced).
+    pub dispatch: Option<crate::bpf::Dispatch>,
     pub cpus: Vec<CpuCounters>,
 }
 

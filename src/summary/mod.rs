@@ -224,6 +224,12 @@ pub struct Overhead {
     pub queue_overflows: u64,
     /// Per BPF program: runs and ns per run (with --bpf-stats).
     pub bpf_programs: Vec<ProgRow>,
+    /// One hook firing's dispatch as priced at start (the kernel's part
+    /// before our first clock read), and its spread over the calibration's
+    /// rounds: `self` holds that much before each of our records. Absent:
+    /// not priced (no task_rename tracepoint), nothing moved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispatch: Option<crate::bpf::Dispatch>,
 }
 
 #[derive(Serialize)]
@@ -403,6 +409,7 @@ impl Summary {
                 evicted_segments: n.evicted_segments,
                 ringbuf_drops: n.drops(),
                 queue_overflows: n.overflows(),
+                dispatch: n.dispatch,
                 bpf_programs: n
                     .prog_stats
                     .iter()

@@ -204,6 +204,14 @@ impl Summary {
         if !self.switch_hook.is_empty() {
             writeln!(out, "  context switches: {}", visible(&self.switch_hook))?;
         }
+        if let Some(d) = o.dispatch {
+            writeln!(
+                out,
+                "  a hook's dispatch: {} a firing (± {}, priced at start), counted in self before each of our records",
+                ns(d.ns),
+                ns(d.spread_ns / 2)
+            )?;
+        }
         if o.evicted_segments > 0 {
             // Stalls longer than the window keep their totals per cause, not their order.
             writeln!(out, "  {} timeline segments folded into per-cause totals (window full)", o.evicted_segments)?;

@@ -309,6 +309,7 @@ fn per_interruption(p: Option<&super::interruption::PerInterruption>, q: &dyn Fn
     // The kernel's BPF statistics, summed over each kind's programs: whole,
     // and returning at once (the statistics' own cost and the dispatch).
     fig = fig.with("hook_programs", p.and_then(|p| m(&p.programs)));
+    fig = fig.with("dispatch_priced_ns", p.and_then(|p| m(&p.dispatch)));
     let sums = p.map(|p| super::interruption::per_kind(&p.stats[0], &p.stats[1]));
     // Not the warm IPI's: its programs are the cold one's.
     for (k, kind) in Kind::ALL.into_iter().enumerate().filter(|(_, kind)| kind.programs().is_some()) {

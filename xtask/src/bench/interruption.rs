@@ -141,6 +141,10 @@ pub struct PerInterruption {
     /// Of the runs whose gaps were classified, how many had the tick's
     /// grid from the kernel's books (the others looked for its comb).
     pub tick_books: [usize; 2],
+    /// A hook firing's dispatch as jitterwatch priced it at start, per
+    /// statistics run (its summary's `overhead.dispatch.ns`): what `self`
+    /// holds before each of our records, beside the hooks alone a firing.
+    pub dispatch: Vec<f64>,
 }
 
 /// 3b: the three runs, alternated, `reps` times each.
@@ -153,6 +157,7 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
     let mut stages = [Paired::default(), Paired::default()];
     let mut own: ByKind<Vec<f64>> = Default::default();
     let mut stats: [Vec<serde_json::Value>; 2] = Default::default();
+    let mut dispatch = Vec::new();
     // Routed for the whole figure, and put back however it ends.
     let nic = super::nic::route_to(cx.watched);
     let gateway = nic.as_ref().map_or("-".to_string(), |r| r.gateway.to_string());
@@ -189,7 +194,9 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
             p.add(&by, Window::Watched, Window::NotWatched);
         }
         for (floor, runs) in [false, true].into_iter().zip(stats.iter_mut()) {
-            runs.push(stats_run(cx, exe, secs, &gateway, floor)?);
+            let json = stats_run(cx, exe, secs, &gateway, floor)?;
+            dispatch.extend(json["overhead"]["dispatch"]["ns"].as_f64());
+            runs.push(json);
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -209,6 +216,7 @@ pub fn measure(cx: &Ctx, exe: &Path) -> Result<PerInterruption> {
         routed: nic.as_ref().map(|r| r.irqs.clone()).map_err(|e| format!("{e:#}")),
         stats: stats.map(|runs| prog_costs(&runs)),
         tick_books,
+        dispatch,
     })
 }
 

@@ -184,8 +184,9 @@ pub fn measured(id: Id, f: &Figures) -> String {
                 let stats = |c: &str| v(&format!("{}_bpf_stats{c}_ns", k.key()));
                 let own = v(&format!("self_{}_ns", k.key()));
                 let [kernel, share, work] = crate::bench::verdicts::per_interruption_shares(x, own);
+                let firing = x("hooks").zip(k.programs()).map(|(h, p)| h / p.len() as f64);
                 format!(
-                    "{}: charged to the kernel {} over no hook, self {} of what watching adds, our work {} the hooks alone; our programs' work {} ns paired, the hooks alone {} ns (within the run, against no hook; {} ns by separate runs); self {} ns{}",
+                    "{}: charged to the kernel {} over no hook, self {} of what watching adds, our work {} the hooks alone; our programs' work {} ns paired, the hooks alone {} ns (within the run, against no hook; {} ns by separate runs; {} ns a firing, priced at start at {} ns); self {} ns{}",
                     k.describe(),
                     kernel.map_or("not measured".to_string(), |p| format!("{p:+.1}%")),
                     share.map_or("not measured".to_string(), |p| format!("{p:.0}%")),
@@ -193,6 +194,8 @@ pub fn measured(id: Id, f: &Figures) -> String {
                     n(x("paired"), 0),
                     n(x("hooks"), 0),
                     d(x("floor"), x("none")),
+                    n(firing, 0),
+                    n(v("dispatch_priced_ns"), 0),
                     n(own, 0),
                     stats("").zip(stats("_floor")).map_or(String::new(), |(w, f)| format!(
                         "; kernel BPF stats {w:.0} ns less {f:.0} returning at once = {:.0} ns",

@@ -134,8 +134,36 @@ pub fn section(o: &mut String, p: Option<&PerInterruption>, w: usize, h: usize) 
          charged to the kernel beyond no hook is the paired run's watched p50 less `self`, less its no-hook p50 (the hooks' dispatch and \
          our work before our first clock read land there, never in `self`); what watching adds is the watched p50 less the no-hook p50."
     );
+    dispatch(o, p);
     stages(o, p);
     kernel_books(o, p, w);
+}
+
+/// What jitterwatch priced a hook's dispatch at as it started (moved into
+/// `self` before each of our records), beside what the hooks alone add a
+/// firing on each kind: the pricing's error, kind by kind.
+fn dispatch(o: &mut String, p: &PerInterruption) {
+    let priced = Spread::of(&p.dispatch);
+    if priced.n == 0 {
+        let _ = writeln!(o, "\nA hook's dispatch as jitterwatch priced it at start: not measured.");
+        return;
+    }
+    let mut per_kind = Vec::new();
+    for (k, kind) in Kind::ALL.into_iter().enumerate() {
+        let (Some(programs), Some(hooks)) = (kind.programs(), Spread::of(&p.hooks.0[k][1]).value()) else { continue };
+        let firing = hooks / programs.len() as f64;
+        let error = priced.value().map_or(String::new(), |d| format!(", priced {:+.0}%", 100.0 * (d - firing) / firing));
+        per_kind.push(format!("{} {firing:.0} ns ({} firings{error})", kind.describe(), programs.len()));
+    }
+    let _ = writeln!(
+        o,
+        "\nA hook's dispatch as jitterwatch priced it at start (its summary's `overhead.dispatch`, each statistics run; \
+         src/bpf/dispatch.rs): {} ns a firing, median [min–max] over {} runs. `self` holds that much before each of our records. \
+         The hooks alone a firing, each kind (its paired p50 ÷ its programs): {}.",
+        priced.show(0),
+        priced.n,
+        per_kind.join("; ")
+    );
 }
 
 /// The same work as the kernel's BPF statistics count it: each program's

@@ -186,6 +186,7 @@ fn results(sampled: bool) -> Results {
                     names.into_iter().map(|name| ProgCost { name: name.into(), run_cnt: s(700.0), ns_per_run: s(ns(name)) }).collect()
                 }),
                 tick_books: [40, 40],
+                dispatch: vec![30.0, 34.0],
             }
         }),
         bt_probes: 21,
