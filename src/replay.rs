@@ -269,6 +269,9 @@ fn replay(cpus: usize, events: u64) -> Result<Replayed> {
 }
 
 #[cfg(test)]
+mod golden;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::cause::Kind;
