@@ -3,7 +3,8 @@
 //! call-function IPI, a work item and a switch storm, with the probe's
 //! gaps over them) through the real decoder, engine, attribution,
 //! aggregates and sinks, and what each output makes of it: the CSV, the
-//! summary's JSON and text, the Prometheus text. Each is compared byte for
+//! summary's JSON and text, the Prometheus text, the live screen at 80×24
+//! (TestBackend, colour dropped), and `compare` of two of the runs. Each is compared byte for
 //! byte with its file under tests/golden/, so a change to what a user
 //! reads shows here and is named in the commit that makes it (the results
 //! model's rework must leave them as they are). `JITTERWATCH_BLESS=1 cargo
@@ -22,7 +23,7 @@ use crate::summary::Summary;
 
 /// The files, as they were when this was built (a blessed file is read
 /// at the next build).
-const GOLDEN: [(&str, &str); 14] = [
+const GOLDEN: [(&str, &str); 17] = [
     ("probe.csv", include_str!("../../tests/golden/probe.csv")),
     ("probe.summary.json", include_str!("../../tests/golden/probe.summary.json")),
     ("probe.summary.txt", include_str!("../../tests/golden/probe.summary.txt")),
@@ -37,6 +38,9 @@ const GOLDEN: [(&str, &str); 14] = [
     ("wakeup.metrics.txt", include_str!("../../tests/golden/wakeup.metrics.txt")),
     ("compare.txt", include_str!("../../tests/golden/compare.txt")),
     ("compare.json", include_str!("../../tests/golden/compare.json")),
+    ("probe.screen.txt", include_str!("../../tests/golden/probe.screen.txt")),
+    ("passive.screen.txt", include_str!("../../tests/golden/passive.screen.txt")),
+    ("wakeup.screen.txt", include_str!("../../tests/golden/wakeup.screen.txt")),
 ];
 
 /// The CSV as the run's sink writes it, into memory.
@@ -89,6 +93,7 @@ fn outputs(
     source.report(end, &mut drain.sinks.stats);
     drain.sinks.on_counters(Counters::new(&[0]), end, true);
     let (stats, outcome) = drain.sinks.finish(end, &mut drain.engine.namer);
+    let screen = crate::tui::screenshot::screen_of(&stats, 80, 24);
     let summary = Summary::from_stats(&stats, &outcome, mode);
     let (mut json, mut text) = (Vec::new(), Vec::new());
     summary.write_json(&mut json).expect("into memory");
@@ -102,6 +107,7 @@ fn outputs(
         (format!("{prefix}.summary.json"), utf8(json)),
         (format!("{prefix}.summary.txt"), utf8(text)),
         (format!("{prefix}.metrics.txt"), crate::metrics::encode(view)),
+        (format!("{prefix}.screen.txt"), screen),
     ]
 }
 

@@ -190,6 +190,19 @@ pub fn demo(w: u16, h: u16) -> Buffer {
     t.backend().buffer().clone()
 }
 
+/// The live screen of `stats` (a scripted run's aggregates), `w`×`h`
+/// cells, as text, on a made-up host whose watched CPUs are isolated.
+#[cfg(test)]
+pub(crate) fn screen_of(stats: &Stats, w: u16, h: u16) -> String {
+    let iso = Isolation { isolcpus: true, nohz_full: true };
+    let cpus = stats.cpus.iter().map(|c| (c.cpu as usize, iso)).collect();
+    let info = SysInfo { host: "golden".into(), kernel: "6.18.0-golden".into(), cpus, topology: "node 0".into(), sibling_open: false };
+    let app = App::new(info, Snapshot::of(stats), true);
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("a TestBackend cannot fail");
+    t.draw(|f| f.render_widget(&app, f.area())).expect("a TestBackend cannot fail");
+    text(t.backend().buffer())
+}
+
 /// A drawn screen as text, one line a row of cells (colour dropped).
 pub(crate) fn text(b: &Buffer) -> String {
     let w = b.area.width as usize;

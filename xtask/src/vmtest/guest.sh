@@ -123,6 +123,12 @@ else
 	check load 1 "$(oneline /tmp/run.err)"
 fi
 check exit "$RC" "status $RC"
+# A hook's dispatch, priced before tracing (src/bpf/dispatch.rs): every
+# kernel lets the empty program attach to task_rename, and the summary
+# says the price (under TCG a price of nothing is possible: not judged).
+DISPATCH=$(tr -d ' \n' </tmp/run.json | sed -n 's/.*"dispatch":{"ns":\([0-9]*\).*/\1/p')
+[ -n "$DISPATCH" ]
+check dispatch $? "dispatch_ns=${DISPATCH:-none}"
 EV=$(num events /tmp/run.json)
 KINDS=$(tail -n +2 /tmp/h.csv 2>/dev/null | cut -d, -f9 | tr ';' '\n' | cut -d: -f1 | grep -v '^unexplained$' | sort -u | tr '\n' ' ')
 # Untuned, the tick alone names an IRQ (local_timer) and a timer in the

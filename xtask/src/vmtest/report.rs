@@ -21,6 +21,7 @@ pub const CHECKS: &[&str] = &[
     "nonroot",
     "memlock",
     "exit",
+    "dispatch",
     "ticks",
     "tick-why",
     "stacks",
