@@ -608,11 +608,16 @@ fn a_long_stall_by_many_tasks_keeps_them_by_program() {
     assert!(names > 1, "the tasks were not named: {:?}", &worst.causes[..worst.causes.len().min(8)]);
     assert!(worst.gap_ns >= 100_000_000, "no long stall: {} ns", worst.gap_ns);
     // A yield storm can outrun the ring buffer: those stretches are `lost`
-    // (not known), which is honest; calling them unexplained is not.
+    // (not known), which is honest; calling them unexplained is not. Our
+    // own switch program on each of its switches is `self`, named too: its
+    // own time and the dispatch priced at start (a cold price: in a warm
+    // storm it reads high, 110 ms of a 950 ms stall on CI against the
+    // tasks' 836 ms; docs/how-it-works.md).
     let lost: u64 = worst.causes.iter().filter(|c| c.0 == "lost").map(|c| c.2).sum();
+    let own: u64 = worst.causes.iter().filter(|c| c.0 == "self").map(|c| c.2).sum();
     assert!(
-        (many + lost) * 10 >= worst.gap_ns * 9 && many * 2 >= worst.gap_ns,
-        "{many} ns to the tasks, {lost} ns lost, of {} ns: {:?}",
+        (many + lost + own) * 10 >= worst.gap_ns * 9 && many * 2 >= worst.gap_ns,
+        "{many} ns to the tasks, {lost} ns lost, {own} ns self, of {} ns: {:?}",
         worst.gap_ns,
         &worst.causes[..worst.causes.len().min(8)]
     );

@@ -9,6 +9,7 @@ mod figures;
 mod file;
 mod input;
 mod label;
+mod meta;
 mod outputs;
 mod over_time;
 mod table;

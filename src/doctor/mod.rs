@@ -34,32 +34,8 @@ use crate::sanitize::visible;
 
 pub use hints::{hints_for, sender_hint_for};
 
-/// The hints for a cause written as the tests know it (`task`,
-/// `kworker/1:0[41]`): a fixture helper, never used on real names.
 #[cfg(test)]
-pub(crate) fn test_hints(report: &Report, kind: &str, name: &str) -> Vec<String> {
-    use crate::cause::{comm, Cause, Symbol};
-    use crate::record::Vector;
-    let cause = match kind {
-        "task" => {
-            let (c, pid) = name.strip_suffix(']').and_then(|n| n.rsplit_once('[')).expect("comm[pid]");
-            Cause::Task { comm: comm(c.as_bytes()), pid: pid.parse().ok() }
-        }
-        "irq" => {
-            let (n, action) = name.split_once(':').unwrap_or((name, ""));
-            Cause::Irq { irq: n.parse().expect("irq number"), name: std::sync::Arc::from(action.as_bytes()) }
-        }
-        "softirq" => Cause::Softirq((0..10).find(|&v| crate::names::softirq(v) == name).expect("softirq name")),
-        "work" => Cause::Work(Symbol::from(name)),
-        "timer" => Cause::Timer(Symbol::from(name)),
-        "ipi" if name == "reschedule" => Cause::Vector(Vector::Reschedule),
-        "ipi" => Cause::Csd(Symbol::from(name)),
-        "nmi" => Cause::Nmi(Symbol::from(name)),
-        "idle" => Cause::Idle(Symbol::from(name)),
-        _ => Cause::Unexplained,
-    };
-    hints_for(report, &cause, true)
-}
+pub(crate) use fixture::test_hints;
 
 pub(crate) use cmdline::Cmdline;
 

@@ -15,12 +15,14 @@ use crate::slots::CpuSlots;
 
 mod causes;
 mod counters;
+mod cpu;
 pub mod origins;
 pub mod periodic;
 mod threads;
 pub mod wake;
 pub use causes::{CauseStats, MAX_CAUSES};
 pub use counters::{Counters, CpuCounters};
+pub use cpu::CpuStats;
 pub use threads::{ThreadStats, Threads};
 
 /// Highest value the histograms track: one minute, in ns.
@@ -51,83 +53,6 @@ pub(crate) fn quantile(h: &Histogram<u64>, q: f64, max: u64) -> u64 {
 pub struct CauseKey {
     pub cpu: u32,
     pub cause: Cause,
-}
-
-pub struct CpuStats {
-    pub cpu: u32,
-    pub hiccups: u64,
-    pub stolen_ns: u64,
-    /// Time charged to causes, `lost` included (as the CSV counts it).
-    pub explained_ns: u64,
-    /// Time while events were dropped, and the time charged to causes in
-    /// hiccups that had some: figures from such rows are less certain.
-    pub lost_ns: u64,
-    pub lossy_explained_ns: u64,
-    /// Time the probe itself was stopped (SIGSTOP, ptrace, frozen): in its
-    /// gaps, but taken by nothing, so not in `stolen_ns`.
-    pub stopped_ns: u64,
-    pub max_ns: u64,
-    pub gaps: Histogram<u64>,
-    /// (second since start, worst gap in it), oldest first.
-    pub worst_per_sec: VecDeque<(u64, u64)>,
-    /// What the probe and the kernel count for this CPU (since the reset).
-    pub probe: CpuCounters,
-    /// The wake-up probe's late wake-ups, by part.
-    pub wake: wake::WakeParts,
-    /// Hiccups inside which the CPU's frequency changed.
-    pub freq_changed: u64,
-}
-
-impl CpuStats {
-    fn new(cpu: u32) -> Self {
-        Self {
-            cpu,
-            hiccups: 0,
-            stolen_ns: 0,
-            explained_ns: 0,
-            lost_ns: 0,
-            lossy_explained_ns: 0,
-            stopped_ns: 0,
-            max_ns: 0,
-            // 2 significant digits: percentiles to 1%, in a histogram small
-            // enough (~35 KB) to stay in cache.
-            gaps: histogram(2),
-            worst_per_sec: VecDeque::with_capacity(SPARK_SECS),
-            probe: CpuCounters::new(cpu),
-            wake: wake::WakeParts::default(),
-            freq_changed: 0,
-        }
-    }
-
-    pub fn pct(&self, q: f64) -> u64 {
-        if self.hiccups == 0 {
-            0
-        } else {
-            quantile(&self.gaps, q, self.max_ns)
-        }
-    }
-
-    fn of_stolen(&self, ns: u64) -> f64 {
-        if self.stolen_ns == 0 {
-            0.0
-        } else {
-            100.0 * ns as f64 / self.stolen_ns as f64
-        }
-    }
-
-    /// Stolen time named by a kernel event: lost time is not.
-    pub fn explained_pct(&self) -> f64 {
-        self.of_stolen(self.explained_ns - self.lost_ns)
-    }
-
-    pub fn lost_pct(&self) -> f64 {
-        self.of_stolen(self.lost_ns)
-    }
-
-    /// Of the explained time, the part from hiccups with dropped events.
-    pub fn lossy_explained_pct(&self) -> f64 {
-        self.of_stolen(self.lossy_explained_ns)
-    }
 }
 
 pub struct Stats {

@@ -1,7 +1,7 @@
 //! The summary from made-up aggregates: its rows, kinds and JSON.
 
 use super::*;
-use crate::cause::comm;
+use crate::cause::{comm, Cause};
 use crate::interval::hiccup;
 use crate::stats::Counters;
 

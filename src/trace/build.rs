@@ -13,7 +13,8 @@ use crate::engine::{Context, Namer};
 use crate::interval::Hiccup;
 use crate::record::{Event, OriginKind, Payload, Task, Vector, IDLE_EXIT};
 
-use super::model::{Arg, Group, Instant, Slice, Trace, Value};
+use super::model::{Arg, Group, Instant, Slice, Trace};
+pub use super::stall::{stall_args, stall_name};
 
 /// What pairs an exit with its entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -367,40 +368,4 @@ impl<'n> Builder<'n> {
 fn take_send(sends: &mut Vec<Send>, kind: OriginKind, key: u64) -> Option<u64> {
     let i = sends.iter().rposition(|s| s.kind == kind && s.key == key)?;
     Some(sends.remove(i).flow)
-}
-
-pub fn stall_name(gap: u64) -> String {
-    format!("stall {}", crate::units::ns(gap))
-}
-
-/// A stall's arguments: its size, source, victim, and each cause (kind,
-/// name, ns) as the CSV's `causes` lists them, unexplained time included
-/// (named by its kind alone, as there).
-pub fn stall_args(h: &Hiccup) -> Vec<Arg> {
-    let mut args = vec![Arg::uint("gap_ns", h.gap), Arg::uint("unexplained_ns", h.unexplained), Arg::str("source", h.source.as_str())];
-    if let Some(v) = &h.victim {
-        args.push(Arg::str("victim", v.name()));
-    }
-    let causes =
-        h.all_causes().map(|(c, ns)| vec![Arg::str("kind", c.kind().as_str()), Arg::str("name", c.name()), Arg::uint("ns", ns)]).collect();
-    args.push(Arg { name: "causes", value: Value::List(causes) });
-    if !h.origins.is_empty() {
-        let origins = h
-            .origins
-            .iter()
-            .map(|(c, o)| {
-                let mut s = String::new();
-                crate::export::push_origin(o, &mut s);
-                vec![Arg::str("cause", c.label()), Arg::str("origin", s)]
-            })
-            .collect();
-        args.push(Arg { name: "origins", value: Value::List(origins) });
-    }
-    // --stacks-above: whose stack, then its frames innermost first.
-    if let Some(st) = &h.stack {
-        args.push(Arg::str("stack_of", st.cause.label()));
-        let frames = st.frames.iter().map(|f| vec![Arg::str("frame", crate::sanitize::visible(f))]).collect();
-        args.push(Arg { name: "stack", value: Value::List(frames) });
-    }
-    args
 }

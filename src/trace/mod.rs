@@ -11,6 +11,7 @@ mod order;
 mod perfetto;
 mod recorder;
 mod ring;
+mod stall;
 mod whole;
 mod writer;
 

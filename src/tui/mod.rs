@@ -11,6 +11,8 @@ mod fmt;
 mod glance_tests;
 #[cfg(test)]
 mod hint_tests;
+#[cfg(test)]
+mod key_tests;
 mod keymap;
 mod keyreader;
 mod overlay;
@@ -21,6 +23,7 @@ pub(crate) mod screenshot;
 #[cfg(test)]
 mod sender_tests;
 mod senders;
+mod side;
 mod sysinfo;
 mod table;
 mod terminal;
