@@ -178,6 +178,7 @@ fn measure(sp: &str, case: Case, cpu: usize, client_cpu: usize, port: u16) -> Re
                 .sum::<u64>()
         };
         let (ipi, wakeups) = (cause("ipi", "reschedule"), row["wakeup_ns"].as_u64().unwrap_or(0));
+        eprintln!("  wake-ups {wakeups} ns, ipi:reschedule {ipi} ns, self {} ns; top causes {}", cause("self", ""), row["top_causes"]);
         if ipi * 2 < wakeups {
             bad.push("a preempting wake-up's wait is not named for its IPI (ipi:reschedule under half the wake-up time)");
         }

@@ -8,9 +8,10 @@
 //! nothing attached there and without it, its lines evicted before each
 //! call (an interruption finds them cold: the host ran between), in
 //! alternating rounds, and the difference of the two medians is one
-//! firing's dispatch. The engine moves that much of the time before each
-//! of our records into `self` (engine/timeline.rs). Its error against
-//! what the hooks alone add on a real interruption is figure 3b's.
+//! firing's dispatch; the same calls with nothing evicted price a warm
+//! one. The engine moves that much of the time before each of our records
+//! into `self` (engine/timeline.rs, price.rs). Its error against what the
+//! hooks alone add on a real interruption is figure 3b's.
 
 use std::time::Instant;
 
@@ -31,17 +32,22 @@ const EVICT_BYTES: usize = 4 << 20;
 /// One firing's dispatch, as calibrated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Dispatch {
-    /// The estimate: the median call with the program attached less the
-    /// median without (0 if not above).
+    /// The estimate, cold (the lines evicted before each call): the
+    /// median call with the program attached less the median without (0
+    /// if not above).
     pub ns: u64,
-    /// How far the rounds' own estimates spread (largest less smallest):
-    /// the calibration's error on this machine at that moment.
+    /// How far the rounds' own cold estimates spread (largest less
+    /// smallest): the calibration's error on this machine at that moment.
     pub spread_ns: u64,
+    /// The same with nothing evicted between calls (a firing right after
+    /// another of ours: engine/timeline/price.rs).
+    pub warm_ns: u64,
 }
 
 /// The estimate from each round's call times, `with[i]` and `without[i]`
-/// taken side by side. Pure: the timing is `calibrate`'s.
-pub fn estimate(with: &mut [Vec<u64>], without: &mut [Vec<u64>]) -> Dispatch {
+/// taken side by side, and the spread of the rounds' own. Pure: the
+/// timing is `calibrate`'s.
+pub fn estimate(with: &mut [Vec<u64>], without: &mut [Vec<u64>]) -> (u64, u64) {
     let median = |v: &mut Vec<u64>| -> Option<u64> {
         if v.is_empty() {
             return None;
@@ -66,7 +72,7 @@ pub fn estimate(with: &mut [Vec<u64>], without: &mut [Vec<u64>]) -> Dispatch {
         (Some(lo), Some(hi)) => hi - lo,
         _ => 0,
     };
-    Dispatch { ns, spread_ns }
+    (ns, spread_ns)
 }
 
 /// Prices one firing on the calling thread's CPU (a housekeeping one),
@@ -77,29 +83,33 @@ pub(super) fn calibrate(skel: &JitterwatchSkel<'_>) -> Option<Dispatch> {
     let prog = &skel.progs.dispatch_calib;
     let mut evict = vec![0u8; EVICT_BYTES];
     let name = current_name()?;
-    let mut with: Vec<Vec<u64>> = Vec::with_capacity(ROUNDS);
-    let mut without: Vec<Vec<u64>> = Vec::with_capacity(ROUNDS);
+    // [cold, warm] rounds, with the program and without.
+    let mut with: [Vec<Vec<u64>>; 2] = Default::default();
+    let mut without: [Vec<Vec<u64>>; 2] = Default::default();
     for round in 0..ROUNDS * 2 {
         let attached = round % 2 == 0;
         let link: Option<Link> = if attached { Some(prog.attach().ok()?) } else { None };
-        let mut times = Vec::with_capacity(CALLS);
-        for i in 0..CALLS {
-            for b in evict.iter_mut().step_by(64) {
-                *b = b.wrapping_add(i as u8);
+        for (cold, side) in [true, false].into_iter().zip(0..) {
+            let mut times = Vec::with_capacity(CALLS);
+            for i in 0..CALLS {
+                if cold {
+                    for b in evict.iter_mut().step_by(64) {
+                        *b = b.wrapping_add(i as u8);
+                    }
+                    std::hint::black_box(&evict);
+                }
+                let t0 = Instant::now();
+                rename(&name);
+                times.push(t0.elapsed().as_nanos() as u64);
             }
-            std::hint::black_box(&evict);
-            let t0 = Instant::now();
-            rename(&name);
-            times.push(t0.elapsed().as_nanos() as u64);
+            let kept = if attached { &mut with[side] } else { &mut without[side] };
+            kept.push(times);
         }
         drop(link);
-        if attached {
-            with.push(times);
-        } else {
-            without.push(times);
-        }
     }
-    Some(estimate(&mut with, &mut without))
+    let (ns, spread_ns) = estimate(&mut with[0], &mut without[0]);
+    let (warm_ns, _) = estimate(&mut with[1], &mut without[1]);
+    Some(Dispatch { ns, spread_ns, warm_ns })
 }
 
 /// The thread's own name, which renaming to keeps it.
@@ -124,15 +134,13 @@ mod tests {
     fn the_difference_of_the_medians_with_the_rounds_spread() {
         let mut with = vec![vec![300, 310, 900], vec![320, 330, 340]];
         let mut without = vec![vec![200, 210, 220], vec![200, 205, 5_000]];
-        let d = estimate(&mut with, &mut without);
         // All calls: medians 330 and 210; rounds: 310 - 210, 330 - 205.
-        assert_eq!(d, Dispatch { ns: 120, spread_ns: 25 });
+        assert_eq!(estimate(&mut with, &mut without), (120, 25));
     }
 
     #[test]
     fn never_below_nothing() {
-        let d = estimate(&mut [vec![100]], &mut [vec![150]]);
-        assert_eq!(d.ns, 0);
-        assert_eq!(estimate(&mut [], &mut []), Dispatch::default());
+        assert_eq!(estimate(&mut [vec![100]], &mut [vec![150]]).0, 0);
+        assert_eq!(estimate(&mut [], &mut []), (0, 0));
     }
 }

@@ -170,7 +170,7 @@ fn collect(
     let attach_ns = now_ns();
     let mut engine = Engine::new(&cfg.cpus, attach_ns, WINDOW, namer);
     engine.set_own_tgid(cfg.own_tgid);
-    engine.set_dispatch_ns(tracer.dispatch.map_or(0, |d| d.ns));
+    engine.set_dispatch_ns(tracer.dispatch.map_or(0, |d| d.ns), tracer.dispatch.map_or(0, |d| d.warm_ns));
     if cfg.stacks_above > 0 {
         let map = tracer.stacks()?;
         engine.set_stacks(Stacks::new(cfg.stacks_above, Box::new(move |id| map.take(id))));

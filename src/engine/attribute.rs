@@ -61,10 +61,7 @@ impl Engine {
         // After it, the running task's way to a point where it can be
         // switched out is its own (long in a kernel without full
         // preemption).
-        let arrived = g
-            .delivery
-            .then(|| tl.segments_in(g.t0, g.t1).find(|s| s.ctx == Context::Vector(Vector::Reschedule) && s.start > g.t0).map(|s| s.start))
-            .flatten();
+        let arrived = g.delivery.then(|| tl.resched_after(g.t0, g.t1)).flatten();
         if let Some(at) = arrived {
             self.before.clear();
             tl.charge(g.t0, at, watermark, &mut self.before);

@@ -115,11 +115,12 @@ impl Engine {
         }
     }
 
-    /// One hook firing's dispatch, ns (bpf::Dispatch): the time before
-    /// each of our records that our programs cannot time is `self`.
-    pub fn set_dispatch_ns(&mut self, ns: u64) {
+    /// One hook firing's dispatch, ns, cold and warm (bpf::Dispatch): the
+    /// time before each of our records that our programs cannot time is
+    /// `self` (timeline/price.rs says which price a record takes).
+    pub fn set_dispatch_ns(&mut self, cold: u64, warm: u64) {
         for c in &mut self.cpus {
-            c.timeline.dispatch_ns = ns;
+            c.timeline.dispatch = timeline::Price::new(cold, warm);
         }
     }
 

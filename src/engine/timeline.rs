@@ -8,12 +8,14 @@ use std::collections::VecDeque;
 
 use crate::fastmap::Map;
 
-use crate::record::{Comm, Event, Payload, IDLE_EXIT};
+use crate::record::{Comm, Event, Payload, Vector, IDLE_EXIT};
 
 use super::context::{Context, Segment};
 use super::spill::Spill;
 
+mod price;
 mod window;
+pub use price::Price;
 #[cfg(test)]
 pub use window::HANDLER_MAX_NS;
 
@@ -50,10 +52,12 @@ pub struct Timeline {
     suspended: Map<u32, Frame>,
     /// Start of the open segment (charged to the top of the stack).
     last: u64,
+    /// When reschedule IPIs arrived, in the window (window.rs).
+    resched: VecDeque<u64>,
     /// One firing of our hooks before its program's first clock read (the
     /// kernel's dispatch, priced at start: bpf::Dispatch): that much before
     /// each event our program timed is ours (0: nothing moved).
-    pub dispatch_ns: u64,
+    pub dispatch: Price,
     /// When the last switch seen was.
     last_switch: u64,
     probe_tids: Vec<u32>,
@@ -93,7 +97,8 @@ impl Timeline {
             stack: Vec::with_capacity(MAX_DEPTH),
             suspended: crate::fastmap::with_capacity(64),
             last: start,
-            dispatch_ns: 0,
+            resched: VecDeque::with_capacity(64),
+            dispatch: Price::default(),
             start,
             last_switch: 0,
             probe_tids: Vec::new(),
@@ -274,9 +279,10 @@ impl Timeline {
         };
         // A firing of ours (it timed itself), after what a switch places
         // before it.
-        let ours = ev.own_ns > 0 && self.dispatch_ns > 0;
-        if ours && !matches!(ev.payload, Payload::Switch { .. }) {
-            self.dispatched(ts);
+        let switch = matches!(ev.payload, Payload::Switch { .. });
+        let price = if ev.own_ns > 0 && self.dispatch.cold_ns > 0 { self.dispatch.of(ts, ev.own_ns.into(), switch) } else { 0 };
+        if !switch {
+            self.dispatched(ts, price);
         }
         match ev.payload {
             Payload::Switch { prev, next, prev_ran_ns, prev_state, .. } => {
@@ -285,9 +291,7 @@ impl Timeline {
                     let at = ts.saturating_sub(u64::from(prev_ran_ns)).max(self.last_switch);
                     self.unseen_switch(at, self.task_cause(prev.pid, prev.tgid, prev.comm));
                 }
-                if ours {
-                    self.dispatched(ts);
-                }
+                self.dispatched(ts, price);
                 self.close(ts);
                 // The probe leaving stopped: until it runs again, its gap is
                 // its own stop, not anything's doing. Coming back ends it.
@@ -322,7 +326,12 @@ impl Timeline {
             Payload::WorkEnd { func, work } => self.exit(ts, Context::Work(func), |f| matches!(f.ctx, Context::Work(_)) && f.id == work),
             Payload::HrtimerEntry { func, timer } => self.enter(ts, Context::Timer(func), timer, Level::Irq),
             Payload::HrtimerExit { timer } => self.exit(ts, Context::Timer(0), |f| matches!(f.ctx, Context::Timer(_)) && f.id == timer),
-            Payload::VectorEntry(v) => self.enter(ts, Context::Vector(v), 0, Level::Irq),
+            Payload::VectorEntry(v) => {
+                if v == Vector::Reschedule {
+                    self.resched_at(ts);
+                }
+                self.enter(ts, Context::Vector(v), 0, Level::Irq)
+            }
             Payload::VectorExit(v) => self.exit(ts, Context::Vector(v), |f| f.ctx == Context::Vector(v)),
             Payload::CsdEntry { func, csd } => self.enter(ts, Context::Csd(func), csd, Level::Irq),
             Payload::CsdExit { func, csd } => self.exit(ts, Context::Csd(func), |f| f.ctx == Context::Csd(func) && f.id == csd),
@@ -363,29 +372,6 @@ impl Timeline {
         if ev.own_ns > 0 {
             self.own(ts, ev.own_ns);
         }
-    }
-
-    /// Our program that wrote an event at `ts` was dispatched
-    /// `dispatch_ns` before it (its first clock read): that stretch is
-    /// jitterwatch's, not what ran before it or what the event begins.
-    /// Never before time already charged.
-    fn dispatched(&mut self, ts: u64) {
-        let from = ts.saturating_sub(self.dispatch_ns).max(self.last);
-        if from < ts {
-            self.close(from);
-            self.push_segment(from, ts, Context::Own);
-            self.last = ts;
-        }
-    }
-
-    /// Our program that wrote the event at `ts` ran `ns` from then on: that
-    /// stretch is jitterwatch's, whatever it interrupted or began (the next
-    /// event's program starts after it ended).
-    fn own(&mut self, ts: u64, ns: u32) {
-        self.close(ts);
-        let end = ts + u64::from(ns);
-        self.push_segment(ts, end, Context::Own);
-        self.last = end;
     }
 
     /// Events were dropped between the last one seen and `ts`: that stretch

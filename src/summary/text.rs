@@ -207,9 +207,10 @@ impl Summary {
         if let Some(d) = o.dispatch {
             writeln!(
                 out,
-                "  a hook's dispatch: {} a firing (± {}, priced at start), counted in self before each of our records",
+                "  a hook's dispatch: {} a firing (± {}, priced at start; {} warm, a switch right after another), counted in self before each of our records",
                 ns(d.ns),
-                ns(d.spread_ns / 2)
+                ns(d.spread_ns / 2),
+                ns(d.warm_ns)
             )?;
         }
         if o.evicted_segments > 0 {

@@ -27,6 +27,10 @@ fn handler_part(ctx: Context, start: u64, from: u64, to: u64) -> u64 {
     end.saturating_sub(start.max(from))
 }
 
+/// Reschedule IPIs' arrivals kept (the oldest go first): a wake-up's wait
+/// is looked up within a few ms of its end.
+const RESCHED_KEPT: usize = 256;
+
 impl Timeline {
     /// Adds the time each cause had inside [t0, t1) to `out` (merging equal
     /// causes). `now` bounds the open segment: events up to it have been seen.
@@ -88,9 +92,27 @@ impl Timeline {
             self.segments.pop_front();
             self.popped += 1;
         }
+        while self.resched.front().is_some_and(|&at| at <= t) {
+            self.resched.pop_front();
+        }
         if self.spill.to <= t {
             self.spill.clear();
         }
+    }
+
+    /// A reschedule IPI arrived at `ts` (its vector's entry). Kept apart
+    /// from the segments: its handler may be shorter than the dispatch
+    /// priced before its exit, which then leaves no segment of its own.
+    pub(super) fn resched_at(&mut self, ts: u64) {
+        if self.resched.len() == RESCHED_KEPT {
+            self.resched.pop_front();
+        }
+        self.resched.push_back(ts);
+    }
+
+    /// When the first reschedule IPI after `t0` and before `t1` arrived.
+    pub fn resched_after(&self, t0: u64, t1: u64) -> Option<u64> {
+        self.resched.iter().copied().find(|&at| at > t0 && at < t1)
     }
 
     /// Segments held in the window.
