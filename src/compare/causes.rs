@@ -23,6 +23,14 @@ pub fn rates(run: &Run, scope: &Scope) -> HashMap<String, f64> {
     total.into_iter().map(|(k, ns)| (run.keys[k as usize].clone(), ns as f64 / secs)).collect()
 }
 
+/// A run's time stolen per second of run, all causes together. Summed in
+/// integers before the one division: a sum of the per-cause rates would
+/// depend on the map's order in its last digit.
+pub fn total_rate(run: &Run, scope: &Scope) -> f64 {
+    let ns: u128 = scope.rows(run).unwrap_or_default().iter().flat_map(|row| row.causes.iter()).map(|&(_, ns)| ns as u128).sum();
+    ns as f64 / run.duration_s()
+}
+
 /// The causes worth a row: the largest `n` of each run, largest first by
 /// their largest rate in any run.
 pub fn top(rates: &[HashMap<String, f64>], n: usize) -> Vec<String> {

@@ -212,7 +212,7 @@ fn compare(runs: &[Run], cpu: Option<u32>) -> Result<Comparison> {
         blocks,
         causes_scope: main_scope.title(),
         causes,
-        total_ns_per_s: rates.iter().map(|r| r.values().sum()).collect(),
+        total_ns_per_s: runs.iter().map(|r| causes::total_rate(r, &main_scope)).collect(),
         changes,
         notes,
         curve_axis,
