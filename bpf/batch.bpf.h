@@ -6,7 +6,7 @@
  * buffer write, one steal-clock read per interruption instead of one per
  * tracepoint: the record's write (its lines, cold after a millisecond
  * of anything else) is most of what a record costs on the watched CPU.
- * Uses watched[], dropped[], the drops map, events, the CPU's nest and
+ * Uses watched[], count_drop(), drops_on(), events, the CPU's nest and
  * region (region.bpf.h) and read_steal() from the including file.
  */
 #ifndef JITTERWATCH_BATCH_BPF_H
@@ -51,18 +51,6 @@ __u64 irq_named[JW_MAX_IRQS];
 static __always_inline __u16 saturated16(__u64 ns)
 {
 	return ns > 0xffff ? 0xffff : ns;
-}
-
-static __always_inline void count_drop(__u64 cpu)
-{
-	__u32 zero = 0;
-	__u64 *n = bpf_map_lookup_elem(&drops, &zero);
-
-	if (n)
-		*n += 1;
-	barrier_var(cpu);
-	if (cpu < JW_MAX_CPUS)
-		dropped[cpu] += 1;
 }
 
 /*
@@ -111,9 +99,8 @@ static __always_inline void flush(struct jw_nest *st, __u64 cpu, __u32 mine, __u
 		n = JW_BATCH_ITEMS;
 	st->rec.cpu = cpu;
 	st->rec.kind = JW_BATCH;
-	barrier_var(cpu);
-	st->rec.dropped = cpu < JW_MAX_CPUS ? dropped[cpu] : 0;
-	st->rec.steal = read_steal();
+	/* rec.dropped is the CPU's running count already (count_drop()). */
+	st->rec.steal = read_steal(cpu);
 	/* 64-bit and pinned before its bound check, as in reserve_on(). */
 	barrier_var(m);
 	barrier_var(slot);
@@ -154,7 +141,7 @@ static __always_inline void write_one(__u64 cpu, __u8 kind, __u8 sub, __u64 a, _
 	e->kind = JW_BATCH;
 	e->n = 1;
 	barrier_var(cpu);
-	e->dropped = cpu < JW_MAX_CPUS ? dropped[cpu] : 0;
+	e->dropped = drops_on(cpu);
 	e->steal = 0;
 	e->items[0].dt = 0;
 	e->items[0].kind = kind;
@@ -335,9 +322,19 @@ static __always_inline void name_irq(int irq, struct irqaction *action)
 	struct jw_out o;
 	__u64 key = irq;
 
-	barrier_var(key);
-	if (key < JW_MAX_IRQS && irq_named[key] == (__u64)action)
+	__u64 cpu = bpf_get_smp_processor_id();
+
+	barrier_var(cpu);
+	if (cpu < JW_MAX_CPUS && nests[cpu].irq == key && nests[cpu].irq_action == (__u64)action)
 		return;
+	barrier_var(key);
+	if (key < JW_MAX_IRQS && irq_named[key] == (__u64)action) {
+		if (cpu < JW_MAX_CPUS) {
+			nests[cpu].irq = key;
+			nests[cpu].irq_action = (__u64)action;
+		}
+		return;
+	}
 	e = reserve_on(&o, bpf_get_smp_processor_id(), JW_IRQ_NAME, 0);
 	if (!e)
 		return;
@@ -352,6 +349,10 @@ static __always_inline void name_irq(int irq, struct irqaction *action)
 	/* After the record: a CPU that sees the new action finds its name sent. */
 	if (key < JW_MAX_IRQS)
 		irq_named[key] = (__u64)action;
+	if (cpu < JW_MAX_CPUS) {
+		nests[cpu].irq = key;
+		nests[cpu].irq_action = (__u64)action;
+	}
 }
 
 #endif

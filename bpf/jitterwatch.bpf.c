@@ -101,6 +101,34 @@ struct {
 #include "region.bpf.h"
 
 /*
+ * A reservation on `cpu` failed: counted in the map, in dropped[] (what
+ * userspace reads) and in the CPU's nest, whose record header carries the
+ * count with each record. The nest's first line is one every writer on a
+ * watched CPU touches already (its `active`); dropped[] would be one more
+ * line, cold after a millisecond of spinning, read by every record.
+ */
+static __always_inline void count_drop(__u64 cpu)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&drops, &zero);
+
+	if (n)
+		*n += 1;
+	barrier_var(cpu);
+	if (cpu < JW_MAX_CPUS) {
+		dropped[cpu] += 1;
+		nests[cpu].rec.dropped += 1;
+	}
+}
+
+/* The CPU's drops so far, as its records carry them. */
+static __always_inline __u32 drops_on(__u64 cpu)
+{
+	barrier_var(cpu);
+	return cpu < JW_MAX_CPUS ? nests[cpu].rec.dropped : 0;
+}
+
+/*
  * Where a record is being written: the writing CPU's region (`r`, whose
  * nest is held until submit()), or a ring buffer (`rb`, the reservation).
  * Two pointers, so that the verifier follows each kind to its own commit.
@@ -158,19 +186,14 @@ static __always_inline struct jw_event *reserve_on(struct jw_out *o, __u64 cpu, 
 		e = o->rb = bpf_ringbuf_reserve(&elsewhere, sizeof(*e), 0);
 	}
 	if (!e) {
-		__u32 zero = 0;
-		__u64 *n = bpf_map_lookup_elem(&drops, &zero);
-
-		if (n)
-			*n += 1;
-		dropped[me] += 1;
+		count_drop(me);
 		return NULL;
 	}
 	e->ts = bpf_ktime_get_ns();
 	e->cpu = cpu;
 	e->kind = kind;
 	e->sub = sub;
-	e->dropped = dropped[me];
+	e->dropped = drops_on(me);
 	return e;
 }
 
@@ -368,7 +391,15 @@ int BPF_PROG(on_work_start, struct work_struct *work)
 {
 	if (!watched_here())
 		return 0;
-	return batched(JW_WORK_START, 0, (__u64)work->func, (__u64)work, JW_POINT);
+	/*
+	 * Held for its end: the item's start and end go out as one record
+	 * (a work item was two records, each a write of its own, at 3.6x
+	 * the hooks in figure 3b). An item that sleeps, or one interrupted,
+	 * has the start written before what follows (the switch's
+	 * flush_before(), the interrupt's exit); one that outlives the
+	 * batch's age, at its end's first step.
+	 */
+	return batched(JW_WORK_START, 0, (__u64)work->func, (__u64)work, JW_HOLD);
 }
 
 /*

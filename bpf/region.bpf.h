@@ -60,13 +60,33 @@ static __always_inline __u32 own_slot(__u8 kind, __u8 sub)
 }
 
 struct jw_nest {
-	__u32 active; /* our programs running on this CPU now */
-	__u32 depth; /* interrupt levels open: entries less exits */
-	__u64 last_t; /* the time of the last item that joined a batch here */
+	/*
+	 * The first line: what every writer on the CPU touches, then the
+	 * record's header (offset 40), so that nothing a program reads past
+	 * the batch's items costs a line of its own.
+	 */
+	__u16 active; /* our programs running on this CPU now */
+	__u16 depth; /* interrupt levels open: entries less exits */
 	__u16 out_est; /* what the record's write took when last timed, ns */
 	__u16 pad16;
+	__u64 last_t; /* the time of the last item that joined a batch here */
 	/* The idle state last entered and written, plus one (0: none yet). */
 	__u32 idle_state;
+	/*
+	 * The IRQ this CPU last named and its action (name_irq()), so a CPU
+	 * taking the same IRQ again reads no line of irq_named[]. (An action
+	 * freed, another CPU naming its successor, and the same address
+	 * taken again for this IRQ would pass here unnamed anew: the
+	 * address, for the same IRQ, is then the driver's request again.)
+	 */
+	__u32 irq;
+	__u64 irq_action;
+	/*
+	 * This CPU's runqueue, as an address (0: not looked up yet), for
+	 * read_steal(): found once through the current task, where each read
+	 * took three dependent lines (the task's, its cfs_rq's, the rq's).
+	 */
+	__u64 rq;
 	/*
 	 * The record itself, built in place (rec.ts: the first item's time,
 	 * rec.n: items held) and copied out whole by one helper call: no
@@ -86,6 +106,8 @@ struct jw_nest {
 } __attribute__((aligned(64)));
 
 struct jw_nest nests[JW_MAX_CPUS];
+
+_Static_assert(__builtin_offsetof(struct jw_nest, rec.items) == 64, "the nest's first line outgrows its 64 bytes");
 
 /* The CPU's region, or NULL if it has none (bounds checked here). */
 static __always_inline struct jw_region *region_at(__u64 cpu)

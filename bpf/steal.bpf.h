@@ -28,33 +28,31 @@ struct rq___steal {
  * was due meanwhile), so the increment lands right after its stall.
  */
 /*
- * The current runqueue's steal reading. Typed loads through
- * bpf_get_current_task_btf (5.11+); before it, probe reads from
- * bpf_get_current_task. Zero when there is none to read.
+ * The steal reading of `cpu`'s runqueue (the current CPU's). Its address
+ * is looked up once, through the current task (its cfs_rq's rq: the
+ * per-CPU runqueues symbol needs CONFIG_KALLSYMS_ALL), and kept in the
+ * nest; then each read is one probe read of the line that holds the
+ * reading. Zero when there is none to read.
  */
-static __always_inline __u64 read_steal(void)
+static __always_inline __u64 read_steal(__u64 cpu)
 {
 	struct task_struct *t;
-	struct cfs_rq *cfs;
-	struct rq *rq;
+	__u64 rq;
 
 	if (!bpf_core_field_exists(struct rq___steal, prev_steal_time_rq))
 		return 0;
-	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf)) {
+	barrier_var(cpu);
+	if (cpu >= JW_MAX_CPUS)
+		return 0;
+	rq = nests[cpu].rq;
+	if (!rq) {
 		t = (struct task_struct *)bpf_get_current_task();
-		rq = BPF_CORE_READ(t, se.cfs_rq, rq);
+		rq = (__u64)BPF_CORE_READ(t, se.cfs_rq, rq);
 		if (!rq)
 			return 0;
-		return BPF_CORE_READ((struct rq___steal *)rq, prev_steal_time_rq);
+		nests[cpu].rq = rq;
 	}
-	t = bpf_get_current_task_btf();
-	cfs = t->se.cfs_rq;
-	if (!cfs)
-		return 0;
-	rq = cfs->rq;
-	if (!rq)
-		return 0;
-	return ((struct rq___steal *)rq)->prev_steal_time_rq;
+	return BPF_CORE_READ((struct rq___steal *)rq, prev_steal_time_rq);
 }
 
 static __always_inline void note_steal(__u64 cpu, __u64 ts)
@@ -66,7 +64,7 @@ static __always_inline void note_steal(__u64 cpu, __u64 ts)
 	barrier_var(cpu);
 	if (cpu >= JW_MAX_CPUS)
 		return;
-	steal = read_steal();
+	steal = read_steal(cpu);
 	if (!steal || steal == steal_seen[cpu])
 		return;
 	e = reserve_on(&o, cpu, JW_STEAL, 0);
