@@ -13,7 +13,7 @@
 //! into `self` (engine/timeline.rs, price.rs). Its error against what the
 //! hooks alone add on a real interruption is figure 3b's.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use libbpf_rs::Link;
 
@@ -22,8 +22,15 @@ use super::skel::JitterwatchSkel;
 /// Rounds of each kind (with the program, without), alternating: a drift
 /// of the machine's speed over the calibration falls on both alike.
 const ROUNDS: usize = 5;
-/// Timed calls a round.
+/// Timed calls a round, at most.
 const CALLS: usize = 500;
+/// And at least: a median of fewer would be one call's luck.
+const MIN_CALLS: usize = 25;
+/// What the evictions may take of every start, together: where one pass
+/// is slow (an emulator: vmtest's TCG guests ran each start's 5,000 4 MiB
+/// passes for tens of seconds, and its arm64 VMs overran their time
+/// limit), each round has fewer calls. Here one pass takes ~40 µs: 500.
+const EVICT_BUDGET: Duration = Duration::from_millis(250);
 /// Touched before each call, a line in each 64 bytes: past L2 on our
 /// machines, so the call's kernel lines come from L3 or memory, as after a
 /// VM exit.
@@ -83,6 +90,12 @@ pub(super) fn calibrate(skel: &JitterwatchSkel<'_>) -> Option<Dispatch> {
     let prog = &skel.progs.dispatch_calib;
     let mut evict = vec![0u8; EVICT_BYTES];
     let name = current_name()?;
+    // One pass timed (after a first that faults the pages in) sets how
+    // many calls a round the budget allows.
+    evict_pass(&mut evict, 0);
+    let t = Instant::now();
+    evict_pass(&mut evict, 1);
+    let calls = calls_within(t.elapsed());
     // [cold, warm] rounds, with the program and without.
     let mut with: [Vec<Vec<u64>>; 2] = Default::default();
     let mut without: [Vec<Vec<u64>>; 2] = Default::default();
@@ -90,13 +103,10 @@ pub(super) fn calibrate(skel: &JitterwatchSkel<'_>) -> Option<Dispatch> {
         let attached = round % 2 == 0;
         let link: Option<Link> = if attached { Some(prog.attach().ok()?) } else { None };
         for (cold, side) in [true, false].into_iter().zip(0..) {
-            let mut times = Vec::with_capacity(CALLS);
-            for i in 0..CALLS {
+            let mut times = Vec::with_capacity(calls);
+            for i in 0..calls {
                 if cold {
-                    for b in evict.iter_mut().step_by(64) {
-                        *b = b.wrapping_add(i as u8);
-                    }
-                    std::hint::black_box(&evict);
+                    evict_pass(&mut evict, i as u8);
                 }
                 let t0 = Instant::now();
                 rename(&name);
@@ -110,6 +120,22 @@ pub(super) fn calibrate(skel: &JitterwatchSkel<'_>) -> Option<Dispatch> {
     let (ns, spread_ns) = estimate(&mut with[0], &mut without[0]);
     let (warm_ns, _) = estimate(&mut with[1], &mut without[1]);
     Some(Dispatch { ns, spread_ns, warm_ns })
+}
+
+/// A line in each 64 bytes of `evict` written: the call's lines go.
+fn evict_pass(evict: &mut [u8], i: u8) {
+    for b in evict.iter_mut().step_by(64) {
+        *b = b.wrapping_add(i);
+    }
+    std::hint::black_box(&evict);
+}
+
+/// Calls a round when one eviction pass takes `pass`: the rounds' passes
+/// (one a call, on the cold side of each round) within EVICT_BUDGET,
+/// between MIN_CALLS and CALLS.
+fn calls_within(pass: Duration) -> usize {
+    let per_call = pass.as_nanos().max(1) * (ROUNDS as u128 * 2);
+    ((EVICT_BUDGET.as_nanos() / per_call) as usize).clamp(MIN_CALLS, CALLS)
 }
 
 /// The thread's own name, which renaming to keeps it.
@@ -136,6 +162,18 @@ mod tests {
         let mut without = vec![vec![200, 210, 220], vec![200, 205, 5_000]];
         // All calls: medians 330 and 210; rounds: 310 - 210, 330 - 205.
         assert_eq!(estimate(&mut with, &mut without), (120, 25));
+    }
+
+    #[test]
+    fn a_slow_eviction_takes_fewer_calls_never_too_few() {
+        // Here: ~40 µs a pass, the whole 500.
+        assert_eq!(calls_within(Duration::from_micros(40)), CALLS);
+        // 1 ms a pass (an emulator): 25 calls, 10 rounds, 250 ms.
+        assert_eq!(calls_within(Duration::from_millis(1)), 25);
+        assert_eq!(calls_within(Duration::from_micros(500)), 50);
+        // Slower still: never under MIN_CALLS.
+        assert_eq!(calls_within(Duration::from_millis(20)), MIN_CALLS);
+        assert_eq!(calls_within(Duration::ZERO), CALLS);
     }
 
     #[test]
