@@ -5,23 +5,24 @@
 //! at the screen's rate. It runs on the housekeeping CPUs only.
 
 mod drain;
+mod own;
 mod ring;
+mod run;
 
 use std::mem::MaybeUninit;
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
+use std::sync::mpsc::{self, SyncSender};
 use std::thread;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use crate::bpf::{Programs, Tracer};
-use crate::clock::{now_ns, thread_cpu_ns};
-use crate::engine::{Engine, Namer, Stacks};
+use crate::engine::Namer;
 use crate::outcome::Outcome;
-use crate::sink::{Sink, Sinks};
+use crate::sink::Sink;
 use crate::snapshot::Snapshot;
 use crate::source::{Ended, Source, Started};
-use crate::stats::{Counters, CpuCounters, Stats};
+use crate::stats::Stats;
 
 pub use drain::{Drain, EventSource, MARGIN_NS};
 
@@ -133,7 +134,7 @@ impl Collector {
                     }
                 };
                 let _ = ready.send(Ready::Attached(Ok(tracer.missing.clone())));
-                let r = collect(&tracer, cfg, source.as_mut(), namer, &rx, &ready);
+                let r = run::collect(&tracer, cfg, source.as_mut(), namer, &rx, &ready);
                 drop(stats_fd);
                 r
             })
@@ -157,226 +158,4 @@ fn enable_bpf_stats() -> Result<std::os::fd::OwnedFd> {
     }
     // SAFETY: fd is valid and owned by nobody else.
     Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
-}
-
-fn collect(
-    tracer: &Tracer<'_>,
-    mut cfg: Config,
-    source: &mut dyn Source,
-    namer: Namer,
-    rx: &Receiver<Command>,
-    ready: &mpsc::Sender<Ready>,
-) -> Result<Finished> {
-    let attach_ns = now_ns();
-    let mut engine = Engine::new(&cfg.cpus, attach_ns, WINDOW, namer);
-    engine.set_own_tgid(cfg.own_tgid);
-    engine.set_dispatch_ns(tracer.dispatch.map_or(0, |d| d.ns), tracer.dispatch.map_or(0, |d| d.warm_ns));
-    if cfg.stacks_above > 0 {
-        let map = tracer.stacks()?;
-        engine.set_stacks(Stacks::new(cfg.stacks_above, Box::new(move |id| map.take(id))));
-    }
-    source.attach(attach_ns, &mut engine);
-    let mut ring = ring::Ring::open(tracer)?;
-    let mut sinks =
-        Sinks::new(Stats::new(&cfg.cpus, attach_ns), std::mem::take(&mut cfg.sinks), cfg.stop_above).failing_above(cfg.fail_above);
-    sinks.start(attach_ns);
-    let mut drain = Drain::new(engine, sinks, attach_ns);
-    // Until the source says when its measuring began.
-    let mut started = false;
-    // Until it says how it started, after Command::Start.
-    let mut starting = false;
-    let mut thresholds: Vec<u64> = vec![0; cfg.cpus.len()];
-    let mut ended = None;
-    let mut stop_asked = false;
-    let mut own = Own {
-        // What came before (loading and attaching, the ring buffer's
-        // set-up) is set-up; the consumer's own cost counts from here.
-        setup_cpu_ns: thread_cpu_ns(),
-        missing: tracer.missing.clone(),
-        switch_hook: tracer.switch_hook.to_string(),
-        dispatch: tracer.dispatch,
-        // None where the kernel cannot have them (no file without
-        // CONFIG_NO_HZ_FULL: None) or has none ("(null)").
-        nohz_full: crate::cpulist::read_file(std::path::Path::new("/sys/devices/system/cpu/nohz_full")).ok(),
-        ..Own::default()
-    };
-    let mut next_snapshot = attach_ns;
-    loop {
-        let mut last = false;
-        loop {
-            match rx.try_recv() {
-                Ok(Command::Start) => {
-                    source.start();
-                    starting = true;
-                }
-                Ok(Command::Reset) => drain.sinks.stats.reset(now_ns()),
-                Ok(Command::Stop) | Err(TryRecvError::Disconnected) => last = true,
-                Err(TryRecvError::Empty) => break,
-            }
-            if last {
-                break;
-            }
-        }
-        if starting {
-            if let Some(r) = source.started() {
-                starting = false;
-                let failed = r.is_err();
-                let _ = ready.send(Ready::Started(r));
-                // The run ends: the main thread says why.
-                last |= failed;
-            }
-        }
-        if last {
-            // The source stops first (its last intervals are reported), then
-            // the kernel stops producing (a storm could outrun the reader for
-            // ever); records stamped before that are committed meanwhile.
-            // While the source's threads see the request (a probe starved by
-            // a storm on its CPU waits for its boost, a quarter of a second),
-            // the ring is drained as before: else the storm fills it.
-            source.stopping();
-            while !source.stopped() {
-                drain.step(&mut ring, source, now_ns(), false)?;
-                thread::sleep(POLL);
-            }
-            ended = Some(source.stop());
-            tracer.unwatch()?;
-            thread::sleep(Duration::from_nanos(MARGIN_NS));
-        }
-        // A CPU's threshold, as its source chose it, to the sinks that
-        // follow it (the flight recorder's default --trace-above).
-        for (i, &cpu) in cfg.cpus.iter().enumerate() {
-            let t = source.threshold(cpu as u32);
-            if t != thresholds[i] {
-                thresholds[i] = t;
-                drain.sinks.on_threshold(cpu as u32, t);
-            }
-        }
-        let now = now_ns();
-        let seen = drain.step(&mut ring, source, now, last)?;
-        if (drain.sinks.outcome.stopped_on.is_some() || !drain.sinks.outcome.failed.is_empty()) && !stop_asked {
-            // --stop-above, or an output failed (a full disk): the run ends
-            // as on SIGINT (the stall's trace is written by the drains that
-            // follow; the summary covers the run until now).
-            stop_asked = true;
-            crate::lifecycle::request_stop();
-        }
-        let drained = now_ns();
-        if let Some(oldest) = seen.oldest_ts {
-            own.lag_ns = own.lag_ns.max(drained.saturating_sub(oldest));
-            own.lag_max_ns = own.lag_max_ns.max(own.lag_ns);
-            if own.first_event_ns == 0 {
-                own.first_event_ns = oldest;
-            }
-        }
-        if !started {
-            if let Some(t) = source.start_ns() {
-                drain.sinks.stats.start_ns = t;
-                started = true;
-            }
-        }
-        own.note_ticks(tracer, &cfg.cpus);
-        let snapshot_due = cfg.snapshots.is_some() && drained >= next_snapshot;
-        if snapshot_due || drain.sinks.wants_counters(drained) || last {
-            next_snapshot = drained + SNAPSHOT_NS;
-            let raw = own.counters(&drain, tracer, &cfg.cpus, &*source, cfg.bpf_stats);
-            drain.sinks.on_counters(raw, drained, last);
-            source.report(drained, &mut drain.sinks.stats);
-            drain.sinks.stats.look_for_periods(drained, last);
-            if let Some(tx) = cfg.snapshots.as_ref() {
-                // Never wait on the screen: a frame it has not taken yet is enough.
-                let _ = tx.try_send(Snapshot::of(&drain.sinks.stats));
-            }
-            own.lag_ns = 0;
-        }
-        if last {
-            let (stats, outcome) = drain.sinks.finish(now_ns(), &mut drain.engine.namer);
-            return Ok(Finished { stats, outcome, ended: ended.unwrap_or_default() });
-        }
-        thread::sleep(if seen.records < QUIET_RECORDS { POLL_QUIET } else { POLL });
-    }
-}
-
-/// What the collector counts of itself.
-#[derive(Default)]
-struct Own {
-    setup_cpu_ns: u64,
-    lag_ns: u64,
-    lag_max_ns: u64,
-    first_event_ns: u64,
-    missing: Vec<&'static str>,
-    switch_hook: String,
-    dispatch: Option<crate::bpf::Dispatch>,
-    /// The kernel's drop counters as last read, and how often a read failed:
-    /// a failed read keeps the last counts (a lower bound), never zeros.
-    drops: Vec<u64>,
-    drop_read_failures: u64,
-    /// The tick's verdicts per watched CPU as last read: kept, because the
-    /// programs' memory is cleared as they stop watching.
-    ticks: Vec<Option<crate::tick::Tally>>,
-    /// The nohz_full CPUs, read once (the tick's state means something
-    /// else on the others); None: the kernel cannot have any.
-    nohz_full: Option<Vec<usize>>,
-}
-
-impl Own {
-    /// The tick's verdicts as the programs tallied them (a read of their
-    /// memory, no system call): after every drain, because the programs'
-    /// memory is cleared as they stop watching, before the last counters.
-    fn note_ticks(&mut self, tracer: &Tracer<'_>, cpus: &[usize]) {
-        let ticks = tracer.ticks(cpus);
-        if self.ticks.len() != ticks.len() {
-            self.ticks = vec![None; ticks.len()];
-        }
-        for ((kept, now), cpu) in self.ticks.iter_mut().zip(ticks).zip(cpus) {
-            let (nohz_full, nohz_capable) = (self.nohz_full.as_ref().is_some_and(|l| l.contains(cpu)), self.nohz_full.is_some());
-            let now = now.map(|n| crate::tick::Tally { nohz_full, nohz_capable, ..n });
-            // Never fewer verdicts than before: a read after the clear.
-            if now.is_some_and(|n| kept.is_none_or(|k| n.verdicts() >= k.verdicts())) {
-                *kept = now;
-            }
-        }
-    }
-
-    /// Every count as its source keeps it, since the start: the kernel's
-    /// and the collector's here, each CPU's source's by the source.
-    fn counters(&mut self, drain: &Drain, tracer: &Tracer<'_>, cpus: &[usize], source: &dyn Source, bpf_stats: bool) -> Counters {
-        match tracer.drops() {
-            Ok(d) => self.drops = d,
-            Err(_) => self.drop_read_failures += 1,
-        }
-        self.note_ticks(tracer, cpus);
-        let window = drain.engine.window_stats();
-        let stats = &drain.sinks.stats;
-        Counters {
-            events: drain.events,
-            // This runs on the collector thread: the consumer's own cost.
-            consumer_cpu_ns: thread_cpu_ns().saturating_sub(self.setup_cpu_ns),
-            setup_cpu_ns: self.setup_cpu_ns,
-            lag_ns: self.lag_ns,
-            lag_max_ns: self.lag_max_ns,
-            first_event_ns: self.first_event_ns,
-            reordered_events: window.reordered,
-            evicted_segments: window.evicted,
-            missing_tracepoints: self.missing.clone(),
-            switch_hook: self.switch_hook.clone(),
-            dispatch: self.dispatch,
-            drop_read_failures: self.drop_read_failures,
-            prog_stats: if bpf_stats { tracer.prog_stats() } else { Vec::new() },
-            cpus: cpus
-                .iter()
-                .enumerate()
-                .map(|(i, &cpu)| {
-                    let cpu = cpu as u32;
-                    let mut c = CpuCounters {
-                        drops: self.drops.get(cpu as usize).copied().unwrap_or(0),
-                        steal: drain.engine.steal_totals(cpu),
-                        tick: self.ticks.get(i).copied().flatten(),
-                        ..CpuCounters::new(cpu)
-                    };
-                    source.counters(&mut c, stats);
-                    c
-                })
-                .collect(),
-        }
-    }
 }
