@@ -85,14 +85,7 @@ fn per_cpu<'v>(v: &View, cpus: &'v [String], f: &dyn Fn(&super::CpuView) -> u64)
 /// The version and the mode.
 fn build_info(v: &View, enc: &mut DescriptorEncoder) -> std::fmt::Result {
     let info = [(vec![("version", env!("CARGO_PKG_VERSION")), ("mode", v.mode)], ConstGauge::new(1i64))];
-    family(
-        enc,
-        "jitterwatch_build_info",
-        "jitterwatch's version and mode (probe, wakeup, passive)",
-        None,
-        MetricType::Gauge,
-        info,
-    )?;
+    family(enc, "jitterwatch_build_info", "jitterwatch's version and mode (probe, wakeup, passive)", None, MetricType::Gauge, info)?;
     Ok(())
 }
 
@@ -247,12 +240,7 @@ fn threads(v: &View, enc: &mut DescriptorEncoder) -> std::fmt::Result {
 /// jitterwatch's own: events read, the consumer's CPU time.
 fn own_cost(v: &View, enc: &mut DescriptorEncoder) -> std::fmt::Result {
     // Without labels: the counter straight on its descriptor.
-    ConstCounter::new(v.events).encode(enc.encode_descriptor(
-        "jitterwatch_events",
-        "Kernel events read",
-        None,
-        MetricType::Counter,
-    )?)?;
+    ConstCounter::new(v.events).encode(enc.encode_descriptor("jitterwatch_events", "Kernel events read", None, MetricType::Counter)?)?;
     ConstCounter::new(secs(v.consumer_cpu_ns)).encode(enc.encode_descriptor(
         "jitterwatch_consumer_cpu",
         "CPU time of jitterwatch's event consumer",

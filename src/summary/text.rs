@@ -186,7 +186,6 @@ impl Summary {
         }
         Ok(())
     }
-
 }
 
 /// Frequency changes inside stalls.
@@ -331,7 +330,6 @@ fn write_causes(c: &CpuRow, out: &mut dyn Write) -> io::Result<()> {
     }
     Ok(())
 }
-
 
 /// What the flight recorder left out, and why.
 fn skipped(t: &crate::trace::Totals) -> String {
