@@ -53,12 +53,21 @@ pub fn install_panic_hook() {
 }
 
 static MAIN_START: AtomicU64 = AtomicU64::new(0);
+static MAIN_START_REALTIME: AtomicU64 = AtomicU64::new(0);
 
-/// Notes when main() began (CLOCK_MONOTONIC), for the start-up figures.
+/// Notes when main() began (CLOCK_MONOTONIC, for the start-up figures,
+/// with CLOCK_REALTIME read together, for the summary's clocks).
 pub fn mark_main_start() {
-    MAIN_START.store(crate::clock::now_ns(), Ordering::Relaxed);
+    let p = crate::clock::ClockPair::now();
+    MAIN_START.store(p.monotonic_ns, Ordering::Relaxed);
+    MAIN_START_REALTIME.store(p.realtime_ns, Ordering::Relaxed);
 }
 
 pub fn main_start_ns() -> u64 {
     MAIN_START.load(Ordering::Relaxed)
+}
+
+/// Both clocks as main() began.
+pub fn main_start_clocks() -> crate::clock::ClockPair {
+    crate::clock::ClockPair { monotonic_ns: main_start_ns(), realtime_ns: MAIN_START_REALTIME.load(Ordering::Relaxed) }
 }

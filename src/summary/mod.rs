@@ -41,6 +41,13 @@ pub fn sidecar(csv: &Path) -> PathBuf {
 /// `sum_exec_runtime`), the clock's is `clock_ran_ns`.
 pub const SCHEMA_VERSION: u32 = 3;
 
+/// The two clocks read together at a run's two ends.
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
+pub struct Clocks {
+    pub start: crate::clock::ClockPair,
+    pub end: crate::clock::ClockPair,
+}
+
 #[derive(Serialize)]
 pub struct Summary {
     /// The layout of this JSON ([`SCHEMA_VERSION`], docs/summary-json.md).
@@ -54,6 +61,12 @@ pub struct Summary {
     /// wake-ups) or `passive` (the watched threads').
     pub mode: &'static str,
     pub duration_ns: u64,
+    /// CLOCK_MONOTONIC and CLOCK_REALTIME read together as the run began
+    /// and as it ended: what puts an application's wall-clock log on the
+    /// run's clock (`jitterwatch explain --clock realtime`). Absent where
+    /// nothing read the host (a replay).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clocks: Option<Clocks>,
     pub events: u64,
     pub events_per_sec: f64,
     pub overhead: Overhead,
@@ -177,6 +190,7 @@ impl Summary {
             csv: None,
             mode,
             duration_ns: s.elapsed_ns(),
+            clocks: None,
             events: n.events,
             events_per_sec: s.per_sec(n.events),
             overhead: Overhead {
