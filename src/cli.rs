@@ -262,6 +262,17 @@ pub enum Command {
         #[command(flatten)]
         out: ReportArgs,
     },
+    /// Which stalls made each slow operation slow: an application's log of its operations against runs' CSVs
+    Explain {
+        /// The application's log: sockperf's --full-log, or a CSV whose columns --start/--end/--latency name
+        #[arg(value_name = "OPS")]
+        ops: PathBuf,
+        /// Runs' CSVs (each NAME.summary.json beside it): one, or one per end of the load
+        #[arg(required = true, value_name = "RUN")]
+        runs: Vec<PathBuf>,
+        #[command(flatten)]
+        how: ExplainArgs,
+    },
     /// Replay synthetic event streams of N CPUs through the consumer (for cargo xtask bench)
     #[command(hide = true)]
     ReplayBench {
@@ -312,6 +323,56 @@ pub struct ReportArgs {
     /// Print the comparison as JSON
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The column of OPS (a header name, or a number from 1) with each operation's start
+    #[arg(long, value_name = "COL")]
+    pub start: Option<String>,
+    /// The column with each operation's end
+    #[arg(long, value_name = "COL")]
+    pub end: Option<String>,
+    /// The column with each operation's latency (with --start or --end)
+    #[arg(long, value_name = "COL")]
+    pub latency: Option<String>,
+    /// The unit of those columns (default ns)
+    #[arg(long, value_enum)]
+    pub unit: Option<crate::explain::ops::Unit>,
+    /// The clock OPS's times are on
+    #[arg(long, value_enum, default_value_t = crate::explain::LogClock::Monotonic)]
+    pub clock: crate::explain::LogClock,
+    /// Slow: at or over this latency, e.g. 1ms (default: the slowest 1% of the operations inside the runs)
+    #[arg(long, value_name = "DUR", value_parser = crate::duration::parse_ns)]
+    pub above: Option<u64>,
+    /// How many of the slowest operations the text lists with their stalls (--json lists all)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub top: usize,
+    /// Print the answer as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Draw the chart as SVG to this file
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Draw the chart as PNG to this file
+    #[arg(long, value_name = "FILE")]
+    pub png: Option<PathBuf>,
+}
+
+impl ExplainArgs {
+    pub fn options(self, ops: PathBuf, runs: Vec<PathBuf>) -> crate::explain::Options {
+        crate::explain::Options {
+            ops,
+            runs,
+            columns: crate::explain::ops::Columns { start: self.start, end: self.end, latency: self.latency, unit: self.unit },
+            clock: self.clock,
+            above_ns: self.above,
+            top: self.top,
+            json: self.json,
+            svg: self.svg,
+            png: self.png,
+        }
+    }
 }
 
 impl ReportArgs {

@@ -21,6 +21,7 @@ mod duration;
 mod engine;
 mod event_lines;
 mod events_cmd;
+mod explain;
 mod export;
 mod fastmap;
 mod interval;
@@ -127,6 +128,7 @@ pub fn main() -> ExitCode {
         Some(Command::Manpage) => manpage::render(&mut std::io::stdout().lock()).map(|()| 0).map_err(Into::into),
         Some(Command::Events { cpus, duration, format, file }) => events_cmd::run(cpus.as_deref(), duration, format, file.as_deref()),
         Some(Command::Compare { runs, out }) => compare::run(out.options(runs), &mut std::io::stdout().lock()),
+        Some(Command::Explain { ops, runs, how }) => explain::run(how.options(ops, runs), &mut std::io::stdout().lock()),
         Some(Command::Report { run, out }) => compare::run(out.options(vec![run]), &mut std::io::stdout().lock()),
         Some(Command::ReplayBench { cpus, events }) => replay::run(cpus as usize, events, &mut std::io::stdout().lock()),
         Some(Command::Doctor { cpus, json }) => {

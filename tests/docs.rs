@@ -53,7 +53,7 @@ fn flags(text: &str) -> BTreeSet<String> {
 /// Every long option of jitterwatch and its subcommands, from their --help.
 fn known_flags() -> BTreeSet<String> {
     let mut known = BTreeSet::new();
-    for sub in [&[][..], &["events"], &["compare"], &["report"], &["serve"], &["doctor"], &["completions"]] {
+    for sub in [&[][..], &["events"], &["compare"], &["report"], &["explain"], &["serve"], &["doctor"], &["completions"]] {
         let out = Command::new(bin()).args(sub).arg("--help").output().unwrap();
         assert!(out.status.success(), "{sub:?} --help failed");
         known.extend(flags(&String::from_utf8_lossy(&out.stdout)));
@@ -72,8 +72,8 @@ fn every_option_the_docs_name_exists() {
     let known = known_flags();
     assert!(known.contains("--cpus") && known.contains("--trace-dir") && known.contains("--label"), "{known:?}");
     // Other tools' options the text names on purpose: systemctl's, perf's,
-    // and `cargo xtask dist --arch arm64`'s.
-    let others = ["--now", "--comms", "--arch"];
+    // `cargo xtask dist --arch arm64`'s, sockperf's.
+    let others = ["--now", "--comms", "--arch", "--no-rdtsc", "--full-log"];
     for doc in [root().join("README.md"), root().join("docs/usage.md")] {
         let text = read(&doc);
         let unknown: Vec<String> = flags(&text).into_iter().filter(|f| !known.contains(f) && !others.contains(&f.as_str())).collect();

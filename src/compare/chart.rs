@@ -17,11 +17,11 @@ use super::Comparison;
 use crate::units::ns;
 
 pub const SIZE: (u32, u32) = (1200, 1000);
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 
 /// Tableau's colours but its grey: told apart in print and by most
 /// colour-blind readers.
-const PALETTE: [RGBColor; 9] = [
+pub(crate) const PALETTE: [RGBColor; 9] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -33,10 +33,10 @@ const PALETTE: [RGBColor; 9] = [
     RGBColor(23, 190, 207),
 ];
 /// Unexplained time, and what the bars do not name, in greys.
-const UNEXPLAINED: RGBColor = RGBColor(90, 90, 90);
-const OTHER: RGBColor = RGBColor(200, 200, 200);
+pub(crate) const UNEXPLAINED: RGBColor = RGBColor(90, 90, 90);
+pub(crate) const OTHER: RGBColor = RGBColor(200, 200, 200);
 
-fn register_font() {
+pub(crate) fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // The bytes are DejaVu Sans, which parses: a failure here is a
@@ -58,7 +58,7 @@ pub fn svg(c: &Comparison, path: &Path) -> Result<()> {
 
 /// The chart whole or not at all: written beside and renamed, so a full
 /// disk leaves no empty or cut PNG/SVG where the user looks for one.
-fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     crate::output::refuse_link(path, "the chart")?;
     crate::output::write_whole(path, bytes).with_context(|| format!("cannot write the chart {}", path.display()))
 }
@@ -77,7 +77,7 @@ pub fn png(c: &Comparison, path: &Path) -> Result<()> {
     write(path, bytes.get_ref())
 }
 
-type DrawResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+pub(crate) type DrawResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 fn draw<DB: DrawingBackend>(c: &Comparison, root: &DrawingArea<DB, Shift>) -> DrawResult
 where
@@ -237,7 +237,7 @@ where
 }
 
 /// A name cut to `n` characters for the legend.
-fn fit(s: &str, n: usize) -> String {
+pub(crate) fn fit(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         return s.to_string();
     }
