@@ -14,10 +14,11 @@
 //! 5. peak RSS over a long run at a high rate;
 //! 7. events/s per consumer core and memory per CPU for 1 to 256 CPUs, by
 //!    replaying synthetic streams (this machine has two CPUs);
+//!    7b. `jitterwatch explain` of 10⁶ operations against 10⁶ stalls;
 //! 8. the wake-up probe's latencies beside cyclictest's.
 //!
-//! `--figure 3b` (or 8b) measures that one figure and prints its section, writing
-//! nothing (the figures that stand alone: 3b, 8b).
+//! `--figure 3b` (or 7b, 8b) measures that one figure and prints its section, writing
+//! nothing (the figures that stand alone: 3b, 7b, 8b).
 //!
 //! Needs root (BPF): a non-root user builds, then the bench re-runs itself
 //! through sudo.
@@ -26,6 +27,7 @@ mod assets;
 mod attached;
 mod capacity;
 mod details;
+mod explain_scale;
 mod figures;
 mod history;
 mod ids;
@@ -142,6 +144,11 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
         println!("{o}");
         return Ok(());
     }
+    if figure == Some("7b") {
+        let s = explain_scale::scale(&cx)?;
+        println!("{}", explain_scale::markdown(Some(&s)));
+        return Ok(());
+    }
     if figure == Some("8b") {
         let o = wakeup::observer(&cx)?;
         println!("{}", wakeup::markdown(&[], Some(&o), watched, quick));
@@ -186,6 +193,9 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
     println!("bench: 7/8 many CPUs, by replay through the consumer on CPU {house}");
     let replay = replay::replay(&cx)?;
     check("figure 7");
+    println!("bench: 7b explain of 10^6 operations against 10^6 stalls on CPU {house}");
+    let explain = Some(explain_scale::scale(&cx)?);
+    check("figure 7b");
     println!("bench: 8/8 the wake-up probe beside cyclictest on CPU {watched}");
     let wakeup = wakeup::wakeup(&cx)?;
     let observer = Some(wakeup::observer(&cx)?);
@@ -203,6 +213,7 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
         observer,
         recorder: rec,
         mix: Some(mix),
+        explain,
         per_interruption,
         bt_probes,
     };

@@ -36,6 +36,7 @@ pub fn markdown(mc: &Machine, r: &Results, fig: &Figures) -> String {
     memory::section(&mut o, &r.mem, w);
     startup::section(&mut o, &r.floor.startup, w);
     o += &super::replay::markdown(&r.replay, h);
+    o += &super::explain_scale::markdown(r.explain.as_ref());
     o += &super::wakeup::markdown(&r.wakeup, r.observer.as_ref(), w, mc.quick);
     o
 }

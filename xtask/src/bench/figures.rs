@@ -118,6 +118,9 @@ pub mod method {
     pub fn wakeup(reps: usize) -> String {
         format!("v3: cyclictest -i 1000 and --probe wakeup --period 1ms --dma-latency 0, alternated, {reps} repetitions per condition")
     }
+    pub fn explain_scale(runs: usize) -> String {
+        format!("v1: explain of a synthetic 10^6-operation log against 10^6 stalls, the slowest 1% as text and every one as JSON, {runs} runs each")
+    }
     pub fn passive_mix(runs: usize) -> String {
         format!("v1: --pid of a loopback TCP ping-pong on the watched CPU, {runs} runs")
     }
@@ -211,6 +214,15 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
             .with("lag_max_ms", ran.then_some(c.lag_max_ms)),
     );
     o.insert(Id::RecorderCost, recorder(&r.recorder, &q));
+    let x = r.explain.as_ref();
+    o.insert(
+        Id::ExplainScale,
+        Figure::new(q(method::explain_scale(x.map_or(0, |x| x.slowest_s.n))))
+            .with("slowest_s", x.and_then(|x| med(&x.slowest_s)))
+            .with("slowest_rss_mib", x.and_then(|x| med(&x.slowest_mib)))
+            .with("all_s", x.and_then(|x| med(&x.all_s)))
+            .with("all_rss_mib", x.and_then(|x| med(&x.all_mib))),
+    );
     let m = r.mix.as_ref();
     o.insert(
         Id::CollectorMix,

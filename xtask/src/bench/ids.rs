@@ -61,6 +61,8 @@ figures! {
     Startup = "6", "Start-up";
     /// Events/s per consumer core and memory per CPU, 1 to 256 CPUs, by replay.
     ManyCpus = "7", "Many CPUs, by replay";
+    /// `jitterwatch explain` of 10⁶ operations against 10⁶ stalls.
+    ExplainScale = "7b", "explain at a million";
     /// The wake-up probe's latencies beside cyclictest's.
     WakeupProbe = "8", "Wake-up probe vs cyclictest";
     /// cyclictest alone and watched by jitterwatch in passive mode.
@@ -80,7 +82,7 @@ mod tests {
     fn the_history_keys_figures_by_their_ids() {
         assert_eq!(
             Id::ALL.iter().map(|&f| id(f)).collect::<Vec<_>>(),
-            ["1", "1b", "2", "3", "3b", "4", "4b", "4c", "5", "6", "7", "8", "8b"]
+            ["1", "1b", "2", "3", "3b", "4", "4b", "4c", "5", "6", "7", "7b", "8", "8b"]
         );
         for &f in Id::ALL {
             assert_eq!(serde_json::from_str::<Id>(&format!("\"{}\"", id(f))).unwrap(), f);

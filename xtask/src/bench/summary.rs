@@ -132,6 +132,13 @@ pub fn measured(id: Id, f: &Figures) -> String {
             n(v("consumer_cpu_pct"), 1)
         ),
         Id::PeakRss => format!("{} MiB", n(v("peak_rss_mib"), 1)),
+        Id::ExplainScale => format!(
+            "10^6 operations against 10^6 stalls: the slowest 1% in {} s ({} MiB), every one in {} s ({} MiB)",
+            n(v("slowest_s"), 2),
+            n(v("slowest_rss_mib"), 0),
+            n(v("all_s"), 2),
+            n(v("all_rss_mib"), 0)
+        ),
         Id::Startup => format!("first sample {} ms, first event {} ms after exec", n(v("first_sample_ms"), 0), n(v("first_event_ms"), 0)),
         Id::ManyCpus => {
             let show = |c: usize| match (v(&format!("events_per_core_sec_{c}")), v(&format!("bytes_per_cpu_{c}"))) {

@@ -43,6 +43,12 @@ pub const CAPACITY_EVENTS_PER_SEC: f64 = 500_000.0;
 /// had 150).
 pub const COLLECTOR_NS_PER_EVENT: f64 = 100.0;
 
+/// Figure 7b: `explain` of 10⁶ operations against 10⁶ stalls, each way,
+/// in at most this many seconds and MiB (issue 67: "in seconds, bounded
+/// memory").
+pub const EXPLAIN_SECS: f64 = 10.0;
+pub const EXPLAIN_RSS_MIB: f64 = 256.0;
+
 /// Figure 5: peak RSS over a long run at a high event rate, MiB (≤ 32 MiB).
 pub const PEAK_RSS_MIB: f64 = 32.0;
 
@@ -89,6 +95,7 @@ pub fn text(figure: Id) -> String {
         Id::RingCapacity => format!("0 drops at ≥ {:.0}k events/s", CAPACITY_EVENTS_PER_SEC / 1e3),
         Id::CollectorMix => format!("≤ {COLLECTOR_NS_PER_EVENT} ns/event"),
         Id::PeakRss => format!("≤ {PEAK_RSS_MIB} MiB"),
+        Id::ExplainScale => format!("≤ {EXPLAIN_SECS} s and ≤ {EXPLAIN_RSS_MIB} MiB each"),
         Id::Startup => format!("≤ {} s", STARTUP_MS / 1e3),
         Id::ManyCpus => format!(
             "≥ {} M events/s per core; ≤ {} MiB per CPU from {REPLAY_MEMORY_FROM_CPUS} CPUs",

@@ -283,6 +283,12 @@ pub fn judge(id: Id, f: &Figures) -> Verdict {
         Id::RingCapacity => capacity(g("max_clean_events_per_sec"), g("max_events_per_sec")),
         Id::CollectorMix => at_most(&[(g("ns_per_event"), t::COLLECTOR_NS_PER_EVENT)]),
         Id::PeakRss => memory(g("peak_rss_mib")),
+        Id::ExplainScale => at_most(&[
+            (g("slowest_s"), t::EXPLAIN_SECS),
+            (g("all_s"), t::EXPLAIN_SECS),
+            (g("slowest_rss_mib"), t::EXPLAIN_RSS_MIB),
+            (g("all_rss_mib"), t::EXPLAIN_RSS_MIB),
+        ]),
         Id::Startup => startup(g("first_sample_ms"), g("first_event_ms")),
         Id::ManyCpus => {
             let rows: Vec<_> =

@@ -119,6 +119,14 @@ fn results(sampled: bool) -> Results {
                 jitterwatch: std::array::from_fn(|_| s(72.0)),
             })
             .collect(),
+        explain: Some(crate::bench::explain_scale::Scale {
+            ops: 1_000_000,
+            stalls: 1_000_000,
+            slowest_s: s(2.0),
+            slowest_mib: s(60.0),
+            all_s: s(5.0),
+            all_mib: s(90.0),
+        }),
         mix: Some(crate::bench::passive::PassiveMix {
             secs: 3.0,
             events_per_sec: s(5e5),
@@ -221,6 +229,7 @@ fn a_good_run_is_met_where_judged() {
         (Id::PeakRss, Verdict::Met),
         (Id::Startup, Verdict::Met),
         (Id::ManyCpus, Verdict::Met),
+        (Id::ExplainScale, Verdict::Met),
         (Id::WakeupProbe, Verdict::Met),
         (Id::WatchedCyclictest, Verdict::Met),
     ];
