@@ -100,8 +100,8 @@ where
         };
         let mut other = 0u64;
         let mut by: Vec<u64> = vec![0; colours.len()];
-        for s in &op.stalls {
-            for &(k, v) in &s.causes {
+        for s in f.stalls_of(op) {
+            for &(k, v) in f.causes_of(s) {
                 match colours.iter().position(|c| c.0 == k) {
                     Some(p) => by[p] += v,
                     None => other += v,

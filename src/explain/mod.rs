@@ -72,6 +72,14 @@ pub struct Report {
 }
 
 pub fn run(o: Options, out: &mut dyn Write) -> Result<i32> {
+    // Buffered: a JSON of a million operations is tens of millions of lines.
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    let code = answer(o, &mut out)?;
+    out.flush()?;
+    Ok(code)
+}
+
+fn answer(o: Options, out: &mut dyn Write) -> Result<i32> {
     check_outputs(&o)?;
     let log = ops::read(&o.ops, &o.columns)?;
     let mut stalls = stalls::read(&o.runs)?;

@@ -5,6 +5,7 @@
 //! stalls in, ids and ns out; names are looked up by the writers.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use super::ops::Op;
 use super::overlap::{self, Index, Scratch};
@@ -22,13 +23,13 @@ pub struct Tally {
 }
 
 /// One stall inside one slow operation: its overlap, the operation's ns
-/// it is credited with, and those ns by cause.
+/// it is credited with, and those ns by cause (`Found::shares[causes]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InOp {
     pub stall: u32,
     pub overlap_ns: u64,
     pub credit_ns: u64,
-    pub causes: Vec<(u32, u64)>,
+    pub causes: Range<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +39,8 @@ pub struct SlowOp {
     /// On the runs' clock (CLOCK_MONOTONIC).
     pub op: Op,
     pub covered_ns: u64,
-    pub stalls: Vec<InOp>,
+    /// Its stalls: `Found::parts[stalls]`.
+    pub stalls: Range<u32>,
 }
 
 #[derive(Debug, Default)]
@@ -57,6 +59,21 @@ pub struct Found {
     pub reaching_out: u64,
     /// Slow operations with time no stall covers.
     pub uncovered_ops: u64,
+    /// Every slow operation's stalls, one after another (a vector each
+    /// would be a million allocations at `--above 0`).
+    pub parts: Vec<InOp>,
+    /// Every part's ns by cause: (key, ns).
+    pub shares: Vec<(u32, u64)>,
+}
+
+impl Found {
+    pub fn stalls_of(&self, op: &SlowOp) -> &[InOp] {
+        &self.parts[op.stalls.start as usize..op.stalls.end as usize]
+    }
+
+    pub fn causes_of(&self, p: &InOp) -> &[(u32, u64)] {
+        &self.shares[p.causes.start as usize..p.causes.end as usize]
+    }
 }
 
 /// How the slow operations are chosen.
@@ -86,30 +103,34 @@ pub fn find(ops: &[Op], stalls: &mut Stalls, slow: Slow) -> Option<Found> {
             nth
         }
     };
+    drop(lat);
     let index = Index::new(&mut stalls.stalls);
     let mut scratch = Scratch::default();
     let mut found = Found { in_runs, above_ns, ..Found::default() };
     let mut by_cause: HashMap<u32, Tally> = HashMap::new();
     let mut by_thread: HashMap<u32, Tally> = HashMap::new();
+    let (mut causes_seen, mut threads_seen) = (Vec::new(), Vec::new());
     for (i, &op) in ops.iter().enumerate() {
         if op.latency_ns() < above_ns || !inside(&op) {
             continue;
         }
         found.reaching_out += u64::from(!within(&op));
-        let e = overlap::explain(op, &stalls.stalls, &index, &mut scratch);
-        let mut in_op = Vec::with_capacity(e.parts.len());
-        let (mut causes_seen, mut threads_seen) = (Vec::new(), Vec::new());
-        for p in &e.parts {
+        let covered = overlap::explain(op, &stalls.stalls, &index, &mut scratch);
+        let first = found.parts.len() as u32;
+        causes_seen.clear();
+        threads_seen.clear();
+        for p in scratch.parts() {
             let s = stalls.stalls[p.stall as usize];
-            let mut causes = Vec::new();
-            overlap::share(stalls.causes_of(&s), p.credit_ns, |k, ns| causes.push((k, ns)));
-            for &(k, ns) in &causes {
+            let from = found.shares.len() as u32;
+            overlap::share(stalls.causes_of(&s), p.credit_ns, |k, ns| {
+                found.shares.push((k, ns));
                 by_cause.entry(k).or_default().ns += ns;
                 causes_seen.push(k);
-            }
+            });
             by_thread.entry(s.thread).or_default().ns += p.credit_ns;
             threads_seen.push(s.thread);
-            in_op.push(InOp { stall: p.stall, overlap_ns: p.overlap_ns, credit_ns: p.credit_ns, causes });
+            let causes = from..found.shares.len() as u32;
+            found.parts.push(InOp { stall: p.stall, overlap_ns: p.overlap_ns, credit_ns: p.credit_ns, causes });
         }
         for (seen, map) in [(&mut causes_seen, &mut by_cause), (&mut threads_seen, &mut by_thread)] {
             seen.sort_unstable();
@@ -117,9 +138,10 @@ pub fn find(ops: &[Op], stalls: &mut Stalls, slow: Slow) -> Option<Found> {
             seen.iter().for_each(|k| map.entry(*k).or_default().operations += 1);
         }
         found.slow_ns += op.latency_ns();
-        found.explained_ns += e.covered_ns;
-        found.uncovered_ops += u64::from(e.covered_ns < op.latency_ns());
-        found.slow.push(SlowOp { index: i as u64, op, covered_ns: e.covered_ns, stalls: in_op });
+        found.explained_ns += covered;
+        found.uncovered_ops += u64::from(covered < op.latency_ns());
+        let stalls = first..found.parts.len() as u32;
+        found.slow.push(SlowOp { index: i as u64, op, covered_ns: covered, stalls });
     }
     found.slow.sort_by(|a, b| b.op.latency_ns().cmp(&a.op.latency_ns()).then(a.index.cmp(&b.index)));
     found.by_cause = ranked(by_cause);

@@ -75,28 +75,33 @@ pub struct Part {
     pub credit_ns: u64,
 }
 
-/// An operation explained: what the stalls cover (their union), and each
-/// stall's part, in the order the stalls began.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Explained {
-    pub covered_ns: u64,
-    pub parts: Vec<Part>,
-}
-
-/// Buffers reused from one operation to the next.
+/// Buffers reused from one operation to the next (a million operations
+/// allocate nothing each), and the last operation's parts.
 #[derive(Default)]
 pub struct Scratch {
     found: Vec<(u32, u64, u64)>,
     edges: Vec<(u64, bool, usize)>,
     active: Vec<usize>,
+    parts: Vec<Part>,
 }
 
-pub fn explain(op: Op, stalls: &[Stall], index: &Index, scratch: &mut Scratch) -> Explained {
-    let Scratch { found, edges, active } = scratch;
+impl Scratch {
+    /// The parts of the operation `explain` last saw, in the order the
+    /// stalls began.
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+}
+
+/// What the stalls cover of `op` (their union); each stall's part is left
+/// in `scratch.parts()`.
+pub fn explain(op: Op, stalls: &[Stall], index: &Index, scratch: &mut Scratch) -> u64 {
+    let Scratch { found, edges, active, parts } = scratch;
     found.clear();
     index.overlapping(stalls, op.start_ns, op.end_ns, found);
     found.sort_unstable_by_key(|&(i, a, _)| (a, i));
-    let mut parts: Vec<Part> = found.iter().map(|&(i, a, b)| Part { stall: i, overlap_ns: b - a, credit_ns: 0 }).collect();
+    parts.clear();
+    parts.extend(found.iter().map(|&(i, a, b)| Part { stall: i, overlap_ns: b - a, credit_ns: 0 }));
     // The sweep: an end before a start at one instant, so that abutting
     // stalls never count as overlapping.
     edges.clear();
@@ -124,7 +129,7 @@ pub fn explain(op: Op, stalls: &[Stall], index: &Index, scratch: &mut Scratch) -
             active.remove(pos);
         }
     }
-    Explained { covered_ns: covered, parts }
+    covered
 }
 
 /// `credit` ns of a stall shared among its causes (`(key, ns)`, largest

@@ -87,16 +87,18 @@ pub fn text(r: &Report, out: &mut dyn Write) -> io::Result<()> {
 fn op_text(r: &Report, op: &SlowOp, out: &mut dyn Write) -> io::Result<()> {
     let lat = op.op.latency_ns();
     let into = op.op.start_ns.saturating_sub(origin(r)) as f64 / 1e9;
-    let covered = if op.stalls.is_empty() {
+    let parts = r.found.stalls_of(op);
+    let covered = if parts.is_empty() {
         "no stall on the watched threads".to_string()
     } else {
         format!("{:.1}% covered ({})", pct(op.covered_ns, lat), ns(op.covered_ns))
     };
     writeln!(out, "  row {:<8} +{into:.6} s {:>10}  {covered}", op.index + 1, ns(lat))?;
-    for s in &op.stalls {
+    for s in parts {
         let st = r.stalls.stalls[s.stall as usize];
-        let causes: Vec<String> = s.causes.iter().take(3).map(|&(k, n)| format!("{} {}", guard(label(r.stalls.key(k))), ns(n))).collect();
-        let more = if s.causes.len() > 3 { format!(", {} more", s.causes.len() - 3) } else { String::new() };
+        let shares = r.found.causes_of(s);
+        let causes: Vec<String> = shares.iter().take(3).map(|&(k, n)| format!("{} {}", guard(label(r.stalls.key(k))), ns(n))).collect();
+        let more = if shares.len() > 3 { format!(", {} more", shares.len() - 3) } else { String::new() };
         writeln!(
             out,
             "      {} CPU {}: {} of a {} stall: {}{more}",
@@ -197,7 +199,7 @@ impl Serialize for Slowest<'_> {
             latency_ns: op.op.latency_ns(),
             covered_ns: op.covered_ns,
             covered_pct: pct(op.covered_ns, op.op.latency_ns()),
-            stalls: op.stalls.iter().map(|s| stall_json(r, s)).collect(),
+            stalls: r.found.stalls_of(op).iter().map(|s| stall_json(r, s)).collect(),
         }))
     }
 }
@@ -211,7 +213,7 @@ fn stall_json<'a>(r: &'a Report, s: &InOp) -> StallJson<'a> {
         gap_ns: st.end_ns - st.start_ns,
         overlap_ns: s.overlap_ns,
         credit_ns: s.credit_ns,
-        causes: s.causes.iter().map(|&(k, ns)| CauseNs { cause: label(r.stalls.key(k)), ns }).collect(),
+        causes: r.found.causes_of(s).iter().map(|&(k, ns)| CauseNs { cause: label(r.stalls.key(k)), ns }).collect(),
     }
 }
 
