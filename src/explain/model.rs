@@ -20,6 +20,8 @@ pub const SLOWEST_PCT: f64 = 1.0;
 pub struct Tally {
     pub ns: u64,
     pub operations: u64,
+    /// Of those, how many it holds for at least half of their latency.
+    pub half: u64,
 }
 
 /// One stall inside one slow operation: its overlap, the operation's ns
@@ -59,6 +61,8 @@ pub struct Found {
     pub reaching_out: u64,
     /// Slow operations with time no stall covers.
     pub uncovered_ops: u64,
+    /// Slow operations no stall covers for at least half of their latency.
+    pub uncovered_half: u64,
     /// Every slow operation's stalls, one after another (a vector each
     /// would be a million allocations at `--above 0`).
     pub parts: Vec<InOp>,
@@ -125,18 +129,18 @@ pub fn find(ops: &[Op], stalls: &mut Stalls, slow: Slow) -> Option<Found> {
             overlap::share(stalls.causes_of(&s), p.credit_ns, |k, ns| {
                 found.shares.push((k, ns));
                 by_cause.entry(k).or_default().ns += ns;
-                causes_seen.push(k);
+                causes_seen.push((k, ns));
             });
             by_thread.entry(s.thread).or_default().ns += p.credit_ns;
-            threads_seen.push(s.thread);
+            threads_seen.push((s.thread, p.credit_ns));
             let causes = from..found.shares.len() as u32;
             found.parts.push(InOp { stall: p.stall, overlap_ns: p.overlap_ns, credit_ns: p.credit_ns, causes });
         }
+        let lat = op.latency_ns();
         for (seen, map) in [(&mut causes_seen, &mut by_cause), (&mut threads_seen, &mut by_thread)] {
-            seen.sort_unstable();
-            seen.dedup();
-            seen.iter().for_each(|k| map.entry(*k).or_default().operations += 1);
+            tally_once(seen, map, lat);
         }
+        found.uncovered_half += u64::from((lat - covered) * 2 >= lat);
         found.slow_ns += op.latency_ns();
         found.explained_ns += covered;
         found.uncovered_ops += u64::from(covered < op.latency_ns());
@@ -147,6 +151,18 @@ pub fn find(ops: &[Op], stalls: &mut Stalls, slow: Slow) -> Option<Found> {
     found.by_cause = ranked(by_cause);
     found.by_thread = ranked(by_thread);
     Some(found)
+}
+
+/// Each cause (or thread) met in one operation, `seen` as (id, ns) pairs:
+/// one operation more for it, and one more held for half of `lat` where
+/// its ns in it reach that.
+fn tally_once(seen: &mut [(u32, u64)], map: &mut HashMap<u32, Tally>, lat: u64) {
+    seen.sort_unstable_by_key(|s| s.0);
+    for run in seen.chunk_by(|a, b| a.0 == b.0) {
+        let t = map.entry(run[0].0).or_default();
+        t.operations += 1;
+        t.half += u64::from(run.iter().map(|s| s.1).sum::<u64>() * 2 >= lat);
+    }
 }
 
 /// Most time first; ties by id (the order names were first met), so the

@@ -232,7 +232,9 @@ fn sockperf_s_slow_message_is_named_for_the_hog_in_text_json_and_chart() {
     let text = explain_to_string(options(log.clone(), csv.clone())).unwrap();
     // The 50 ms message (2.0001 s to 2.0501 s) is the server's 50 ms stall.
     assert!(text.contains("slow: 1 operations, the slowest 1%, at or over 50.0ms"), "{text}");
-    assert!(text.contains(" 98.0%     49.0ms      1  task:hog[7]"), "{text}");
+    assert!(text.contains(" 98.0%     49.0ms       1       1  task:hog[7]"), "{text}");
+    assert!(text.contains(" 100.0%     50.0ms       1       1  srv\\x1b[1] on CPU 1"), "{text}");
+    assert!(text.contains("   0.0%        0ns       0       0  (not on the watched threads)"), "{text}");
     assert!(text.contains("srv\\x1b[1] CPU 1: 50.0ms of a 50.0ms stall: task:hog[7] 49.0ms, unexplained 1.0ms"), "{text}");
     assert!(!text.contains('\x1b'), "no raw escape reaches the terminal");
     let mut o = options(log.clone(), csv.clone());
@@ -243,6 +245,8 @@ fn sockperf_s_slow_message_is_named_for_the_hog_in_text_json_and_chart() {
     assert_eq!(v["slow"], 2, "{v}");
     assert_eq!(v["by_cause"][0]["cause"], "task:hog[7]");
     assert_eq!(v["by_thread"][0]["thread"], "srv\\x1b[1]");
+    assert_eq!(v["by_thread"][0]["cpus"], serde_json::json!([1]));
+    assert_eq!(v["by_thread"][0]["half_operations"], 1);
     let covered: u64 = v["slowest"].as_array().unwrap().iter().map(|o| o["covered_ns"].as_u64().unwrap()).sum();
     assert_eq!(covered, v["explained_ns"].as_u64().unwrap());
     assert_eq!(v["explained_ns"].as_u64().unwrap() + v["uncovered_ns"].as_u64().unwrap(), v["slow_ns"].as_u64().unwrap());
@@ -276,4 +280,19 @@ fn a_wall_clock_log_needs_the_run_s_clocks_and_a_log_elsewhere_is_said() {
     o.columns = cols;
     let e = explain_to_string(o).unwrap_err().to_string();
     assert!(e.starts_with("no operation of ") && e.contains("--clock realtime"), "{e}");
+}
+
+#[test]
+fn the_text_lists_fifteen_causes_then_the_rest_in_one_row() {
+    let d = tempfile::tempdir().unwrap();
+    let header = crate::export::HEADER.join(",");
+    // One 50 ms stall of 17 causes: 16 of 3 ms, one of 2 ms.
+    let causes: Vec<String> = (0..17).map(|i| format!("task:t{i:02}[{i}]={}", if i < 16 { 3_000_000 } else { 2_000_000 })).collect();
+    let row = format!("2000100000,1,50000000,50000000,0,task,t00[0],3000000,{},preempted,srv[1],,,,", causes.join(";"));
+    let csv = file(d.path(), "run.csv", &format!("{header}\n{row}\n"));
+    let side = serde_json::json!({ "duration_ns": 9_000_000_000u64, "overhead": { "first_sample_ns": 1_000_000_000u64 } });
+    std::fs::write(crate::summary::sidecar(&csv), side.to_string()).unwrap();
+    let text = explain_to_string(options(file(d.path(), "sp.log", SOCKPERF), csv)).unwrap();
+    assert!(text.contains("task:t14[14]") && !text.contains("task:t15[15]"), "{text}");
+    assert!(text.contains("  10.0%      5.0ms                  (2 more causes: --json lists them)"), "{text}");
 }

@@ -8,7 +8,9 @@ use std::io::{self, Write};
 
 use serde::{Serialize, Serializer};
 
-use super::model::{InOp, SlowOp};
+use std::collections::{BTreeSet, HashMap};
+
+use super::model::{InOp, SlowOp, Tally};
 use super::Report;
 use crate::sanitize::guard;
 use crate::units::ns;
@@ -21,6 +23,19 @@ pub fn label(key: &str) -> &str {
 
 /// The row for time no stall covers, in both tables.
 pub const UNCOVERED: &str = "not on the watched threads";
+
+/// The text's table of causes lists this many, then the rest as one row.
+const CAUSE_ROWS: usize = 15;
+
+/// The CPUs each thread's stalls in the slow operations were on.
+fn thread_cpus(r: &Report) -> HashMap<u32, BTreeSet<u32>> {
+    let mut m: HashMap<u32, BTreeSet<u32>> = HashMap::new();
+    for p in &r.found.parts {
+        let s = &r.stalls.stalls[p.stall as usize];
+        m.entry(s.thread).or_default().insert(s.cpu);
+    }
+    m
+}
 
 fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
@@ -55,20 +70,32 @@ pub fn text(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "slow: {} operations, {}; {} in all", f.slow.len(), r.chosen, ns(f.slow_ns))?;
     if !f.slow.is_empty() {
         let uncovered = f.slow_ns - f.explained_ns;
-        writeln!(out, "\nTheir time by what explains it:")?;
-        writeln!(out, "{:>7} {:>10} {:>6}  cause", "share", "time", "ops")?;
-        for &(k, t) in &f.by_cause {
-            let name = guard(label(r.stalls.key(k)));
-            writeln!(out, "{:>6.1}% {:>10} {:>6}  {name}", pct(t.ns, f.slow_ns), ns(t.ns), t.operations)?;
+        let none = Tally { ns: uncovered, operations: f.uncovered_ops, half: f.uncovered_half };
+        let row = |out: &mut dyn Write, t: &Tally, name: &str| {
+            writeln!(out, "{:>6.1}% {:>10} {:>7} {:>7}  {name}", pct(t.ns, f.slow_ns), ns(t.ns), t.operations, t.half)
+        };
+        writeln!(
+            out,
+            "\nTheir time by what explains it (ops: the slow operations it is in; half: those it holds for half their latency or more):"
+        )?;
+        writeln!(out, "{:>7} {:>10} {:>7} {:>7}  cause", "share", "time", "ops", "half")?;
+        for (k, t) in f.by_cause.iter().take(CAUSE_ROWS) {
+            row(out, t, &guard(label(r.stalls.key(*k))))?;
         }
-        writeln!(out, "{:>6.1}% {:>10} {:>6}  ({UNCOVERED})", pct(uncovered, f.slow_ns), ns(uncovered), f.uncovered_ops)?;
+        if f.by_cause.len() > CAUSE_ROWS {
+            let rest: u64 = f.by_cause[CAUSE_ROWS..].iter().map(|c| c.1.ns).sum();
+            let n = f.by_cause.len() - CAUSE_ROWS;
+            writeln!(out, "{:>6.1}% {:>10} {:>7} {:>7}  ({n} more causes: --json lists them)", pct(rest, f.slow_ns), ns(rest), "", "")?;
+        }
+        row(out, &none, &format!("({UNCOVERED})"))?;
         writeln!(out, "\nBy thread:")?;
-        writeln!(out, "{:>7} {:>10} {:>6}  thread", "share", "time", "ops")?;
-        for &(t, n) in &f.by_thread {
-            let name = guard(&r.stalls.threads[t as usize]);
-            writeln!(out, "{:>6.1}% {:>10} {:>6}  {name}", pct(n.ns, f.slow_ns), ns(n.ns), n.operations)?;
+        writeln!(out, "{:>7} {:>10} {:>7} {:>7}  thread", "share", "time", "ops", "half")?;
+        let cpus = thread_cpus(r);
+        for (t, n) in &f.by_thread {
+            let on = cpus.get(t).map(|c| c.iter().map(u32::to_string).collect::<Vec<_>>().join(",")).unwrap_or_default();
+            row(out, n, &format!("{} on CPU {on}", guard(&r.stalls.threads[*t as usize])))?;
         }
-        writeln!(out, "{:>6.1}% {:>10} {:>6}  ({UNCOVERED})", pct(uncovered, f.slow_ns), ns(uncovered), f.uncovered_ops)?;
+        row(out, &none, &format!("({UNCOVERED})"))?;
         let shown = f.slow.len().min(r.top);
         writeln!(out, "\nThe {shown} slowest (row of the log, time into the run, latency; --top N for more, --json for all):")?;
         for op in &f.slow[..shown] {
@@ -145,9 +172,14 @@ struct Share<'a> {
     name: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     thread: Option<&'a str>,
+    /// A thread's: the CPUs its stalls in the slow operations were on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpus: Option<Vec<u32>>,
     ns: u64,
     share_pct: f64,
     operations: u64,
+    /// The slow operations it holds for at least half their latency.
+    half_operations: u64,
 }
 
 #[derive(Serialize)]
@@ -225,9 +257,11 @@ pub fn json(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         kind: None,
         name: None,
         thread,
+        cpus: None,
         ns: uncovered,
         share_pct: pct(uncovered, f.slow_ns),
         operations: f.uncovered_ops,
+        half_operations: f.uncovered_half,
     };
     let mut by_cause: Vec<Share> = f
         .by_cause
@@ -240,13 +274,16 @@ pub fn json(r: &Report, out: &mut dyn Write) -> io::Result<()> {
                 kind: Some(kind),
                 name: Some(name),
                 thread: None,
+                cpus: None,
                 ns: t.ns,
                 share_pct: pct(t.ns, f.slow_ns),
                 operations: t.operations,
+                half_operations: t.half,
             }
         })
         .collect();
     by_cause.push(row(Some(UNCOVERED), None));
+    let cpus = thread_cpus(r);
     let mut by_thread: Vec<Share> = f
         .by_thread
         .iter()
@@ -255,9 +292,11 @@ pub fn json(r: &Report, out: &mut dyn Write) -> io::Result<()> {
             kind: None,
             name: None,
             thread: Some(&r.stalls.threads[t as usize]),
+            cpus: Some(cpus.get(&t).map(|c| c.iter().copied().collect()).unwrap_or_default()),
             ns: n.ns,
             share_pct: pct(n.ns, f.slow_ns),
             operations: n.operations,
+            half_operations: n.half,
         })
         .collect();
     by_thread.push(row(None, Some(UNCOVERED)));
