@@ -14,11 +14,12 @@
 //! 5. peak RSS over a long run at a high rate;
 //! 7. events/s per consumer core and memory per CPU for 1 to 256 CPUs, by
 //!    replaying synthetic streams (this machine has two CPUs);
+//!    4d. jitterwatch's CPU with its live screen against headless;
 //!    7b. `jitterwatch explain` of 10⁶ operations against 10⁶ stalls;
 //! 8. the wake-up probe's latencies beside cyclictest's.
 //!
-//! `--figure 3b` (or 7b, 8b) measures that one figure and prints its section, writing
-//! nothing (the figures that stand alone: 3b, 7b, 8b).
+//! `--figure 3b` (or 4d, 7b, 8b) measures that one figure and prints its section, writing
+//! nothing (the figures that stand alone: 3b, 4d, 7b, 8b).
 //!
 //! Needs root (BPF): a non-root user builds, then the bench re-runs itself
 //! through sudo.
@@ -41,6 +42,7 @@ mod recorder;
 mod replay;
 mod report;
 mod results;
+mod screen;
 mod spread;
 mod summary;
 mod targets;
@@ -144,6 +146,11 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
         println!("{o}");
         return Ok(());
     }
+    if figure == Some("4d") {
+        let s = screen::screen(&cx)?;
+        println!("{}", screen::markdown(Some(&s), watched, house));
+        return Ok(());
+    }
     if figure == Some("7b") {
         let s = explain_scale::scale(&cx)?;
         println!("{}", explain_scale::markdown(Some(&s)));
@@ -187,6 +194,9 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
     check("figure 4b");
     let mix = passive::passive_mix(&cx)?;
     check("figure 4c");
+    println!("bench: 4d the live screen's cost on a passive sockperf ping-pong, server on CPU {watched}");
+    let screen = Some(screen::screen(&cx)?);
+    check("figure 4d");
     println!("bench: 5/8 memory over a long run at a high event rate");
     let mem = capacity::memory(&cx)?;
     check("figure 5");
@@ -214,6 +224,7 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
         recorder: rec,
         mix: Some(mix),
         explain,
+        screen,
         per_interruption,
         bt_probes,
     };

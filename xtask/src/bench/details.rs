@@ -33,6 +33,7 @@ pub fn markdown(mc: &Machine, r: &Results, fig: &Figures) -> String {
         Some(m) => o += &super::passive::markdown(m, w),
         None => o += "\n### 4c. The collector at a real app's mix (passive mode)\n\nNot measured.\n",
     }
+    o += &super::screen::markdown(r.screen.as_ref(), w, h);
     memory::section(&mut o, &r.mem, w);
     startup::section(&mut o, &r.floor.startup, w);
     o += &super::replay::markdown(&r.replay, h);

@@ -118,6 +118,9 @@ pub mod method {
     pub fn wakeup(reps: usize) -> String {
         format!("v3: cyclictest -i 1000 and --probe wakeup --period 1ms --dma-latency 0, alternated, {reps} repetitions per condition")
     }
+    pub fn screen(rounds: usize, secs: f64) -> String {
+        format!("v1: sockperf UDP ping-pong watched by --comm sockperf (passive), headless / 80x24 / 200x50 in tmux alternated, {rounds} rounds, {secs} s windows")
+    }
     pub fn explain_scale(runs: usize) -> String {
         format!("v1: explain of a synthetic 10^6-operation log against 10^6 stalls, the slowest 1% as text and every one as JSON, {runs} runs each")
     }
@@ -214,6 +217,18 @@ pub fn from_results(r: &Results, quick: bool) -> Figures {
             .with("lag_max_ms", ran.then_some(c.lag_max_ms)),
     );
     o.insert(Id::RecorderCost, recorder(&r.recorder, &q));
+    let sc = r.screen.as_ref();
+    let mut fig = Figure::new(q(method::screen(sc.map_or(0, |s| s.cpu_pct[0].n), sc.map_or(0.0, |s| s.secs))));
+    for (i, key) in ["headless", "screen_80x24", "screen_200x50"].iter().enumerate() {
+        fig = fig
+            .with(&format!("{key}_cpu_pct"), sc.and_then(|s| med(&s.cpu_pct[i])))
+            .with(&format!("{key}_lag_ms"), sc.and_then(|s| med(&s.lag_ms[i])));
+    }
+    fig = fig
+        .with("adds_80x24_pct", sc.and_then(|s| med(&s.adds_pct[0])))
+        .with("adds_200x50_pct", sc.and_then(|s| med(&s.adds_pct[1])))
+        .with("events_per_sec", sc.and_then(|s| med(&s.events_per_sec[0])));
+    o.insert(Id::ScreenCost, fig);
     let x = r.explain.as_ref();
     o.insert(
         Id::ExplainScale,

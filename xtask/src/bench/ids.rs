@@ -55,6 +55,9 @@ figures! {
     RecorderCost = "4b", "Flight recorder, consumer cost";
     /// The consumer's ns per event at a TCP ping-pong's mix, in passive mode.
     CollectorMix = "4c", "Collector at a real app's mix";
+    /// jitterwatch's CPU with the live screen (80×24, 200×50) against
+    /// headless, on a passive sockperf ping-pong.
+    ScreenCost = "4d", "The live screen's cost";
     /// Peak RSS over a long run at a high rate.
     PeakRss = "5", "Peak RSS";
     /// From exec to the first sample and the first event.
@@ -82,7 +85,7 @@ mod tests {
     fn the_history_keys_figures_by_their_ids() {
         assert_eq!(
             Id::ALL.iter().map(|&f| id(f)).collect::<Vec<_>>(),
-            ["1", "1b", "2", "3", "3b", "4", "4b", "4c", "5", "6", "7", "7b", "8", "8b"]
+            ["1", "1b", "2", "3", "3b", "4", "4b", "4c", "4d", "5", "6", "7", "7b", "8", "8b"]
         );
         for &f in Id::ALL {
             assert_eq!(serde_json::from_str::<Id>(&format!("\"{}\"", id(f))).unwrap(), f);

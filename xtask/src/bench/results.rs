@@ -41,6 +41,8 @@ pub struct Results {
     pub mix: Option<super::passive::PassiveMix>,
     /// 8b: None when it did not run.
     pub observer: Option<super::wakeup::Observer>,
+    /// 4d: None when it did not run.
+    pub screen: Option<super::screen::Screen>,
     /// 7b: None when it did not run.
     pub explain: Option<super::explain_scale::Scale>,
     /// 3b: None when it did not run.

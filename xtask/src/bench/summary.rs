@@ -132,6 +132,17 @@ pub fn measured(id: Id, f: &Figures) -> String {
             n(v("consumer_cpu_pct"), 1)
         ),
         Id::PeakRss => format!("{} MiB", n(v("peak_rss_mib"), 1)),
+        Id::ScreenCost => format!(
+            "jitterwatch {} % of a CPU headless, {} % with the screen at 80x24 (+{}), {} % at 200x50 (+{}); lag {} / {} / {} ms",
+            n(v("headless_cpu_pct"), 1),
+            n(v("screen_80x24_cpu_pct"), 1),
+            n(v("adds_80x24_pct"), 1),
+            n(v("screen_200x50_cpu_pct"), 1),
+            n(v("adds_200x50_pct"), 1),
+            n(v("headless_lag_ms"), 0),
+            n(v("screen_80x24_lag_ms"), 0),
+            n(v("screen_200x50_lag_ms"), 0)
+        ),
         Id::ExplainScale => format!(
             "10^6 operations against 10^6 stalls: the slowest 1% in {} s ({} MiB), every one in {} s ({} MiB)",
             n(v("slowest_s"), 2),

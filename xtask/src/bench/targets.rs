@@ -43,6 +43,14 @@ pub const CAPACITY_EVENTS_PER_SEC: f64 = 500_000.0;
 /// had 150).
 pub const COLLECTOR_NS_PER_EVENT: f64 = 100.0;
 
+/// Figure 4d: with the live screen, on a passive ping-pong of ~100k
+/// events/s, the screen adds at most this % of a CPU over headless, the
+/// whole process at most this %, and the collector lags at most this many
+/// ms (issue 66).
+pub const SCREEN_ADDS_PCT: f64 = 2.0;
+pub const SCREEN_WHOLE_PCT: f64 = 5.0;
+pub const SCREEN_LAG_MS: f64 = 100.0;
+
 /// Figure 7b: `explain` of 10⁶ operations against 10⁶ stalls, each way,
 /// in at most this many seconds and MiB (issue 67: "in seconds, bounded
 /// memory").
@@ -95,6 +103,9 @@ pub fn text(figure: Id) -> String {
         Id::RingCapacity => format!("0 drops at ≥ {:.0}k events/s", CAPACITY_EVENTS_PER_SEC / 1e3),
         Id::CollectorMix => format!("≤ {COLLECTOR_NS_PER_EVENT} ns/event"),
         Id::PeakRss => format!("≤ {PEAK_RSS_MIB} MiB"),
+        Id::ScreenCost => format!(
+            "the screen adds ≤ {SCREEN_ADDS_PCT}% of a CPU, the whole ≤ {SCREEN_WHOLE_PCT}%, lag ≤ {SCREEN_LAG_MS} ms"
+        ),
         Id::ExplainScale => format!("≤ {EXPLAIN_SECS} s and ≤ {EXPLAIN_RSS_MIB} MiB each"),
         Id::Startup => format!("≤ {} s", STARTUP_MS / 1e3),
         Id::ManyCpus => format!(

@@ -283,6 +283,14 @@ pub fn judge(id: Id, f: &Figures) -> Verdict {
         Id::RingCapacity => capacity(g("max_clean_events_per_sec"), g("max_events_per_sec")),
         Id::CollectorMix => at_most(&[(g("ns_per_event"), t::COLLECTOR_NS_PER_EVENT)]),
         Id::PeakRss => memory(g("peak_rss_mib")),
+        Id::ScreenCost => at_most(&[
+            (g("adds_80x24_pct"), t::SCREEN_ADDS_PCT),
+            (g("adds_200x50_pct"), t::SCREEN_ADDS_PCT),
+            (g("screen_80x24_cpu_pct"), t::SCREEN_WHOLE_PCT),
+            (g("screen_200x50_cpu_pct"), t::SCREEN_WHOLE_PCT),
+            (g("screen_80x24_lag_ms"), t::SCREEN_LAG_MS),
+            (g("screen_200x50_lag_ms"), t::SCREEN_LAG_MS),
+        ]),
         Id::ExplainScale => at_most(&[
             (g("slowest_s"), t::EXPLAIN_SECS),
             (g("all_s"), t::EXPLAIN_SECS),

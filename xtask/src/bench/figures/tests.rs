@@ -119,6 +119,13 @@ fn results(sampled: bool) -> Results {
                 jitterwatch: std::array::from_fn(|_| s(72.0)),
             })
             .collect(),
+        screen: Some(crate::bench::screen::Screen {
+            secs: 5.0,
+            cpu_pct: [s(3.0), s(4.0), s(4.5)],
+            lag_ms: [s(10.0), s(20.0), s(30.0)],
+            events_per_sec: [s(1e5), s(1e5), s(1e5)],
+            adds_pct: [s(1.0), s(1.5)],
+        }),
         explain: Some(crate::bench::explain_scale::Scale {
             ops: 1_000_000,
             stalls: 1_000_000,
@@ -226,6 +233,7 @@ fn a_good_run_is_met_where_judged() {
         (Id::RingCapacity, Verdict::Met),
         (Id::RecorderCost, Verdict::Reported),
         (Id::CollectorMix, Verdict::Met),
+        (Id::ScreenCost, Verdict::Met),
         (Id::PeakRss, Verdict::Met),
         (Id::Startup, Verdict::Met),
         (Id::ManyCpus, Verdict::Met),
