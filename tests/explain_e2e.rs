@@ -148,4 +148,28 @@ fn explain_names_the_hog_that_held_the_slow_messages_with_its_share() {
     // The text says the same, and the default (the slowest 1%) finds the bursts.
     let text = run(&[]);
     assert!(text.contains(&hog) && text.contains("the slowest 1%"), "{text}");
+
+    // The same log on the wall clock, by the summary's clocks: the same answer.
+    let side: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join("run.summary.json")).unwrap()).unwrap();
+    let at = |k: &str, c: &str| side["clocks"][k][c].as_u64().unwrap_or_else(|| panic!("no clocks.{k}.{c} in the summary: {side}"));
+    let off = at("start", "realtime_ns") - at("start", "monotonic_ns");
+    assert!((at("end", "realtime_ns") - at("end", "monotonic_ns")).abs_diff(off) < 1_000_000, "the wall clock moved: {side}");
+    let wall = dir.path().join("wall.csv");
+    let mut rows = String::from("sent,received\n");
+    for o in slowest {
+        rows += &format!("{},{}\n", o["start_ns"].as_u64().unwrap() + off, o["end_ns"].as_u64().unwrap() + off);
+    }
+    std::fs::write(&wall, rows).unwrap();
+    let o = Command::new(bin())
+        .arg("explain")
+        .arg(&wall)
+        .arg(&csv)
+        .args(["--start", "sent", "--end", "received", "--clock", "realtime", "--above", "10ms", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "explain --clock realtime: {}", String::from_utf8_lossy(&o.stderr));
+    let w: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((&w["slow"], &w["by_cause"][0]["cause"]), (&v["slow"], &v["by_cause"][0]["cause"]), "{w}");
+    let (a, b) = (w["explained_ns"].as_u64().unwrap(), v["explained_ns"].as_u64().unwrap());
+    assert!(a.abs_diff(b) <= 1_000 * slowest.len() as u64, "on the wall clock {a} ns explained, on the monotonic {b}");
 }

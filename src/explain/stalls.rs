@@ -113,46 +113,29 @@ fn read_one(path: &Path, out: &mut Stalls, keys: &mut HashMap<String, u32>, thre
     let first = out.stalls.len();
     let mut rec = csv::StringRecord::new();
     let mut line = 1u64;
-    let mut cut = false;
+    // A row that does not parse is an error unless it is the last: a run
+    // killed mid-write leaves its last line cut short, which is left out
+    // and said.
+    let mut bad: Option<anyhow::Error> = None;
     loop {
         match rd.read_record(&mut rec) {
             Ok(false) => break,
             Ok(true) => {}
-            // A last line cut short (a run killed mid-write) is left out and said.
-            Err(e) if matches!(e.kind(), csv::ErrorKind::UnequalLengths { .. }) => {
-                cut = true;
-                continue;
-            }
             Err(e) => bail!("{shown}: unreadable after line {line}: {e}"),
         }
+        if let Some(e) = bad.take() {
+            return Err(e);
+        }
         line = rec.position().map_or(line + 1, |p| p.line());
-        let num = |i: usize, what: &str| -> Result<u64> {
-            let v = rec.get(i).unwrap_or("");
-            v.parse::<u64>().with_context(|| format!("{shown} line {line}: {what} `{}` is not a number", visible(v)))
-        };
-        let (start, cpu, gap) = (num(0, "time_ns")?, num(1, "cpu")?, num(2, "gap_ns")?);
-        let cpu = u32::try_from(cpu).with_context(|| format!("{shown} line {line}: cpu {cpu} is not a CPU"))?;
-        let whose = match victim.and_then(|v| rec.get(v)).filter(|v| !v.is_empty()) {
-            Some(v) => intern(threads, &mut out.threads, v),
-            None => intern(threads, &mut out.threads, &format!("CPU {cpu}")),
-        };
-        let from = out.causes.len() as u32;
-        for c in split_causes(rec.get(8).unwrap_or("")) {
-            let (kind, name, ns) = c.map_err(|e| anyhow::anyhow!("{shown} line {line}: {e}"))?;
-            let k = intern(keys, &mut out.keys, &format!("{kind}:{name}"));
-            out.causes.push((k, ns));
+        let (stalls, causes) = (out.stalls.len(), out.causes.len());
+        if let Err(e) = row(&rec, victim, out, keys, threads) {
+            out.stalls.truncate(stalls);
+            out.causes.truncate(causes);
+            bad = Some(anyhow::anyhow!("{shown} line {line}: {e}"));
         }
-        let to = out.causes.len() as u32;
-        if to == from {
-            // A row without causes: its whole length unexplained.
-            let k = intern(keys, &mut out.keys, "unexplained:");
-            out.causes.push((k, gap));
-        }
-        let end = start.checked_add(gap).with_context(|| format!("{shown} line {line}: time_ns + gap_ns overflows"))?;
-        out.stalls.push(Stall { start_ns: start, end_ns: end, cpu, thread: whose, from, to: out.causes.len() as u32 });
     }
-    if cut {
-        out.notes.push(format!("{shown}: a line cut short (a run killed mid-write?) left out"));
+    if bad.is_some() {
+        out.notes.push(format!("{shown}: its last line, cut short (a run killed mid-write?), left out"));
     }
     let rows = &out.stalls[first..];
     let window = match read_side(path)? {
@@ -171,6 +154,43 @@ fn read_one(path: &Path, out: &mut Stalls, keys: &mut HashMap<String, u32>, thre
         }
     };
     out.windows.push(window);
+    Ok(())
+}
+
+/// One row of a run's CSV, added to `out`.
+fn row(
+    rec: &csv::StringRecord,
+    victim: Option<usize>,
+    out: &mut Stalls,
+    keys: &mut HashMap<String, u32>,
+    threads: &mut HashMap<String, u32>,
+) -> Result<()> {
+    if rec.len() < CONTRACT {
+        bail!("{} fields, not the contract's {CONTRACT}", rec.len());
+    }
+    let num = |i: usize, what: &str| -> Result<u64> {
+        let v = rec.get(i).unwrap_or("");
+        v.parse::<u64>().with_context(|| format!("{what} `{}` is not a number", visible(v)))
+    };
+    let (start, cpu, gap) = (num(0, "time_ns")?, num(1, "cpu")?, num(2, "gap_ns")?);
+    let cpu = u32::try_from(cpu).with_context(|| format!("cpu {cpu} is not a CPU"))?;
+    let whose = match victim.and_then(|v| rec.get(v)).filter(|v| !v.is_empty()) {
+        Some(v) => intern(threads, &mut out.threads, v),
+        None => intern(threads, &mut out.threads, &format!("CPU {cpu}")),
+    };
+    let from = out.causes.len() as u32;
+    for c in split_causes(rec.get(8).unwrap_or("")) {
+        let (kind, name, ns) = c.map_err(|e| anyhow::anyhow!("{e}"))?;
+        let k = intern(keys, &mut out.keys, &format!("{kind}:{name}"));
+        out.causes.push((k, ns));
+    }
+    if out.causes.len() as u32 == from {
+        // A row without causes: its whole length unexplained.
+        let k = intern(keys, &mut out.keys, "unexplained:");
+        out.causes.push((k, gap));
+    }
+    let end = start.checked_add(gap).context("time_ns + gap_ns overflows")?;
+    out.stalls.push(Stall { start_ns: start, end_ns: end, cpu, thread: whose, from, to: out.causes.len() as u32 });
     Ok(())
 }
 

@@ -296,3 +296,16 @@ fn the_text_lists_fifteen_causes_then_the_rest_in_one_row() {
     assert!(text.contains("task:t14[14]") && !text.contains("task:t15[15]"), "{text}");
     assert!(text.contains("  10.0%      5.0ms                  (2 more causes: --json lists them)"), "{text}");
 }
+
+#[test]
+fn a_run_s_last_line_cut_short_is_left_out_and_said_any_other_bad_line_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let header = crate::export::HEADER.join(",");
+    let good = "2000100000,1,50000000,50000000,0,task,hog[7],50000000,task:hog[7]=50000000,preempted,srv[1],,,,";
+    let csv = file(d.path(), "run.csv", &format!("{header}\n{good}\n2000200000,1,5000"));
+    let text = explain_to_string(options(file(d.path(), "sp.log", SOCKPERF), csv)).unwrap();
+    assert!(text.contains("task:hog[7]") && text.contains("its last line, cut short"), "{text}");
+    let csv = file(d.path(), "run2.csv", &format!("{header}\n2000200000,1,x5000,0,0,,,,,,,,,,\n{good}\n"));
+    let e = explain_to_string(options(file(d.path(), "sp.log", SOCKPERF), csv)).unwrap_err().to_string();
+    assert!(e.contains("run2.csv line 2: gap_ns `x5000` is not a number"), "{e}");
+}
