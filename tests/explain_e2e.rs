@@ -155,9 +155,12 @@ fn explain_names_the_hog_that_held_the_slow_messages_with_its_share() {
     let off = at("start", "realtime_ns") - at("start", "monotonic_ns");
     assert!((at("end", "realtime_ns") - at("end", "monotonic_ns")).abs_diff(off) < 1_000_000, "the wall clock moved: {side}");
     let wall = dir.path().join("wall.csv");
+    // The log in the order the messages were sent (`slowest` is slowest first).
+    let mut sent: Vec<(u64, u64)> = slowest.iter().map(|o| (o["start_ns"].as_u64().unwrap(), o["end_ns"].as_u64().unwrap())).collect();
+    sent.sort_unstable();
     let mut rows = String::from("sent,received\n");
-    for o in slowest {
-        rows += &format!("{},{}\n", o["start_ns"].as_u64().unwrap() + off, o["end_ns"].as_u64().unwrap() + off);
+    for (s, e) in sent {
+        rows += &format!("{},{}\n", s + off, e + off);
     }
     std::fs::write(&wall, rows).unwrap();
     let o = Command::new(bin())
