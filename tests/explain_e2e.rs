@@ -11,7 +11,7 @@
 mod common;
 use common::*;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Each burst, ns.
@@ -22,32 +22,12 @@ const BURSTS: usize = 3;
 const SHARE_POINTS: f64 = 5.0;
 const NS_SLACK: u64 = 500_000;
 
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn sockperf() -> Option<&'static str> {
-    if Command::new("sockperf").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok() {
-        return Some("sockperf");
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("explain_e2e: sockperf is missing (cargo xtask deps installs it)");
-    }
-    eprintln!("SKIPPED explain_e2e: no sockperf (cargo xtask deps installs it)");
-    None
-}
-
 #[test]
 fn explain_names_the_hog_that_held_the_slow_messages_with_its_share() {
     if !require_root_btf("explain_names_the_hog_that_held_the_slow_messages_with_its_share") {
         return;
     }
-    let Some(sp) = sockperf() else { return };
+    let Some(sp) = sockperf("explain_e2e") else { return };
     let _g = lock();
     let cpu = last_cpu();
     let client_cpu = online_cpus().into_iter().find(|&c| c != cpu).expect("a second CPU");

@@ -182,17 +182,6 @@ fn waker(cpu: usize, stop: &Arc<AtomicBool>) -> thread::JoinHandle<()> {
     })
 }
 
-/// A child process killed however the test ends (a failed assertion
-/// included): no workload or jitterwatch is left running.
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Busy threads stopped however the test ends.
 struct Hogs(Arc<AtomicBool>, Vec<thread::JoinHandle<()>>);
 

@@ -13,7 +13,7 @@
 mod common;
 use common::*;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread;
@@ -45,31 +45,11 @@ struct Case {
     both: bool,
 }
 
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// (time on a CPU, time waiting on a runqueue), ns.
 fn schedstat(pid: u32) -> (u64, u64) {
     let s = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/schedstat")).expect("the server's schedstat");
     let mut w = s.split_whitespace().map(|x| x.parse::<u64>().unwrap());
     (w.next().unwrap(), w.next().unwrap())
-}
-
-fn sockperf() -> Option<&'static str> {
-    if Command::new("sockperf").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok() {
-        return Some("sockperf");
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("passive_server_e2e: sockperf is missing (cargo xtask deps installs it)");
-    }
-    eprintln!("SKIPPED passive_server_e2e: no sockperf (cargo xtask deps installs it)");
-    None
 }
 
 fn within(got: u64, want: u64, pct: f64) -> bool {
@@ -214,7 +194,7 @@ fn a_network_servers_books_agree_with_the_kernels_in_every_run() {
     if !require_root_btf("a_network_servers_books_agree_with_the_kernels_in_every_run") {
         return;
     }
-    let Some(sp) = sockperf() else { return };
+    let Some(sp) = sockperf("passive_server_e2e") else { return };
     let _g = lock();
     let cpu = last_cpu();
     let client_cpu = online_cpus().into_iter().find(|&c| c != cpu).expect("a second CPU");

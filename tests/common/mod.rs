@@ -312,3 +312,28 @@ pub fn bursts_named(rows: &[&Row], me: &str, bursts: &[Burst]) -> (usize, u64, u
     let seen = bursts.iter().filter(|&&(b0, b1, _)| mine.iter().any(|&(t0, t1, _)| t0 < b1 && b0 < t1)).count();
     (seen, mine.iter().map(|m| m.2).sum(), bursts.iter().map(|b| b.2).sum())
 }
+
+/// A child process killed however the test ends (a failed assertion
+/// included): no workload or jitterwatch is left running.
+pub struct Reaped(pub std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// sockperf, which `cargo xtask deps` installs: missing, CI fails loudly
+/// and a developer's run says what `test` skipped.
+pub fn sockperf(test: &str) -> Option<&'static str> {
+    let ok = Command::new("sockperf").arg("--version").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).status();
+    if ok.is_ok() {
+        return Some("sockperf");
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{test}: sockperf is missing (cargo xtask deps installs it)");
+    }
+    eprintln!("SKIPPED {test}: no sockperf (cargo xtask deps installs it)");
+    None
+}
