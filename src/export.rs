@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
-use crate::cause::Cause;
+use crate::cause::{Cause, CauseId};
 use crate::interval::Hiccup;
 
 /// The nine columns of the contract, then those appended since: `source`
@@ -48,7 +48,7 @@ pub const HEADER: [&str; 15] = [
 /// (`Cause::push_name`: `\` doubled, control and format characters
 /// written visibly, never raw), with `;` and `=` escaped as `\;` and `\=`
 /// so that `causes` splits unambiguously.
-fn push_name(cause: &Cause, scratch: &mut String, out: &mut String) {
+fn push_name(cause: CauseId, scratch: &mut String, out: &mut String) {
     scratch.clear();
     cause.push_name(scratch);
     push_field_escaped(scratch, out);
@@ -56,7 +56,7 @@ fn push_name(cause: &Cause, scratch: &mut String, out: &mut String) {
 
 /// `kind:name`, the name as the CSV's `causes` writes it (`;` and `=`
 /// escaped too): what `--on-stall` gets as `JW_CAUSE`.
-pub fn cause_label(cause: &Cause) -> String {
+pub fn cause_label(cause: CauseId) -> String {
     let (mut scratch, mut out) = (String::new(), String::from(cause.kind().as_str()));
     out.push(':');
     push_name(cause, &mut scratch, &mut out);
@@ -189,8 +189,7 @@ impl<W: Write> CsvSink<W> {
             self.causes.push('=');
             self.causes.push_str(itoa.format(ns));
         }
-        static NONE: Cause = Cause::Unexplained;
-        let (top, top_ns) = h.all_causes().next().unwrap_or((&NONE, 0));
+        let (top, top_ns) = h.all_causes().next().unwrap_or((CauseId::UNEXPLAINED, 0));
         self.top_name.clear();
         push_name(top, &mut self.scratch, &mut self.top_name);
         let mut nums = [itoa::Buffer::new(), itoa::Buffer::new(), itoa::Buffer::new(), itoa::Buffer::new(), itoa::Buffer::new()];
@@ -227,7 +226,7 @@ impl<W: Write> CsvSink<W> {
             }
             self.origins.push_str(cause.kind().as_str());
             self.origins.push(':');
-            push_name(cause, &mut self.scratch, &mut self.origins);
+            push_name(*cause, &mut self.scratch, &mut self.origins);
             self.origins.push('=');
             self.scratch.clear();
             push_origin(o, &mut self.scratch);

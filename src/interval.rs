@@ -6,7 +6,7 @@
 //! screen) consume the explained `Hiccup`. A new source produces
 //! `Interval`s and touches no sink; a new sink reads `Hiccup`s.
 
-use crate::cause::Cause;
+use crate::cause::CauseId;
 
 /// Who produced an interval, and so what kind of lost time it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -81,7 +81,7 @@ pub struct Parts {
     pub timer_ns: u64,
     pub sched_ns: u64,
     pub user_ns: u64,
-    pub top: [Option<(Cause, u64)>; 3],
+    pub top: [Option<(CauseId, u64)>; 3],
 }
 
 impl Parts {
@@ -120,7 +120,7 @@ pub struct Hiccup {
     pub gap: u64,
     pub source: Source,
     pub victim: Option<Victim>,
-    pub causes: Vec<(Cause, u64)>,
+    pub causes: Vec<(CauseId, u64)>,
     pub unexplained: u64,
     /// The wake-up probe's split of its latency (None for other sources).
     pub parts: Option<Parts>,
@@ -128,7 +128,7 @@ pub struct Hiccup {
     pub freq: Option<(Option<u32>, u32)>,
     /// Who caused some of its causes (an IPI's sender, a work item's
     /// queuer, a task's waker), where the sending was seen.
-    pub origins: Vec<(Cause, crate::cause::Origin)>,
+    pub origins: Vec<(CauseId, crate::cause::Origin)>,
     /// `--stacks-above`: the kernel stack of its largest cause (a task
     /// that left the CPU inside it).
     /// Behind a pointer: a stall is moved and kept in thousands (spares,
@@ -141,7 +141,7 @@ pub struct Hiccup {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stack {
     /// Whose: the stall's largest cause, a task or an IRQ.
-    pub cause: Cause,
+    pub cause: CauseId,
     /// `function+0xoffset` (or the address), as kallsyms names them.
     pub frames: std::sync::Arc<[crate::cause::Symbol]>,
 }
@@ -176,36 +176,37 @@ impl Hiccup {
     /// inside it). Each stretch counts once, whole, under it.
     pub fn in_syscall_part(&self) -> usize {
         let other = crate::names::SOFTIRQS.len();
-        match self.causes.first() {
-            Some((Cause::Softirq(n), _)) => usize::from(*n).min(other),
-            _ => other,
+        match self.causes.first().and_then(|c| c.0.softirq_no()) {
+            Some(n) => usize::from(n).min(other),
+            None => other,
         }
     }
 
     /// Time while the CPU's events were dropped: charged to `lost`.
     pub fn lost(&self) -> u64 {
-        self.causes.iter().filter(|(c, _)| matches!(c, Cause::Lost)).map(|(_, ns)| ns).sum()
+        self.causes.iter().filter(|(c, _)| *c == CauseId::LOST).map(|(_, ns)| ns).sum()
     }
 
     /// Every cause including unexplained time, largest first.
-    pub fn all_causes(&self) -> impl Iterator<Item = (&Cause, u64)> {
-        static UNEXPLAINED: Cause = Cause::Unexplained;
+    pub fn all_causes(&self) -> impl Iterator<Item = (CauseId, u64)> + '_ {
         let at = self.causes.partition_point(|c| c.1 >= self.unexplained);
         let (before, after) = self.causes.split_at(at);
-        let un = (self.unexplained > 0).then_some((&UNEXPLAINED, self.unexplained));
-        before.iter().map(|(c, ns)| (c, *ns)).chain(un).chain(after.iter().map(|(c, ns)| (c, *ns)))
+        let un = (self.unexplained > 0).then_some((CauseId::UNEXPLAINED, self.unexplained));
+        before.iter().copied().chain(un).chain(after.iter().copied())
     }
 }
 
 #[cfg(test)]
-pub(crate) fn hiccup(cpu: u32, t0: u64, causes: Vec<(Cause, u64)>, unexplained: u64) -> Hiccup {
+pub(crate) fn hiccup(cpu: u32, t0: u64, causes: Vec<(crate::cause::Cause, u64)>, unexplained: u64) -> Hiccup {
     let gap = causes.iter().map(|c| c.1).sum::<u64>() + unexplained;
+    let causes = causes.iter().map(|(c, ns)| (CauseId::of(c), *ns)).collect();
     Hiccup { cpu, t0, gap, causes, unexplained, ..Hiccup::default() }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cause::Cause;
 
     /// Thousands of stalls are kept at once (the engine's spares, those
     /// held for a steal reading): one that grows costs every run memory.

@@ -100,7 +100,7 @@ pub struct Snapshot {
 
 /// Passive mode: which watched thread `cause` took the most time from
 /// (and how many others it took from), from each thread's top causes.
-fn victim_of(s: &Stats, cause: &crate::cause::Cause) -> Option<(String, usize)> {
+fn victim_of(s: &Stats, cause: &crate::cause::CauseId) -> Option<(String, usize)> {
     let mut hit: Vec<(u64, &crate::stats::ThreadStats)> =
         s.threads.by_tid.values().filter_map(|t| t.causes.get(cause).map(|&ns| (ns, t))).collect();
     hit.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.victim.tid.cmp(&b.1.victim.tid)));
@@ -132,7 +132,7 @@ impl Snapshot {
                 .top_causes(None)
                 .into_iter()
                 .map(|(k, c)| Culprit {
-                    key: k.clone(),
+                    key: *k,
                     count: c.count,
                     total_ns: c.total_ns,
                     max_ns: c.max_ns,
@@ -244,11 +244,11 @@ mod tests {
         for i in 0..(SENDERS_SHOWN as u64 + 5) {
             let mut h = hiccup(1, i, vec![(ipi.clone(), 100 + i)], 0);
             let comm = crate::cause::comm(format!("p{i}").as_bytes());
-            h.origins = vec![(ipi.clone(), Origin { sender: Sender::Task { comm, pid: 9, tgid: 9, cpu: 0 }, via: None })];
+            h.origins = vec![(ipi.clone().into(), Origin { sender: Sender::Task { comm, pid: 9, tgid: 9, cpu: 0 }, via: None })];
             s.record(&h);
         }
         let mut h = hiccup(2, 0, vec![(Cause::Work("vmstat_update".into()), 7)], 0);
-        h.origins = vec![(h.causes[0].0.clone(), Origin { sender: Sender::Local(Cause::Softirq(1)), via: None })];
+        h.origins = vec![(h.causes[0].0, Origin { sender: Sender::Local(Cause::Softirq(1).into()), via: None })];
         s.record(&h);
         let snap = Snapshot::of(&s);
         let one: Vec<&SenderLine> = snap.senders_of(Some(1)).collect();

@@ -3,7 +3,7 @@
 //! causes and its frequency change. The rest of the engine decides when a
 //! gap is ready; this is what it does with it.
 
-use crate::cause::{Cause, Origin, Sender};
+use crate::cause::{CauseId, Origin, Sender};
 use crate::interval::{Hiccup, Interval, Source, Stack};
 use crate::record::{OriginKind, Vector};
 
@@ -46,9 +46,9 @@ impl Engine {
                 tl.charge(from, at + len, watermark, &mut self.scratch);
                 let top = self.scratch.iter().filter(|(c, _)| !c.is_unexplained()).max_by_key(|(_, ns)| *ns).copied();
                 p.top[i] = match top {
-                    Some((_, ns)) if i == 0 && slack >= ns => Some((Cause::Slack, slack)),
+                    Some((_, ns)) if i == 0 && slack >= ns => Some((CauseId::SLACK, slack)),
                     Some((ctx, ns)) => Some((self.namer.cause(ctx), ns)),
-                    None if i == 0 && slack > 0 => Some((Cause::Slack, slack)),
+                    None if i == 0 && slack > 0 => Some((CauseId::SLACK, slack)),
                     None => None,
                 };
                 at += len;
@@ -91,7 +91,7 @@ impl Engine {
         let causes = &mut h.causes;
         causes.clear();
         if slack > 0 {
-            causes.push((Cause::Slack, slack));
+            causes.push((CauseId::SLACK, slack));
         }
         let mut own_ns = 0;
         for &(ctx, ns) in &self.scratch {
@@ -108,7 +108,7 @@ impl Engine {
         // charged to the task it switched to, the one that ran longest.
         // Elsewhere it is the kernel's entry and exit around an interrupt:
         // not a cause of its own loss.
-        let preemptor = causes.iter_mut().filter(|(c, _)| matches!(c, Cause::Task { .. })).max_by_key(|(_, ns)| *ns);
+        let preemptor = causes.iter_mut().filter(|(c, _)| c.is_task()).max_by_key(|(_, ns)| *ns);
         match preemptor {
             Some((_, ns)) if g.source == Source::Preempted => *ns += own_ns,
             _ => unexplained += own_ns,
@@ -116,7 +116,7 @@ impl Engine {
         // An SMI during the gap: the firmware had the CPU, no kernel event
         // can show it, so it takes the time nothing else explains.
         if g.smis > 0 && unexplained > 0 {
-            causes.push((Cause::Smi, unexplained));
+            causes.push((CauseId::SMI, unexplained));
             unexplained = 0;
         }
         // Largest first; ties in a stable order.
@@ -141,24 +141,20 @@ impl Engine {
 /// taken as it left the CPU inside the stall; an IRQ's functions (its
 /// handler, then its threaded handler). Other kinds are named by their
 /// function already.
-fn stack_of(causes: &[(Cause, u64)], log: &StackLog, namer: &Namer, t0: u64, t1: u64) -> Option<std::sync::Arc<Stack>> {
-    let (cause, _) = causes.first()?;
-    let pid = match cause {
-        Cause::Task { pid: Some(pid), .. } => pid,
-        Cause::Irq { irq, .. } => {
-            let frames = namer.irq_functions(*irq);
-            return (!frames.is_empty()).then(|| std::sync::Arc::new(Stack { cause: cause.clone(), frames: frames.into() }));
-        }
-        _ => return None,
-    };
-    let frames = log.find(*pid, t0, t1)?;
+fn stack_of(causes: &[(CauseId, u64)], log: &StackLog, namer: &Namer, t0: u64, t1: u64) -> Option<std::sync::Arc<Stack>> {
+    let &(cause, _) = causes.first()?;
+    if let Some(irq) = cause.irq_no() {
+        let frames = namer.irq_functions(irq);
+        return (!frames.is_empty()).then(|| std::sync::Arc::new(Stack { cause, frames: frames.into() }));
+    }
+    let frames = log.find(cause.task_pid()?, t0, t1)?;
     let named: Vec<_> = frames.iter().map(|&a| namer.symbol(a)).collect();
     // With kernel addresses hidden (kptr_restrict) nothing resolves, and
     // ours cannot be told from the task's: every frame is kept, as an
     // address (a System.map names them later), never an empty stack.
     let resolved = named.iter().any(|f| !f.starts_with("0x"));
     let from = if resolved { named.iter().position(|f| !ours(f)).unwrap_or(named.len()) } else { 0 };
-    Some(std::sync::Arc::new(Stack { cause: cause.clone(), frames: named[from..].into() }))
+    Some(std::sync::Arc::new(Stack { cause, frames: named[from..].into() }))
 }
 
 /// Frames of the program that took the stack, above the task's own: the
@@ -174,7 +170,7 @@ fn ours(frame: &str) -> bool {
 /// those whose sending was seen, into `out` (emptied first). Inlined into
 /// its one caller, as it was when it was the engine's method.
 #[inline]
-fn origins_of(sent: &OriginLog, scratch: &[(Context, u64)], namer: &mut Namer, end: u64, out: &mut Vec<(Cause, Origin)>) {
+fn origins_of(sent: &OriginLog, scratch: &[(Context, u64)], namer: &mut Namer, end: u64, out: &mut Vec<(CauseId, Origin)>) {
     out.clear();
     for &(ctx, _) in scratch {
         let Some((kind, key)) = origins::key_of(ctx) else { continue };

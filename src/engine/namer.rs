@@ -7,7 +7,7 @@ use crate::fastmap::Map;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::cause::{Cause, Symbol};
+use crate::cause::{Cause, CauseId, Symbol};
 use crate::kallsyms::Kallsyms;
 
 use super::context::Context;
@@ -24,7 +24,8 @@ pub struct Namer {
     irq_names: Map<i32, Arc<[u8]>>,
     /// IRQ numbers to their action's handler and threaded handler.
     irq_actions: Map<i32, (u64, u64)>,
-    cache: Map<Context, Cause>,
+    /// Each context's cause, interned ([`CauseId`]).
+    cache: Map<Context, CauseId>,
 }
 
 impl Namer {
@@ -85,12 +86,14 @@ impl Namer {
         Symbol::from(self.kallsyms.name(addr))
     }
 
-    pub fn cause(&mut self, ctx: Context) -> Cause {
+    /// The cause of `ctx`, as an id: named (and its names interned) the
+    /// first time, a cache lookup after.
+    pub fn cause(&mut self, ctx: Context) -> CauseId {
         if ctx.is_unexplained() {
-            return Cause::Unexplained;
+            return CauseId::UNEXPLAINED;
         }
-        if let Some(c) = self.cache.get(&ctx) {
-            return c.clone();
+        if let Some(&c) = self.cache.get(&ctx) {
+            return c;
         }
         let cause = match ctx {
             Context::Task { comm, .. } | Context::Program(comm) if threaded_irq(&comm).is_some() => {
@@ -121,8 +124,9 @@ impl Namer {
         if self.cache.len() >= CACHE_MAX {
             self.cache.clear();
         }
-        self.cache.insert(ctx, cause.clone());
-        cause
+        let id = CauseId::of(&cause);
+        self.cache.insert(ctx, id);
+        id
     }
 }
 
@@ -201,7 +205,7 @@ mod tests {
         assert_eq!(label(&mut n, Context::Timer(0xffffffff81002000)), "timer:tick_nohz_handler");
         assert_eq!(label(&mut n, Context::Vector(Vector::LocalTimer)), "irq:local_timer");
         assert_eq!(label(&mut n, Context::Nmi(0x10)), "nmi:0x10");
-        assert_eq!(n.cause(Context::Probe), Cause::Unexplained);
+        assert_eq!(n.cause(Context::Probe), CauseId::UNEXPLAINED);
         n.note_irq(24, b"renamed\0");
         assert_eq!(label(&mut n, Context::Irq(24)), "irq:24:renamed");
     }

@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 
-use crate::cause::Cause;
+use crate::cause::CauseId;
 use crate::interval::Hiccup;
 
 /// How long a stall waits for the steal increment that may follow it:
@@ -180,9 +180,9 @@ impl Steal {
 /// Moves `ns` of `h`'s unexplained time to the `host` cause.
 fn charge_host(h: &mut Hiccup, ns: u64) {
     h.unexplained -= ns;
-    match h.causes.iter_mut().find(|(c, _)| *c == Cause::Host) {
+    match h.causes.iter_mut().find(|(c, _)| *c == CauseId::HOST) {
         Some((_, t)) => *t += ns,
-        None => h.causes.push((Cause::Host, ns)),
+        None => h.causes.push((CauseId::HOST, ns)),
     }
     // Largest first, ties in a stable order, as the engine hands them out.
     h.causes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));

@@ -73,7 +73,7 @@ fn origins_are_escaped_like_names() {
     let ipi = Cause::Csd(Symbol::from("flush_tlb_func"));
     let mut h = hiccup(0, 5, vec![(ipi.clone(), 9)], 0);
     let sender = Sender::Task { comm: comm(b"a;b=c\\\x1b"), pid: 7, tgid: 7, cpu: 0 };
-    h.origins = vec![(ipi, Origin { sender, via: Some(Symbol::from("flush_tlb_mm_range")) })];
+    h.origins = vec![(ipi.into(), Origin { sender, via: Some(Symbol::from("flush_tlb_mm_range")) })];
     let mut sink = CsvSink::new(Vec::new()).unwrap();
     sink.write(&h).unwrap();
     let s = String::from_utf8(sink.into_inner()).unwrap();
@@ -88,7 +88,7 @@ fn the_stack_column_lists_frames_escaped() {
     let hog = Cause::Task { comm: comm(b"hog"), pid: Some(50) };
     let mut h = hiccup(0, 5, vec![(hog.clone(), 9)], 0);
     h.stack = Some(std::sync::Arc::new(crate::interval::Stack {
-        cause: hog,
+        cause: hog.into(),
         frames: vec![Symbol::from("__schedule+0x2c4"), Symbol::from("evil;x=1\u{1b}"), Symbol::from("0xdead")].into(),
     }));
     let mut sink = CsvSink::new(Vec::new()).unwrap();

@@ -13,7 +13,7 @@ mod ranked;
 
 use std::sync::{Arc, Mutex};
 
-use crate::cause::{Cause, Kind};
+use crate::cause::{Cause, CauseId, Kind};
 use crate::interval::{Hiccup, Victim};
 use crate::sanitize::visible_bytes;
 use crate::slots::CpuSlots;
@@ -81,7 +81,7 @@ struct CpuTally {
     stolen_ns: u64,
     /// Per bucket (not cumulative); the last one is over 1 s.
     counts: [u64; BUCKETS.len() + 1],
-    causes: Ranked<Cause>,
+    causes: Ranked<CauseId>,
     senders: Ranked<(usize, SenderKey)>,
 }
 
@@ -98,19 +98,16 @@ pub struct Exporter {
 }
 
 /// A cause as its series knows it: a task by its program (pids churn).
-fn series_key(c: &Cause) -> Cause {
-    match c {
-        Cause::Task { comm, pid: Some(_) } => Cause::Task { comm: *comm, pid: None },
-        other => other.clone(),
-    }
+fn series_key(c: CauseId) -> CauseId {
+    c.program().unwrap_or(c)
 }
 
 /// A series' `name` label: the name every view shows, a task by its comm.
 /// A real cause named like the folded rest is told apart from it by a
 /// leading backslash (an escaped name never has a lone one).
-fn series_name(c: &Cause) -> String {
-    let name = match c {
-        Cause::Task { comm, .. } => visible_bytes(comm),
+fn series_name(c: CauseId) -> String {
+    let name = match c.cause() {
+        Cause::Task { comm, .. } => visible_bytes(&comm),
         other => other.name(),
     };
     if name == crate::cause::OTHERS {
@@ -203,7 +200,7 @@ impl Exporter {
                 let (own, others) = c.causes.series();
                 let mut causes: Vec<CauseSeries> = own
                     .into_iter()
-                    .map(|(cause, (ns, n))| CauseSeries { kind: cause.kind().as_str(), name: series_name(cause), ns, hiccups: n })
+                    .map(|(cause, (ns, n))| CauseSeries { kind: cause.kind().as_str(), name: series_name(*cause), ns, hiccups: n })
                     .collect();
                 causes.extend(others.into_iter().map(|(k, (ns, n))| CauseSeries {
                     kind: Kind::ALL[k].as_str(),

@@ -17,7 +17,7 @@ fn hiccup(gap: u64, causes: Vec<(Cause, u64)>, victim: Option<Victim>) -> Hiccup
         gap,
         source: Source::Probe,
         victim,
-        causes,
+        causes: causes.iter().map(|(c, ns)| (c.into(), *ns)).collect(),
         unexplained: gap - named,
         parts: None,
         freq: None,
@@ -140,7 +140,7 @@ fn senders_have_their_own_bounded_series() {
     let (mut e, slot) = exporter(10);
     let ipi = Cause::Csd("flush_tlb_func".into());
     let mut h = hiccup(5_000, vec![(ipi.clone(), 4_000)], None);
-    h.origins = vec![(ipi, Origin { sender: Sender::Task { comm: comm(b"java"), pid: 42, tgid: 42, cpu: 0 }, via: None })];
+    h.origins = vec![(ipi.into(), Origin { sender: Sender::Task { comm: comm(b"java"), pid: 42, tgid: 42, cpu: 0 }, via: None })];
     e.record(&h);
     e.record(&h);
     e.publish(&raw(), 1_000_000_000);

@@ -50,7 +50,7 @@ impl Fields {
             time_ns: h.t0,
             offset_ns: h.t0.saturating_sub(start_ns),
             gap_ns: h.gap,
-            cause: crate::export::cause_label(top.map_or(&crate::cause::Cause::Unexplained, |(c, _)| c)),
+            cause: crate::export::cause_label(top.map_or(crate::cause::CauseId::UNEXPLAINED, |(c, _)| c)),
             cause_ns: top.map_or(0, |(_, ns)| ns),
             unexplained_ns: h.unexplained,
             source: h.source.as_str(),

@@ -6,8 +6,7 @@ use crate::fastmap::Map;
 use hdrhistogram::Histogram;
 
 use super::{histogram, CauseKey};
-use crate::cause::Cause;
-use crate::record::Comm;
+use crate::cause::CauseId;
 
 /// Causes kept per CPU. Past it, a quarter is folded: tasks into one
 /// `comm[*]` entry per program, the rest into `(others)` of their kind, so
@@ -185,18 +184,16 @@ pub(super) fn fold_stale(causes: &mut Map<CauseKey, CauseStats>, cpu: u32) -> us
     mine.sort_unstable_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then_with(|| a.0.cmp(b.0)));
     let mut rest = mine.split_off((MAX_CAUSES / 4).min(mine.len()));
     rest.sort_unstable_by(|a, b| a.1.last_seen_ns.cmp(&b.1.last_seen_ns).then_with(|| a.0.cmp(b.0)));
-    let fold: Vec<CauseKey> = rest.into_iter().take(MAX_CAUSES / 4).map(|(k, _)| k.clone()).collect();
+    let fold: Vec<CauseKey> = rest.into_iter().take(MAX_CAUSES / 4).map(|(k, _)| *k).collect();
     for key in fold {
         let (Some(gone), Some(into)) = (causes.remove(&key), key.cause.folded()) else { continue };
         causes.entry(CauseKey { cpu, cause: into }).or_default().absorb(gone);
     }
     // A program folded here takes in its other pids too: one cause.
-    let programs: Vec<Comm> = causes
-        .keys()
-        .filter_map(|k| if let Cause::Task { comm, pid: None } = k.cause { (k.cpu == cpu).then_some(comm) } else { None })
-        .collect();
-    for comm in programs {
-        absorb_pids(causes, cpu, comm);
+    let programs: Vec<CauseId> =
+        causes.keys().filter(|k| k.cpu == cpu && k.cause.is_task() && k.cause.task_pid().is_none()).map(|k| k.cause).collect();
+    for program in programs {
+        absorb_pids(causes, cpu, program);
     }
     // What is left for this CPU: the cap counts on from here.
     causes.keys().filter(|k| k.cpu == cpu).count()
@@ -205,12 +202,12 @@ pub(super) fn fold_stale(causes: &mut Map<CauseKey, CauseStats>, cpu: u32) -> us
 /// Moves every `comm[pid]` entry of `cpu` into its program's `comm[*]`:
 /// once a program has been folded (its pids came and went faster than the
 /// cap), a view shows it once, not as `qemu[*]` beside `qemu[23769]`.
-pub(super) fn absorb_pids(causes: &mut Map<CauseKey, CauseStats>, cpu: u32, comm: Comm) {
+pub(super) fn absorb_pids(causes: &mut Map<CauseKey, CauseStats>, cpu: u32, program: CauseId) {
     let pids: Vec<CauseKey> =
-        causes.keys().filter(|k| k.cpu == cpu && matches!(k.cause, Cause::Task { comm: c, pid: Some(_) } if c == comm)).cloned().collect();
+        causes.keys().filter(|k| k.cpu == cpu && k.cause.task_pid().is_some() && k.cause.program() == Some(program)).cloned().collect();
     for key in pids {
         if let Some(gone) = causes.remove(&key) {
-            causes.entry(CauseKey { cpu, cause: Cause::Task { comm, pid: None } }).or_default().absorb(gone);
+            causes.entry(CauseKey { cpu, cause: program }).or_default().absorb(gone);
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::fastmap::Map;
 
 use hdrhistogram::Histogram;
 
-use crate::cause::Cause;
+use crate::cause::CauseId;
 use crate::interval::Hiccup;
 use crate::slots::CpuSlots;
 
@@ -49,10 +49,10 @@ pub(crate) fn quantile(h: &Histogram<u64>, q: f64, max: u64) -> u64 {
 }
 
 /// A cause on one CPU: the key of the per-cause aggregates.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CauseKey {
     pub cpu: u32,
-    pub cause: Cause,
+    pub cause: CauseId,
 }
 
 pub struct Stats {
@@ -136,7 +136,7 @@ impl Stats {
             let frequent = top.into_iter().filter(|(_, st)| st.starts.as_ref().is_some_and(|s| s.at.len() >= periodic::MIN_EVENTS));
             for (k, st) in frequent.take(PERIODIC_CAUSES) {
                 if all || now >= st.period_looked_ns.saturating_add(LOOK_EVERY_NS) {
-                    due.push((k.clone(), st.total_ns));
+                    due.push((*k, st.total_ns));
                 }
             }
         }
@@ -201,7 +201,7 @@ impl Stats {
         run.1 += 1;
         let Some(c) = self.cpu_mut(h.cpu) else { return };
         c.hiccups += 1;
-        let stopped: u64 = h.causes.iter().filter(|(c, _)| matches!(c, Cause::Stopped)).map(|(_, ns)| ns).sum();
+        let stopped: u64 = h.causes.iter().filter(|(c, _)| *c == CauseId::STOPPED).map(|(_, ns)| ns).sum();
         c.stopped_ns += stopped;
         c.stolen_ns += h.gap - stopped;
         c.explained_ns += h.explained() - stopped;
@@ -230,10 +230,9 @@ impl Stats {
         self.note_worst(h);
     }
 
-    fn add_cause(&mut self, cpu: u32, cause: &Cause, ns: u64, at: u64) {
-        // One lookup for a cause already known (the common case); the key
-        // is cloned only for a new one.
-        let key = CauseKey { cpu, cause: cause.clone() };
+    fn add_cause(&mut self, cpu: u32, cause: CauseId, ns: u64, at: u64) {
+        // One lookup for a cause already known (the common case).
+        let key = CauseKey { cpu, cause };
         if let Some(s) = self.causes.get_mut(&key) {
             s.add(ns, at);
             return;
@@ -244,8 +243,8 @@ impl Stats {
         }
         // A program already folded (maybe just now) takes its new pids: one
         // program, one cause.
-        if let Cause::Task { comm, pid: Some(_) } = *cause {
-            if let Some(s) = self.causes.get_mut(&CauseKey { cpu, cause: Cause::Task { comm, pid: None } }) {
+        if let (Some(_), Some(program)) = (cause.task_pid(), cause.program()) {
+            if let Some(s) = self.causes.get_mut(&CauseKey { cpu, cause: program }) {
                 s.add(ns, at);
                 return;
             }
@@ -253,8 +252,8 @@ impl Stats {
         let entries = self.cause_entries.entry(cpu).or_default();
         *entries += 1;
         self.causes.entry(key).or_default().add(ns, at);
-        if let Cause::Task { comm, pid: None } = *cause {
-            causes::absorb_pids(&mut self.causes, cpu, comm);
+        if cause.is_task() && cause.task_pid().is_none() {
+            causes::absorb_pids(&mut self.causes, cpu, cause);
             *entries = self.causes.keys().filter(|k| k.cpu == cpu).count();
         }
     }
@@ -263,11 +262,8 @@ impl Stats {
     /// its pids were folded into).
     fn note_stack(&mut self, h: &Hiccup, st: &crate::interval::Stack) {
         let Some(&(_, ns)) = h.causes.iter().find(|(c, _)| *c == st.cause) else { return };
-        let folded = match st.cause {
-            Cause::Task { comm, .. } => Some(Cause::Task { comm, pid: None }),
-            _ => None,
-        };
-        let key = CauseKey { cpu: h.cpu, cause: st.cause.clone() };
+        let folded = st.cause.program();
+        let key = CauseKey { cpu: h.cpu, cause: st.cause };
         let found = match self.causes.get_mut(&key) {
             Some(s) => Some(s),
             None => folded.and_then(|cause| self.causes.get_mut(&CauseKey { cpu: h.cpu, cause })),

@@ -5,7 +5,7 @@
 use crate::fastmap::Map;
 
 use crate::cause::Sender;
-use crate::cause::{Cause, Kind};
+use crate::cause::{CauseId, Kind};
 use crate::interval::Hiccup;
 use crate::record::Comm;
 
@@ -16,7 +16,7 @@ const KEPT: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SenderKey {
     Program(Comm),
-    Local(Cause),
+    Local(CauseId),
     /// An IPI, work item or wake-up whose sender was not traced (origins
     /// off, a kernel without the send tracepoint, a sender that came
     /// before tracing, wake-ups without --wake-origins).
@@ -37,7 +37,7 @@ impl SenderKey {
     pub fn of(s: &Sender) -> Self {
         match s {
             Sender::Task { comm, .. } => SenderKey::Program(*comm),
-            Sender::Local(c) => SenderKey::Local(c.clone()),
+            Sender::Local(c) => SenderKey::Local(*c),
         }
     }
 
@@ -58,7 +58,7 @@ pub struct Sent {
     pub ns: u64,
     /// What it sent that cost the most in one stall (an IPI's function, a
     /// work item): what its hint is about (a TLB flush, a remote call).
-    pub what: Option<(Cause, u64)>,
+    pub what: Option<(CauseId, u64)>,
 }
 
 /// Where the time no origin covers is tallied, per CPU and kind: one
@@ -101,7 +101,7 @@ impl BySender {
                 s.count += 1;
                 s.ns += ns;
                 if s.what.as_ref().is_none_or(|w| ns > w.1) {
-                    s.what = Some((cause.clone(), ns));
+                    s.what = Some((*cause, ns));
                 }
                 continue;
             }
@@ -111,7 +111,7 @@ impl BySender {
                 continue;
             }
             *n += 1;
-            self.map.insert(key, Sent { count: 1, ns, what: Some((cause.clone(), ns)) });
+            self.map.insert(key, Sent { count: 1, ns, what: Some((*cause, ns)) });
         }
     }
 
@@ -143,6 +143,7 @@ fn add_unsent(row: &mut Unsent, kind: Kind, who: usize, ns: u64) {
 mod tests {
     use super::*;
     use crate::cause::comm;
+    use crate::cause::Cause;
     use crate::cause::Origin;
     use crate::interval::Source;
 
@@ -153,11 +154,11 @@ mod tests {
             gap: ns,
             source: Source::Probe,
             victim: None,
-            causes: vec![(cause.clone(), ns)],
+            causes: vec![(cause.clone().into(), ns)],
             unexplained: 0,
             parts: None,
             freq: None,
-            origins: vec![(cause, Origin { sender, via: None })],
+            origins: vec![(cause.into(), Origin { sender, via: None })],
             stack: None,
         }
     }
@@ -170,7 +171,7 @@ mod tests {
         b.record(&hiccup(ipi.clone(), 100, java(11)));
         b.record(&hiccup(ipi.clone(), 300, java(12)));
         b.record(&hiccup(ipi, 50, Sender::Task { comm: comm(b"go"), pid: 3, tgid: 3, cpu: 1 }));
-        b.record(&hiccup(Cause::Work("vmstat_update".into()), 900, Sender::Local(Cause::Softirq(1))));
+        b.record(&hiccup(Cause::Work("vmstat_update".into()), 900, Sender::Local(Cause::Softirq(1).into())));
         let top: Vec<(Kind, String, u64, u64)> = b.top(6).into_iter().map(|(k, s, t)| (k, s.name(), t.count, t.ns)).collect();
         assert_eq!(
             top,
@@ -179,7 +180,7 @@ mod tests {
         assert!(b.top(7).is_empty());
         // What each sent that cost the most: what its hint is about.
         let java = b.top(6).into_iter().find(|t| t.1.name() == "java").expect("java sent IPIs").2.clone();
-        assert_eq!(java.what, Some((Cause::Csd("flush_tlb_func".into()), 300)));
+        assert_eq!(java.what, Some((Cause::Csd("flush_tlb_func".into()).into(), 300)));
     }
 
     #[test]
@@ -204,7 +205,7 @@ mod tests {
         let rcu = Cause::Work("kfree_rcu_work".into());
         let irq = Cause::Irq { irq: 24, name: std::sync::Arc::from(&b"eth0"[..]) };
         let mut h = hiccup(ipi, 100, Sender::Task { comm: comm(b"java"), pid: 1, tgid: 1, cpu: 0 });
-        h.causes.extend([(rcu, 200), (irq, 300), (Cause::Stopped, 5_000)]);
+        h.causes.extend([(rcu.into(), 200), (irq.into(), 300), (CauseId::STOPPED, 5_000)]);
         (h.unexplained, h.gap) = (400, 6_000);
         b.record(&h);
         let top: Vec<(Kind, String, u64)> = b.top(6).into_iter().map(|(k, s, t)| (k, s.name(), t.ns)).collect();

@@ -1,4 +1,5 @@
 use super::*;
+use crate::cause::Cause;
 use crate::cause::{comm, Kind, Symbol};
 use crate::interval::hiccup;
 
@@ -7,7 +8,7 @@ fn task(name: &str, pid: u32) -> Cause {
 }
 
 fn key(cpu: u32, cause: Cause) -> CauseKey {
-    CauseKey { cpu, cause }
+    CauseKey { cpu, cause: cause.into() }
 }
 
 #[test]
@@ -24,9 +25,9 @@ fn aggregates_per_cpu_and_cause() {
     let hog = &s.causes[&key(1, task("hog", 5))];
     assert_eq!((hog.count, hog.total_ns, hog.max_ns, hog.last_seen_ns), (2, 500, 300, 2_000_000_000));
     assert_eq!(hog.p99(), 300);
-    let top: Vec<Cause> = s.top_causes(Some(1)).iter().map(|(k, _)| k.cause.clone()).collect();
+    let top: Vec<Cause> = s.top_causes(Some(1)).iter().map(|(k, _)| k.cause.cause()).collect();
     assert_eq!(top, vec![task("hog", 5), irq, Cause::Unexplained]);
-    assert_eq!(s.top_causes(Some(3))[0].0.cause, Cause::Unexplained);
+    assert_eq!(s.top_causes(Some(3))[0].0.cause, crate::cause::CauseId::UNEXPLAINED);
     assert!((s.stolen_pct(&s.cpus[0]) - 570.0 / 1e8).abs() < 1e-12);
     assert!((s.per_sec(3) - 0.3).abs() < 1e-9);
 }
@@ -59,7 +60,7 @@ fn pid_churn_folds_stale_causes_by_their_fields() {
     let program = &s.causes[&key(1, Cause::Task { comm: comm(b"cc1"), pid: None })];
     let cc1: Vec<_> = s.causes.iter().filter(|(k, _)| k.cause.name().starts_with("cc1")).map(|(k, c)| (k.cause.name(), c.count)).collect();
     assert_eq!(program.count, 70_000, "{cc1:?}");
-    let split = s.causes.keys().filter(|k| matches!(k.cause, Cause::Task { comm: c, pid: Some(_) } if c == comm(b"cc1"))).count();
+    let split = s.causes.keys().filter(|k| matches!(k.cause.cause(), Cause::Task { comm: c, pid: Some(_) } if c == comm(b"cc1"))).count();
     assert_eq!(split, 0, "cc1 shown as its program and as {split} pids");
     assert_eq!(s.causes.values().map(|c| c.count).sum::<u64>(), 71_001);
     assert!(!s.causes.contains_key(&key(1, Cause::Others(Kind::Task))));
@@ -74,7 +75,7 @@ fn a_program_the_engine_folded_is_one_cause() {
     s.record(&hiccup(1, 0, vec![(task("qemu", 23769), 100)], 0));
     s.record(&hiccup(1, 1, vec![(program.clone(), 50)], 0));
     s.record(&hiccup(1, 2, vec![(task("qemu", 23770), 25)], 0));
-    let top: Vec<(Cause, u64, u64)> = s.top_causes(Some(1)).iter().map(|(k, c)| (k.cause.clone(), c.count, c.total_ns)).collect();
+    let top: Vec<(Cause, u64, u64)> = s.top_causes(Some(1)).iter().map(|(k, c)| (k.cause.cause(), c.count, c.total_ns)).collect();
     assert_eq!(top, [(program, 3, 175)]);
     assert_eq!(s.cause_entries[&1], 1);
 }
@@ -158,7 +159,8 @@ fn a_cause_keeps_the_stack_of_its_largest_stall_with_one() {
     let mut s = Stats::new(&[1], 0);
     let with = |at: u64, ns: u64, frame: &str| {
         let mut h = hiccup(1, at, vec![(task("hog", 5), ns)], 0);
-        h.stack = Some(std::sync::Arc::new(crate::interval::Stack { cause: task("hog", 5), frames: vec![Symbol::from(frame)].into() }));
+        h.stack =
+            Some(std::sync::Arc::new(crate::interval::Stack { cause: task("hog", 5).into(), frames: vec![Symbol::from(frame)].into() }));
         h
     };
     s.record(&with(1_000, 2_000_000, "first"));

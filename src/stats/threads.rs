@@ -6,7 +6,7 @@ use crate::fastmap::Map;
 
 use hdrhistogram::Histogram;
 
-use crate::cause::Cause;
+use crate::cause::CauseId;
 use crate::interval::{Hiccup, Source, Victim};
 use crate::passive::ThreadInfo;
 
@@ -22,7 +22,7 @@ pub struct ThreadStats {
     pub ns: [u64; Source::ALL.len()],
     pub gaps: Histogram<u64>,
     pub max_ns: u64,
-    pub causes: Map<Cause, u64>,
+    pub causes: Map<CauseId, u64>,
     /// Its own system calls' softirqs (in-syscall), per softirq: count,
     /// time and the largest, in the order first seen.
     pub in_syscall: Vec<InSyscall>,
@@ -84,21 +84,21 @@ impl ThreadStats {
     }
 
     /// The largest causes, largest first.
-    pub fn top_causes(&self, n: usize) -> Vec<(Cause, u64)> {
-        let mut v: Vec<(Cause, u64)> = self.causes.iter().map(|(c, ns)| (c.clone(), *ns)).collect();
+    pub fn top_causes(&self, n: usize) -> Vec<(CauseId, u64)> {
+        let mut v: Vec<(CauseId, u64)> = self.causes.iter().map(|(c, ns)| (*c, *ns)).collect();
         v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         v.truncate(n);
         v
     }
 
-    fn add_cause(&mut self, cause: &Cause, ns: u64) {
-        if let Some(t) = self.causes.get_mut(cause) {
+    fn add_cause(&mut self, cause: CauseId, ns: u64) {
+        if let Some(t) = self.causes.get_mut(&cause) {
             *t += ns;
             return;
         }
-        let mut key = cause.clone();
+        let mut key = cause;
         // A program already folded takes its new pids: one program, one cause.
-        if let Some(program @ Cause::Task { pid: None, .. }) = key.folded() {
+        if let Some(program) = key.task_pid().and(key.program()) {
             if self.causes.contains_key(&program) {
                 key = program;
             }
@@ -110,14 +110,11 @@ impl ThreadStats {
                 None => break,
             }
         }
-        if let Cause::Task { comm, pid: None } = key {
-            if !self.causes.contains_key(&key) {
-                // The program's first entry takes in its pids listed so far.
-                let pids: Vec<Cause> =
-                    self.causes.keys().filter(|c| matches!(c, Cause::Task { comm: k, pid: Some(_) } if *k == comm)).cloned().collect();
-                let moved: u64 = pids.iter().filter_map(|c| self.causes.remove(c)).sum();
-                *self.causes.entry(key.clone()).or_default() += moved;
-            }
+        if key.is_task() && key.task_pid().is_none() && !self.causes.contains_key(&key) {
+            // The program's first entry takes in its pids listed so far.
+            let pids: Vec<CauseId> = self.causes.keys().filter(|c| c.task_pid().is_some() && c.program() == Some(key)).copied().collect();
+            let moved: u64 = pids.iter().filter_map(|c| self.causes.remove(c)).sum();
+            *self.causes.entry(key).or_default() += moved;
         }
         *self.causes.entry(key).or_default() += ns;
     }
@@ -180,6 +177,7 @@ impl Threads {
 mod tests {
     use super::*;
     use crate::cause::comm;
+    use crate::cause::Cause;
     use crate::interval::{hiccup, Victim};
 
     #[test]
@@ -192,7 +190,7 @@ mod tests {
             (h.victim, h.source) = (Some(victim), Source::Preempted);
             th.record(&h);
         }
-        assert_eq!(th.by_tid[&7].top_causes(5), [(task(None), 175)]);
+        assert_eq!(th.by_tid[&7].top_causes(5), [(CauseId::of(&task(None)), 175)]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use crate::fastmap::Map;
 
-use crate::cause::Cause;
+use crate::cause::CauseId;
 use crate::interval::Parts;
 
 /// Causes kept per part; past it, the smallest newcomers go uncounted
@@ -20,7 +20,7 @@ pub struct WakeParts {
     pub total_ns: [u64; 3],
     pub max_ns: [u64; 3],
     /// Per part: the largest cause of each late wake-up, and its time.
-    pub causes: [Map<Cause, u64>; 3],
+    pub causes: [Map<CauseId, u64>; 3],
 }
 
 impl WakeParts {
@@ -36,16 +36,16 @@ impl WakeParts {
                 if let Some(n) = m.get_mut(cause) {
                     *n += ns;
                 } else if m.len() < CAUSES {
-                    m.insert(cause.clone(), *ns);
+                    m.insert(*cause, *ns);
                 }
             }
         }
     }
 
     /// Part `i`'s largest causes, most time first.
-    pub fn top(&self, i: usize, n: usize) -> Vec<(&Cause, u64)> {
-        let mut v: Vec<(&Cause, u64)> = self.causes[i].iter().map(|(c, &ns)| (c, ns)).collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    pub fn top(&self, i: usize, n: usize) -> Vec<(CauseId, u64)> {
+        let mut v: Vec<(CauseId, u64)> = self.causes[i].iter().map(|(c, &ns)| (*c, ns)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         v.truncate(n);
         v
     }
@@ -54,17 +54,17 @@ impl WakeParts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cause::Symbol;
+    use crate::cause::{Cause, Symbol};
 
     #[test]
     fn parts_add_up_and_name_their_causes() {
         let mut w = WakeParts::default();
-        let idle = Cause::Idle(Symbol::from("C6"));
-        let p = |t, s, u, top: [Option<(Cause, u64)>; 3]| Parts { timer_ns: t, sched_ns: s, user_ns: u, top };
-        w.record(&p(30, 5, 2, [Some((idle.clone(), 25)), None, None]));
-        w.record(&p(60, 900, 3, [Some((Cause::Slack, 50)), Some((Cause::Unexplained, 0)), None]));
-        w.record(&p(40, 5, 2, [Some((idle.clone(), 35)), None, None]));
+        let idle = CauseId::of(&Cause::Idle(Symbol::from("C6")));
+        let p = |t, s, u, top: [Option<(CauseId, u64)>; 3]| Parts { timer_ns: t, sched_ns: s, user_ns: u, top };
+        w.record(&p(30, 5, 2, [Some((idle, 25)), None, None]));
+        w.record(&p(60, 900, 3, [Some((CauseId::SLACK, 50)), Some((CauseId::UNEXPLAINED, 0)), None]));
+        w.record(&p(40, 5, 2, [Some((idle, 35)), None, None]));
         assert_eq!((w.late, w.total_ns, w.max_ns), (3, [130, 910, 7], [60, 900, 3]));
-        assert_eq!(w.top(0, 5), vec![(&idle, 60), (&Cause::Slack, 50)]);
+        assert_eq!(w.top(0, 5), vec![(idle, 60), (CauseId::SLACK, 50)]);
     }
 }

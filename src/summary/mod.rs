@@ -136,7 +136,7 @@ impl Summary {
                         sender: sender.name(),
                         count: t.count,
                         total_ns: t.ns,
-                        what: t.what.as_ref().map(|w| w.0.clone()),
+                        what: t.what.as_ref().map(|w| w.0.cause()),
                         unsent: matches!(sender, crate::stats::origins::SenderKey::Unknown | crate::stats::origins::SenderKey::NotSent),
                     })
                     .collect(),
@@ -148,7 +148,7 @@ impl Summary {
                     .into_iter()
                     .take(TOP)
                     .map(|(k, st)| CauseRow {
-                        cause: k.cause.clone(),
+                        cause: k.cause.cause(),
                         kind: k.cause.kind(),
                         name: k.cause.name(),
                         count: st.count,

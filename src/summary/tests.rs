@@ -180,7 +180,7 @@ fn a_top_cause_carries_its_stack_escaped() {
     let hog = Cause::Task { comm: comm(b"hog"), pid: Some(5) };
     let mut h = hiccup(1, 10, vec![(hog.clone(), 2_000_000)], 100);
     h.stack = Some(std::sync::Arc::new(crate::interval::Stack {
-        cause: hog,
+        cause: hog.into(),
         frames: vec![crate::cause::Symbol::from("schedule+0x23"), crate::cause::Symbol::from("evil\u{202e}")].into(),
     }));
     s.record(&h);

@@ -223,7 +223,7 @@ fn causes_of(r: &Read) -> Vec<(String, String, u64)> {
 fn the_stall_carries_the_csv_rows_causes_and_hostile_names_round_trip() {
     let evil = "\u{1b}[31mx\u{202e}\"\\";
     let mut h = stall();
-    h.causes.push((Cause::Task { comm: task(5, evil).comm, pid: Some(5) }, 0));
+    h.causes.push((Cause::Task { comm: task(5, evil).comm, pid: Some(5) }.into(), 0));
     let mut csv = crate::export::CsvSink::new(Vec::new()).unwrap();
     csv.write(&h).unwrap();
     let text = String::from_utf8(csv.into_inner()).unwrap();

@@ -246,7 +246,7 @@ impl App {
                 .senders()
                 .into_iter()
                 .take(3)
-                .find_map(|s| crate::doctor::sender_hint_for(s.kind, &s.sender, s.cpu, s.count, self.sent_by(s)));
+                .find_map(|s| crate::doctor::sender_hint_for(s.kind, &s.sender, s.cpu, s.count, self.sent_by(s).as_ref()));
         }
         let report = self.audit.as_ref()?;
         // Passive mode (watched threads) has no probe: no hint about parking one.
@@ -254,7 +254,7 @@ impl App {
         self.view()
             .culprits_of(self.cpu_filter)
             .take(3)
-            .find_map(|c| crate::doctor::hints_for(report, &c.key.cause, probe).into_iter().next())
+            .find_map(|c| crate::doctor::hints_for(report, &c.key.cause.cause(), probe).into_iter().next())
     }
 
     /// Passive mode: every watched thread, those seen first (most time
@@ -272,7 +272,7 @@ impl App {
 
     /// What `s` sent, as far as the recent worst stalls show it: its
     /// largest cause of that kind there (an IPI's function names its fix).
-    fn sent_by(&self, s: &SenderLine) -> Option<&crate::cause::Cause> {
+    fn sent_by(&self, s: &SenderLine) -> Option<crate::cause::Cause> {
         use crate::stats::origins::SenderKey;
         self.view()
             .worst
@@ -281,7 +281,7 @@ impl App {
             .flat_map(|h| h.origins.iter().map(move |(c, o)| (h.causes.iter().find(|x| &x.0 == c).map_or(0, |x| x.1), c, o)))
             .filter(|(_, c, o)| c.kind() == s.kind && SenderKey::of(&o.sender).name() == s.sender)
             .max_by_key(|(ns, _, _)| *ns)
-            .map(|(_, c, _)| c)
+            .map(|(_, c, _)| c.cause())
     }
 
     /// Recent worst stalls of the chosen CPU (or all), largest first.

@@ -88,7 +88,7 @@ fn a_long_sender_is_whole() {
     let work = Cause::Work(Symbol::from("vmstat_update"));
     let timer = Cause::Timer(Symbol::from("intel_gt_retire_requests_timer"));
     let mut h = hiccup(6, START + 7 * S, vec![(work.clone(), 9_000)], 0);
-    h.origins = vec![(work, Origin { sender: Sender::Local(timer), via: None })];
+    h.origins = vec![(work.into(), Origin { sender: Sender::Local(timer.into()), via: None })];
     s.record(&h);
     let mut a = App::new(info(), Snapshot::of(&s), true);
     a.apply(Action::BySender);

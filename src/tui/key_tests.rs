@@ -10,7 +10,7 @@ use crate::snapshot::Snapshot;
 #[test]
 fn sort_cycles_and_reorders_culprits() {
     let mut a = app();
-    let first = |a: &App| a.culprits()[0].key.cause.clone();
+    let first = |a: &App| a.culprits()[0].key.cause.cause();
     assert_eq!((a.sort, first(&a)), (Sort::Total, task(b"evil\x1b[2J", 666)));
     a.apply(Action::CycleSort);
     assert_eq!(a.sort, Sort::Count);

@@ -8,7 +8,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 
-use crate::cause::{Cause, Kind, LOST, UNEXPLAINED, UNEXPLAINED_SHORT};
+use crate::cause::{CauseId, Kind, LOST, UNEXPLAINED, UNEXPLAINED_SHORT};
 use crate::interval::Hiccup;
 use crate::snapshot::{CpuRow, Culprit};
 
@@ -255,7 +255,7 @@ pub fn culprits(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
 
 /// A cause as the breakdown names it: tasks, work items and timers by
 /// name alone, the rest with their kind.
-fn cause_label(cause: &Cause) -> String {
+fn cause_label(cause: CauseId) -> String {
     match cause.kind() {
         Kind::Unexplained => "unexplained".into(),
         Kind::Lost => "lost".into(),
@@ -276,7 +276,7 @@ pub fn breakdown(h: &Hiccup, th: Theme) -> Vec<Span<'static>> {
         }
         spans.push(Span::styled(cause_label(cause), th.kind(cause.kind())));
         spans.push(Span::raw(format!(" {}", fmt::dur(ns))));
-        if let (0, Some((_, o))) = (i, h.origins.iter().find(|(c, _)| c == cause)) {
+        if let (0, Some((_, o))) = (i, h.origins.iter().find(|(c, _)| *c == cause)) {
             // Written as the CSV's origins column writes it: escaped.
             let mut from = String::from(" ← ");
             crate::export::push_origin(o, &mut from);

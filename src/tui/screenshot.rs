@@ -48,6 +48,7 @@ fn task(name: &[u8], pid: u32) -> Cause {
 fn stall(cpu: u32, t0: u64, mut causes: Vec<(Cause, u64)>, unexplained: u64) -> Hiccup {
     causes.sort_by_key(|c| std::cmp::Reverse(c.1));
     let gap = causes.iter().map(|c| c.1).sum::<u64>() + unexplained;
+    let causes = causes.iter().map(|(c, ns)| (crate::cause::CauseId::of(c), *ns)).collect();
     Hiccup { cpu, t0, gap, causes, unexplained, ..Hiccup::default() }
 }
 

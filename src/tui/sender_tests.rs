@@ -25,7 +25,7 @@ fn from(name: &[u8], pid: u32, cpu: u32, via: Option<&str>) -> Origin {
 /// A stall on `cpu` whose causes (largest first) came with these origins.
 fn sent(cpu: u32, t: u64, causes: Vec<(Cause, u64)>, origins: Vec<(Cause, Origin)>) -> Hiccup {
     let mut h = hiccup(cpu, START + t, causes, 0);
-    h.origins = origins;
+    h.origins = origins.into_iter().map(|(c, o)| (c.into(), o)).collect();
     h
 }
 
@@ -39,7 +39,7 @@ fn with_senders() -> Stats {
         s.record(&sent(6, 6 * S + i, vec![(shootdown(), 20_000)], vec![(shootdown(), storm.clone())]));
     }
     let vmstat = Cause::Work(Symbol::from("vmstat_update"));
-    let timer = Origin { sender: Sender::Local(Cause::Softirq(1)), via: None };
+    let timer = Origin { sender: Sender::Local(Cause::Softirq(1).into()), via: None };
     s.record(&sent(6, 7 * S, vec![(vmstat.clone(), 9_000)], vec![(vmstat, timer)]));
     let woken = task(b"app", 77);
     s.record(&sent(7, 8 * S, vec![(task(b"big", 5), 50_000), (woken.clone(), 5_000)], vec![(woken, from(HOSTILE, 66, 1, None))]));

@@ -293,7 +293,7 @@ fn enter_shows_the_top_stall_with_its_stack() {
     let hog = task(b"hog", 50);
     let mut h = hiccup(6, START + 6 * S, vec![(hog.clone(), 3_000_000)], 0);
     h.stack = Some(std::sync::Arc::new(crate::interval::Stack {
-        cause: hog,
+        cause: hog.into(),
         frames: vec![Symbol::from("__schedule+0x2c4"), Symbol::from("evil\x1b[2J"), Symbol::from("do_nanosleep+0x7b")].into(),
     }));
     s.record(&h);
@@ -331,7 +331,7 @@ fn a_stall_of_many_causes_still_shows_its_stack() {
     let causes: Vec<(Cause, u64)> = (0..20).map(|i| (task(b"bash", 100 + i), 3_000_000 - u64::from(i) * 1_000)).collect();
     let mut h = hiccup(6, START + 6 * S, causes, 0);
     h.stack = Some(std::sync::Arc::new(crate::interval::Stack {
-        cause: task(b"bash", 100),
+        cause: task(b"bash", 100).into(),
         frames: vec![Symbol::from("schedule+0x23"), Symbol::from("do_wait+0x1f"), Symbol::from("entry_SYSCALL_64+0x76")].into(),
     }));
     s.record(&h);

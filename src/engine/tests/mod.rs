@@ -2,7 +2,6 @@
 //! checks what a gap over it is charged to.
 
 use super::*;
-use crate::cause::Cause;
 use crate::interval::Source;
 use crate::kallsyms::Kallsyms;
 use crate::record::{Comm, Task, Vector};

@@ -47,7 +47,7 @@ fn ready(e: &mut Engine, watermark: u64) -> Vec<Hiccup> {
 }
 
 fn host(h: &Hiccup) -> u64 {
-    h.causes.iter().filter(|(c, _)| *c == Cause::Host).map(|c| c.1).sum()
+    h.causes.iter().filter(|(c, _)| *c == crate::cause::CauseId::HOST).map(|c| c.1).sum()
 }
 
 #[test]

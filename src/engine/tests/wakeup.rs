@@ -56,7 +56,7 @@ fn a_running_fifo_task_delays_the_switch_in() {
     assert_eq!(p.timer_ns + p.sched_ns + p.user_ns, h.gap);
     assert_eq!(labels(&h)[0], format!("task:fifohog[77]={}", 295 * US));
     // Each part's largest cause: the timer interrupt, then the hog.
-    let top = p.top.clone().map(|t| t.map(|(c, ns)| format!("{}={ns}", c.label())));
+    let top = p.top.map(|t| t.map(|(c, ns)| format!("{}={ns}", c.label())));
     assert_eq!(top[1], Some(format!("task:fifohog[77]={}", 295 * US)), "{top:?}");
     assert_eq!(h.causes.iter().map(|c| c.1).sum::<u64>() + h.unexplained, h.gap);
 }
@@ -107,7 +107,7 @@ fn slack_is_charged_first_and_never_past_the_timer() {
     };
     let h = late(&mut wakeup_engine(50 * US), &evs(d + 52 * US), d, d + 60 * US);
     assert_eq!(labels(&h)[0], format!("slack:={}", 50 * US));
-    assert_eq!(h.parts.clone().unwrap().top[0], Some((crate::cause::Cause::Slack, 50 * US)), "the timer part's largest cause");
+    assert_eq!(h.parts.clone().unwrap().top[0], Some((crate::cause::CauseId::SLACK, 50 * US)), "the timer part's largest cause");
     assert!(labels(&h).contains(&format!("idle:halt (default idle)={}", 2 * US)), "{:?}", labels(&h));
     // A timer that fired before the slack ran out: only that much is slack.
     let h = late(&mut wakeup_engine(50 * US), &evs(d + 20 * US), d, d + 28 * US);

@@ -6,6 +6,9 @@
 
 use std::sync::Arc;
 
+mod id;
+pub use id::CauseId;
+
 use crate::record::{Comm, Vector};
 use crate::sanitize::{push_visible_bytes, visible};
 
@@ -255,7 +258,7 @@ pub enum Sender {
     Task { comm: Comm, pid: u32, tgid: u32, cpu: u32 },
     /// Interrupt-level code of the watched CPU itself (a timer's callback
     /// queueing work, an interrupt waking a task): its context's name.
-    Local(Cause),
+    Local(CauseId),
 }
 
 /// A cause's origin: who, and for an IPI from where in the kernel.
