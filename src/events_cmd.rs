@@ -33,8 +33,11 @@ pub fn run(cpus: Option<&str>, duration: Option<Duration>, format: EventsFormat,
     };
     let prep = startup::prepare(cpus, false, crate::caps::Wants::default())?;
     // Checked before attaching: a file that cannot be written fails first.
+    // (No stall is shown: the method only names a stall track, never drawn.)
     let whole = match (trace_format, file) {
-        (Some(f), Some(path)) => Some(RefCell::new(Whole::new(path, "the events trace", f, &prep.cpus, false, now_ns())?)),
+        (Some(f), Some(path)) => {
+            Some(RefCell::new(Whole::new(path, "the events trace", f, &prep.cpus, crate::interval::Method::Spin, now_ns())?))
+        }
         _ => None,
     };
     let mut storage = MaybeUninit::uninit();

@@ -174,7 +174,7 @@ impl<W: Write> CsvSink<W> {
     }
 
     pub fn write(&mut self, h: &Hiccup) -> io::Result<()> {
-        if h.source == crate::interval::Source::InSyscall && !self.in_syscall {
+        if !h.source.is_stall() && !self.in_syscall {
             return Ok(());
         }
         let mut itoa = itoa::Buffer::new();

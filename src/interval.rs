@@ -41,6 +41,16 @@ impl Source {
         self as usize
     }
 
+    /// Whether its time was taken from what is watched: a stall. Not so a
+    /// softirq of the watched thread's own system call (`InSyscall`): its
+    /// own work, kept per thread apart from what the CPU's stalls add up
+    /// to; it counts as lost nowhere, breaks no `--fail-above` bound, stops
+    /// nothing, runs no `--on-stall` command, and reaches the CSV only with
+    /// `--in-syscall`. Every output asks this, none names the source.
+    pub const fn is_stall(self) -> bool {
+        !matches!(self, Source::InSyscall)
+    }
+
     /// As the CSV's `source` column writes it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -50,6 +60,65 @@ impl Source {
             Source::Wakeup => "wakeup",
             Source::WakeupProbe => "wakeup-probe",
             Source::InSyscall => "in-syscall",
+        }
+    }
+}
+
+/// What a run measures: the one fact every output asks of the mode (its
+/// label, its words for lost time, its trace track), so none compares a
+/// label as text or guesses the mode from the data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Method {
+    /// The spin probe's gaps.
+    #[default]
+    #[serde(rename = "probe")]
+    Spin,
+    /// The wake-up probe's late wake-ups.
+    #[serde(rename = "wakeup")]
+    Wakeup,
+    /// Passive mode: the watched threads' own time.
+    #[serde(rename = "passive")]
+    Passive,
+}
+
+impl Method {
+    pub const ALL: [Method; 3] = [Method::Spin, Method::Wakeup, Method::Passive];
+
+    /// As the summary and the metrics' `mode` label write it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Method::Spin => "probe",
+            Method::Wakeup => "wakeup",
+            Method::Passive => "passive",
+        }
+    }
+
+    /// The method a summary's `mode` names (None: one this version does
+    /// not know).
+    pub fn of_label(label: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.label() == label)
+    }
+
+    /// What its lost time is: a probe's time was stolen from it; passive
+    /// mode's threads were delayed (mostly their own wake-ups and waits,
+    /// the CPU often asleep).
+    pub fn taken(self) -> &'static str {
+        match self {
+            Method::Passive => "delayed",
+            Method::Spin | Method::Wakeup => "stolen",
+        }
+    }
+
+    /// Whether a probe of ours runs on the watched CPUs.
+    pub fn has_probe(self) -> bool {
+        self != Method::Passive
+    }
+
+    /// Whose stalls a trace's track shows.
+    pub fn track(self) -> &'static str {
+        match self {
+            Method::Passive => "watched threads",
+            Method::Spin | Method::Wakeup => "probe",
         }
     }
 }

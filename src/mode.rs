@@ -10,6 +10,7 @@ use clap::ValueEnum as _;
 
 use crate::cli::{LoopClockArg, ProbeArg, WatchArgs};
 use crate::cpulist;
+use crate::interval::Method;
 use crate::probe::threshold::Gate;
 use crate::probe::{ProbeConfig, ProbeKind, Threshold};
 use crate::say::say;
@@ -45,17 +46,13 @@ impl Mode {
         })
     }
 
-    /// As the summary and the metrics' `mode` label write it.
-    pub fn label(&self) -> &'static str {
+    /// What it measures, as every output asks it.
+    pub fn method(&self) -> Method {
         match self {
-            Mode::Spin => "probe",
-            Mode::Wakeup { .. } => "wakeup",
-            Mode::Passive(_) => "passive",
+            Mode::Spin => Method::Spin,
+            Mode::Wakeup { .. } => Method::Wakeup,
+            Mode::Passive(_) => Method::Passive,
         }
-    }
-
-    pub fn is_passive(&self) -> bool {
-        matches!(self, Mode::Passive(_))
     }
 
     /// The CPUs it watches and whether it spins on them, before anything
@@ -159,7 +156,10 @@ mod tests {
         assert_eq!(mode(&["--probe", "wakeup"]).unwrap(), Mode::Wakeup { period_ns: 1_000_000 });
         assert_eq!(mode(&["--probe", "wakeup", "--period", "250us"]).unwrap(), Mode::Wakeup { period_ns: 250_000 });
         assert!(matches!(mode(&["--pid", "7"]).unwrap(), Mode::Passive(f) if f.tgids == [7]));
-        assert_eq!([&[][..], &["--probe", "wakeup"], &["--tid", "3"]].map(|a| mode(a).unwrap().label()), ["probe", "wakeup", "passive"]);
+        assert_eq!(
+            [&[][..], &["--probe", "wakeup"], &["--tid", "3"]].map(|a| mode(a).unwrap().method().label()),
+            ["probe", "wakeup", "passive"]
+        );
         let e = mode(&["--period", "1ms"]).unwrap_err().to_string();
         assert_eq!(e, "--period and --timer-slack are the wake-up probe's: add --probe wakeup");
     }

@@ -62,9 +62,7 @@ impl Broken {
     /// Counts `h` if it reached the bound, and keeps it if among the worst
     /// (a name is made only then: a few times per run).
     pub fn record(&mut self, h: &crate::interval::Hiccup) {
-        // A softirq of the watched thread's own system call is its own
-        // work (not counted as lost): not a stall that breaks a bound.
-        if h.gap < self.limit_ns || h.source == crate::interval::Source::InSyscall {
+        if h.gap < self.limit_ns || !h.source.is_stall() {
             return;
         }
         self.count += 1;

@@ -96,6 +96,8 @@ pub struct Snapshot {
     pub counters: Counters,
     /// Passive mode: the watched threads, most time lost first.
     pub threads: Vec<ThreadLine>,
+    /// What the run measures.
+    pub method: crate::interval::Method,
 }
 
 /// Passive mode: which watched thread `cause` took the most time from
@@ -114,6 +116,7 @@ impl Snapshot {
             start_ns: s.start_ns,
             now_ns: s.now_ns,
             was_reset: s.was_reset,
+            method: s.method(),
             cpus: s
                 .cpus
                 .iter()

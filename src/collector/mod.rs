@@ -72,6 +72,8 @@ pub struct Config {
     /// jitterwatch's own process: its threads' time on a watched CPU is
     /// `self` (passive mode may share every CPU with them).
     pub own_tgid: u32,
+    /// What the run measures (the aggregates' views ask it).
+    pub method: crate::interval::Method,
 }
 
 /// What the collector tells the main thread as the run begins.

@@ -81,8 +81,8 @@ impl<'t, 'o> Run<'t, 'o> {
         }
         source.attach(attach_ns, &mut engine);
         let ring = Ring::open(tracer)?;
-        let mut sinks =
-            Sinks::new(Stats::new(&cfg.cpus, attach_ns), std::mem::take(&mut cfg.sinks), cfg.stop_above).failing_above(cfg.fail_above);
+        let mut sinks = Sinks::new(Stats::new(&cfg.cpus, attach_ns).measuring(cfg.method), std::mem::take(&mut cfg.sinks), cfg.stop_above)
+            .failing_above(cfg.fail_above);
         sinks.start(attach_ns);
         Ok(Run {
             tracer,

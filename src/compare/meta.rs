@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use serde_json::error::Category;
 
+use crate::interval::Method;
 use crate::sanitize::visible;
 
 /// What `compare` needs from the run's summary (summary::Summary, by the
@@ -22,6 +23,14 @@ pub struct Meta {
     pub cpus: Vec<MetaCpu>,
     #[serde(default)]
     pub csv: Option<String>,
+}
+
+impl Meta {
+    /// What the run measured (None: a mode this version does not know,
+    /// whose time is then taken as stolen).
+    pub fn method(&self) -> Option<Method> {
+        Method::of_label(&self.mode)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -62,7 +71,7 @@ pub(super) fn meta_from_rows(bytes: &[u8], shown: &str, side_shown: &str) -> Res
     }
     let meta = Meta {
         schema_version: None,
-        mode: if passive { "passive" } else { "probe" }.to_string(),
+        mode: if passive { Method::Passive } else { Method::Spin }.label().to_string(),
         duration_ns: last.saturating_sub(first).max(1),
         cpus: cpus.iter().map(|(&cpu, &(min, n))| MetaCpu { cpu, threshold_ns: min, hiccups: n }).collect(),
         csv: None,

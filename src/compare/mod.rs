@@ -24,6 +24,8 @@ use serde::Serialize;
 use figures::{Figures, Scope};
 use input::Run;
 
+use crate::interval::Method;
+
 /// Causes per run in the side-by-side table and the chart's bars.
 const TOP_CAUSES: usize = 8;
 /// Entries per list of changes.
@@ -63,7 +65,7 @@ impl Comparison {
     /// probe's time is stolen; passive mode's threads were delayed (their
     /// CPU often asleep, their own waits not counted).
     pub fn taken(&self) -> &'static str {
-        let passive = self.runs.iter().filter(|r| r.mode == "passive").count();
+        let passive = self.runs.iter().filter(|r| Method::of_label(&r.mode) == Some(Method::Passive)).count();
         match passive {
             0 => "stolen",
             n if n == self.runs.len() => "delayed",
@@ -271,7 +273,7 @@ fn overfull(runs: &[Run], scopes: &[Scope], blocks: &[Block]) -> Vec<String> {
             "{}: its gaps add up to more than the run lasted on {} (up to {most:.0}% of the time {}): its CSV and summary are not of one run, or were edited",
             r.label,
             titles.join(", "),
-            if r.meta.mode == "passive" { "delayed" } else { "stolen" }
+            r.meta.method().map_or(Method::Spin.taken(), Method::taken)
         ));
     }
     notes

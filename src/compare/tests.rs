@@ -177,7 +177,7 @@ fn the_summary_jitterwatch_writes_is_what_compare_reads() {
     raw.cpus[0].threshold_ns = 321;
     s.update_counters(raw, 2_000_000_000);
     let mut json = Vec::new();
-    crate::summary::Summary::from_stats(&s, &Default::default(), "probe").write_json(&mut json).unwrap();
+    crate::summary::Summary::from_stats(&s, &Default::default()).write_json(&mut json).unwrap();
     let meta: input::Meta = serde_json::from_slice(&json).unwrap();
     assert_eq!((meta.mode.as_str(), meta.cpus[0].cpu, meta.cpus[0].threshold_ns), ("probe", 4, 321));
     assert!(meta.duration_ns > 0);

@@ -147,9 +147,8 @@ impl Exporter {
 
     /// One explained stall. Allocates only for a cause never seen before.
     pub fn record(&mut self, h: &Hiccup) {
-        // Its own system call's work took nothing from the thread: counted
-        // apart, per thread and softirq.
-        if h.source == crate::interval::Source::InSyscall {
+        // Counted apart, per thread and softirq.
+        if !h.source.is_stall() {
             if let Some(v) = h.victim {
                 let vec = h.in_syscall_part();
                 self.in_syscall.add(&(vec, v), vec, h.gap);

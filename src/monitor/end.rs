@@ -67,7 +67,7 @@ pub(super) fn finish(args: &WatchArgs, plan: &Plan, run: Finished, file: Option<
 /// (a CPU gone offline, an output that could not be written), if it does.
 fn summarize(plan: &Plan, run: Finished) -> (Summary, Option<String>) {
     let Finished { stats, outcome, ended } = run;
-    let mut summary = Summary::from_stats(&stats, &outcome, plan.mode.label()).with_hints(&plan.audit);
+    let mut summary = Summary::from_stats(&stats, &outcome).with_hints(&plan.audit);
     summary.clocks = Some(crate::summary::Clocks { start: lifecycle::main_start_clocks(), end: crate::clock::ClockPair::now() });
     summary.notes.extend(ended.notes);
     let failed = outcome.failed.iter().map(|why| format!("the run ended early: {why}"));

@@ -61,9 +61,9 @@ pub fn run(args: WatchArgs, serve: bool) -> Result<i32> {
     let (plan, source, prep) = plan(&args, mode, serve)?;
     // Held until the process ends: after the source has stopped.
     let _locks = prep.locks;
-    let opened = outputs::open(&args, &plan.cpus, plan.mode.is_passive(), plan.tui)?;
+    let opened = outputs::open(&args, &plan.cpus, plan.mode.method(), plan.tui)?;
     let metrics_slot = endpoint.as_ref().map(|_| crate::metrics::Slot::default());
-    let metrics = metrics_slot.clone().map(|slot| Metrics::new(&plan.cpus, args.prometheus_top.into(), plan.mode.label(), slot));
+    let metrics = metrics_slot.clone().map(|slot| Metrics::new(&plan.cpus, args.prometheus_top.into(), plan.mode.method().label(), slot));
     let sinks = opened.outputs;
     let (collector, ready, screen) = start_collector(&args, &plan, sinks.with_metrics(metrics), source, prep.namer)?;
     if let (Some(ep), Some(slot)) = (endpoint, metrics_slot) {
@@ -130,6 +130,7 @@ fn start_collector(
         stacks_above: args.stacks_above.unwrap_or(0),
         switch_event: args.switch_hook == crate::cli::SwitchHookArg::PerfEvent,
         own_tgid: std::process::id(),
+        method: plan.mode.method(),
     };
     let collector = Collector::spawn(cfg, source, namer, ready_tx)?;
     match ready_rx.recv() {

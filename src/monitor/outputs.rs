@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use crate::cli::WatchArgs;
 use crate::export::CsvSink;
+use crate::interval::Method;
 use crate::say::say;
 use crate::sink::outputs::Outputs;
 use crate::source::Started;
@@ -21,7 +22,7 @@ pub struct Opened {
 }
 
 /// `tui`: the screen will show (the flight recorder then says nothing).
-pub fn open(args: &WatchArgs, cpus: &[usize], passive: bool, tui: bool) -> Result<Opened> {
+pub fn open(args: &WatchArgs, cpus: &[usize], method: Method, tui: bool) -> Result<Opened> {
     refuse_shared(args)?;
     let csv = args.csv.as_deref().map(CsvSink::create).transpose()?.map(|mut c| {
         c.in_syscall = args.csv_in_syscall;
@@ -34,7 +35,7 @@ pub fn open(args: &WatchArgs, cpus: &[usize], passive: bool, tui: bool) -> Resul
         }
         None => None,
     };
-    let (recorder, whole) = traces(args, cpus, passive, tui)?;
+    let (recorder, whole) = traces(args, cpus, method, tui)?;
     let on_stall = match &args.on_stall {
         Some(cmd) => {
             let runner = crate::on_stall::Runner::spawn(cmd.clone(), tui)
@@ -74,7 +75,7 @@ const DEFAULT_KEEP_NS: u64 = 50_000_000;
 pub fn traces(
     args: &WatchArgs,
     cpus: &[usize],
-    passive: bool,
+    method: Method,
     tui: bool,
 ) -> Result<(Option<crate::trace::FlightRecorder>, Option<crate::trace::Whole>)> {
     let recorder = match &args.trace_dir {
@@ -92,7 +93,7 @@ pub fn traces(
                 above_ns: args.trace_above,
                 max_per_minute: args.trace_max,
                 format: args.trace_format,
-                passive,
+                method,
                 announce: !tui,
             };
             Some(crate::trace::FlightRecorder::new(opts, cpus)?)
@@ -100,7 +101,7 @@ pub fn traces(
         None => None,
     };
     let whole = match &args.record {
-        Some(path) => Some(crate::trace::Whole::new(path, "--record's trace", args.trace_format, cpus, passive, crate::clock::now_ns())?),
+        Some(path) => Some(crate::trace::Whole::new(path, "--record's trace", args.trace_format, cpus, method, crate::clock::now_ns())?),
         None => None,
     };
     Ok((recorder, whole))

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use super::*;
 use crate::export::CsvSink;
-use crate::interval::Hiccup;
+use crate::interval::{Hiccup, Method};
 use crate::metrics::Slot;
 use crate::sink::outputs::Metrics;
 use crate::sink::Sink;
@@ -72,7 +72,7 @@ impl Scripted for Gaps {}
 /// (`prefix` and the output's).
 fn outputs(
     prefix: &str,
-    mode: &'static str,
+    method: Method,
     events: &mut dyn EventSource,
     source: &mut dyn Scripted,
     end: u64,
@@ -84,8 +84,8 @@ fn outputs(
     }
     let csv = Arc::new(Mutex::new(CsvSink::new(Vec::new()).expect("into memory")));
     let slot = Slot::default();
-    let list: Vec<Box<dyn Sink>> = vec![Box::new(Metrics::new(&[0], 5, mode, slot.clone())), Box::new(CsvTap(csv.clone()))];
-    let mut sinks = Sinks::new(Stats::new(&[0], START), list, None);
+    let list: Vec<Box<dyn Sink>> = vec![Box::new(Metrics::new(&[0], 5, method.label(), slot.clone())), Box::new(CsvTap(csv.clone()))];
+    let mut sinks = Sinks::new(Stats::new(&[0], START).measuring(method), list, None);
     sinks.start(START);
     let mut drain = Drain::new(engine, sinks, START);
     drain.step(events, source, end, false).expect("in memory: cannot fail");
@@ -94,7 +94,7 @@ fn outputs(
     drain.sinks.on_counters(Counters::new(&[0]), end, true);
     let (stats, outcome) = drain.sinks.finish(end, &mut drain.engine.namer);
     let screen = crate::tui::screenshot::screen_of(&stats, 80, 24);
-    let summary = Summary::from_stats(&stats, &outcome, mode);
+    let summary = Summary::from_stats(&stats, &outcome);
     let (mut json, mut text) = (Vec::new(), Vec::new());
     summary.write_json(&mut json).expect("into memory");
     summary.write_text(&mut text).expect("into memory");
@@ -115,7 +115,7 @@ fn outputs(
 fn probe() -> Vec<(String, String)> {
     let (mut replay, mut gaps) = Replay::new(1, START);
     let end = replay.offset() + CYCLE_NS + crate::collector::MARGIN_NS;
-    outputs("probe", "probe", &mut replay, &mut gaps, end, Some(PROBE_TID))
+    outputs("probe", Method::Spin, &mut replay, &mut gaps, end, Some(PROBE_TID))
 }
 
 /// Events handed over once, in order.
@@ -211,7 +211,7 @@ fn passive() -> Vec<(String, String)> {
     let mut tracker = Passive(crate::passive::Tracker::new(filter, &[0], US));
     tracker.0.started_at(START);
     let end = START + 10_000 * US;
-    outputs("passive", "passive", &mut Script(events), &mut tracker, end, None)
+    outputs("passive", Method::Passive, &mut Script(events), &mut tracker, end, None)
 }
 
 /// The wake-up probe's late wake-ups as its source hands them over.
@@ -275,7 +275,7 @@ fn wakeup() -> Vec<(String, String)> {
         delivery: false,
     };
     let mut source = Late(vec![late(1_000, 1_007), late(2_000, 2_041), late(2_998, 3_027)]);
-    outputs("wakeup", "wakeup", &mut Script(events), &mut source, START + 10_000 * US, Some(PROBE_TID))
+    outputs("wakeup", Method::Wakeup, &mut Script(events), &mut source, START + 10_000 * US, Some(PROBE_TID))
 }
 
 /// `compare` of the probe's run and the wake-up probe's, from their CSVs

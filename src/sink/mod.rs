@@ -94,10 +94,7 @@ impl Sinks {
     /// once, dropped and recorded in the outcome; the others go on. Returns
     /// whether one failed just now (the run ends: the collector stops it).
     pub fn on_hiccup(&mut self, h: &Hiccup) -> bool {
-        // A softirq of a watched thread's own system call is its work, not
-        // a stall (not counted as lost): it stops nothing, as it breaks no
-        // --fail-above bound.
-        let stall = h.source != crate::interval::Source::InSyscall;
+        let stall = h.source.is_stall();
         // The run ended at the end of the stall that stopped it: what began
         // after (the ~100 ms the stop takes to reach every CPU) is not kept.
         if self.outcome.stopped_on.as_ref().is_some_and(|s| h.t0 >= s.time_ns.saturating_add(s.gap_ns)) {

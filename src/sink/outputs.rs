@@ -199,8 +199,7 @@ impl Sink for OnStall {
     }
 
     fn on_hiccup(&mut self, h: &Hiccup, _: Option<u64>) -> io::Result<()> {
-        // A softirq of the thread's own system call is its work, not a stall.
-        if h.source == crate::interval::Source::InSyscall {
+        if !h.source.is_stall() {
             return Ok(());
         }
         // The stall's own time is the rate limit's clock: no clock read here.

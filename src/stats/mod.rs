@@ -10,7 +10,7 @@ use crate::fastmap::Map;
 use hdrhistogram::Histogram;
 
 use crate::cause::CauseId;
-use crate::interval::Hiccup;
+use crate::interval::{Hiccup, Method};
 use crate::slots::CpuSlots;
 
 mod causes;
@@ -92,6 +92,8 @@ pub struct Stats {
     pub by_sender: origins::BySender,
     /// A cause's starts copied here to look for their period (allocated once).
     period_scratch: Vec<u64>,
+    /// What the run measures (the views' words, which figures they show).
+    method: Method,
 }
 
 /// Causes per CPU whose period is looked for: the largest by time.
@@ -120,7 +122,19 @@ impl Stats {
             threads_idle: Vec::new(),
             by_sender: origins::BySender::default(),
             period_scratch: Vec::new(),
+            method: Method::Spin,
         }
+    }
+
+    /// Aggregates of a run that measures by `method` (the spin probe
+    /// unless said).
+    pub fn measuring(mut self, method: Method) -> Self {
+        self.method = method;
+        self
+    }
+
+    pub fn method(&self) -> Method {
+        self.method
     }
 
     /// Looks for what recurs (periodic.rs) in each CPU's largest causes:
@@ -190,9 +204,9 @@ impl Stats {
         if self.cpu_mut(h.cpu).is_none() {
             return;
         }
-        // A watched thread's own system call's work took nothing from it:
-        // kept per thread, apart from what the CPU's stalls add up to.
-        if h.source == crate::interval::Source::InSyscall {
+        // Not a stall: kept per thread, apart from what the CPU's stalls
+        // add up to.
+        if !h.source.is_stall() {
             self.threads.record(h);
             return;
         }
@@ -314,7 +328,7 @@ impl Stats {
         let cpus: Vec<usize> = self.cpus.iter().map(|c| c.cpu as usize).collect();
         let raw = std::mem::replace(&mut self.raw, Counters::new(&cpus));
         let run_gaps = std::mem::take(&mut self.run_gaps);
-        *self = Stats { base: raw.clone(), was_reset: true, run_gaps, ..Stats::new(&cpus, now) };
+        *self = Stats { base: raw.clone(), was_reset: true, run_gaps, method: self.method, ..Stats::new(&cpus, now) };
         self.update_counters(raw, now);
     }
 }

@@ -62,11 +62,11 @@ impl ThreadStats {
 
     /// Hiccups: what others took from it, its own system calls' work apart.
     pub fn hiccups(&self) -> u64 {
-        self.count.iter().sum::<u64>() - self.of(Source::InSyscall).0
+        Source::ALL.iter().filter(|s| s.is_stall()).map(|s| self.of(*s).0).sum()
     }
 
     pub fn lost_ns(&self) -> u64 {
-        self.ns.iter().sum::<u64>() - self.of(Source::InSyscall).1
+        Source::ALL.iter().filter(|s| s.is_stall()).map(|s| self.of(*s).1).sum()
     }
 
     /// Share of the time it ran or wanted to that hiccups took, %.
@@ -133,7 +133,7 @@ impl Threads {
         let k = h.source.index();
         t.count[k] += 1;
         t.ns[k] += h.gap;
-        if h.source == Source::InSyscall {
+        if !h.source.is_stall() {
             // Its own work, kept per part (a few at most): no histogram, no
             // cause of a stall. Each stretch counts once, whole, under its
             // largest part, so the parts add up to the total (as /metrics

@@ -59,7 +59,7 @@ pub struct Summary {
     pub csv: Option<String>,
     /// `probe` (the spin probe's gaps), `wakeup` (the wake-up probe's late
     /// wake-ups) or `passive` (the watched threads').
-    pub mode: &'static str,
+    pub mode: crate::interval::Method,
     pub duration_ns: u64,
     /// CLOCK_MONOTONIC and CLOCK_REALTIME read together as the run began
     /// and as it ended: what puts an application's wall-clock log on the
@@ -99,9 +99,9 @@ pub struct Summary {
 
 impl Summary {
     /// The summary of a run: its aggregates, and what it came to besides.
-    pub fn from_stats(s: &Stats, outcome: &Outcome, mode: &'static str) -> Self {
-        // The label mode.rs gives the spin probe (the summary sits below it).
-        let spin = mode == "probe";
+    pub fn from_stats(s: &Stats, outcome: &Outcome) -> Self {
+        let mode = s.method();
+        let spin = mode == crate::interval::Method::Spin;
         let cpus: Vec<CpuRow> = s
             .cpus
             .iter()
@@ -243,7 +243,7 @@ impl Summary {
         for c in &self.cpus {
             for k in c.top_causes.iter().take(CULPRITS) {
                 // Passive mode has no probe: no hint about parking one.
-                for h in crate::doctor::hints_for(report, &k.cause, self.mode != "passive") {
+                for h in crate::doctor::hints_for(report, &k.cause, self.mode.has_probe()) {
                     if !self.hints.contains(&h) {
                         self.hints.push(h);
                     }

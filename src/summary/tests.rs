@@ -3,6 +3,7 @@
 use super::*;
 use crate::cause::{comm, Cause};
 use crate::interval::hiccup;
+use crate::interval::Method;
 use crate::stats::Counters;
 
 #[test]
@@ -16,7 +17,7 @@ fn text_and_json_carry_the_same_figures_escaped() {
     raw.cpus[0].threshold_ns = 250;
     (raw.events, raw.consumer_cpu_ns, raw.setup_cpu_ns) = (400, 20_000, 30_000_000);
     s.update_counters(raw, 1_000_000);
-    let sum = Summary::from_stats(&s, &Default::default(), "probe");
+    let sum = Summary::from_stats(&s, &Default::default());
     let mut text = Vec::new();
     sum.write_text(&mut text).unwrap();
     let text = String::from_utf8(text).unwrap();
@@ -50,7 +51,7 @@ fn causes_are_summed_by_kind() {
         s.record(&hiccup(1, 10 + i, vec![(irq(30 + i as i32), 300), (Cause::Softirq(3), 100)], 50));
     }
     s.record(&hiccup(1, 100, vec![(Cause::Task { comm: comm(b"hog"), pid: Some(7) }, 5_000)], 0));
-    let sum = Summary::from_stats(&s, &Default::default(), "probe");
+    let sum = Summary::from_stats(&s, &Default::default());
     let k: Vec<(Kind, u64, u64)> = sum.cpus[0].by_kind.iter().map(|r| (r.kind, r.count, r.total_ns)).collect();
     assert_eq!(k, [(Kind::Task, 1, 5_000), (Kind::Irq, 8, 2_400), (Kind::Softirq, 8, 800), (Kind::Unexplained, 8, 400)]);
     let mut json = Vec::new();
@@ -78,7 +79,7 @@ fn unreadable_drop_counters_are_a_note() {
     raw.cpus[0].drops = 12;
     raw.drop_read_failures = 2;
     s.update_counters(raw, 1_000_000);
-    let sum = Summary::from_stats(&s, &Default::default(), "probe");
+    let sum = Summary::from_stats(&s, &Default::default());
     assert_eq!(sum.cpus[0].ringbuf_drops, 12);
     assert!(sum.notes.iter().any(|n| n.contains("could not be read 2 time(s)") && n.contains("lower bounds")), "{:?}", sum.notes);
 }
@@ -89,18 +90,18 @@ fn unreadable_drop_counters_are_a_note() {
 /// probe; the layout says its version.
 #[test]
 fn the_json_says_one_thing_per_field_in_every_mode() {
-    let s = Stats::new(&[1], 0);
-    let json = |mode| {
+    let json = |method: Method| {
+        let s = Stats::new(&[1], 0).measuring(method);
         let mut out = Vec::new();
-        Summary::from_stats(&s, &Default::default(), mode).write_json(&mut out).unwrap();
+        Summary::from_stats(&s, &Default::default()).write_json(&mut out).unwrap();
         serde_json::from_slice::<serde_json::Value>(&out).unwrap()
     };
-    for mode in ["probe", "wakeup", "passive"] {
-        let v = json(mode);
+    for method in Method::ALL {
+        let (v, mode) = (json(method), method.label());
         assert_eq!(v["schema_version"], SCHEMA_VERSION, "{mode}");
         let c = &v["cpus"][0];
         assert!(c.get("lost_pct").is_none() && c["unknown_pct"] == 0.0, "{mode}: {c}");
-        let spin = mode == "probe";
+        let spin = method == Method::Spin;
         for k in ["loop_floor_ns", "loop_mean_ns", "loop_quiet_mean_ns", "clock"] {
             assert_eq!(c[k].is_null(), !spin, "{mode}: {k} = {}", c[k]);
         }
@@ -127,7 +128,7 @@ fn a_cause_that_recurs_is_said_with_its_period() {
     }
     s.now_ns = t;
     s.look_for_periods(t, true);
-    let sum = Summary::from_stats(&s, &Default::default(), "probe");
+    let sum = Summary::from_stats(&s, &Default::default());
     let p = &sum.cpus[0].periodic;
     assert_eq!(p.len(), 1, "{p:?}");
     assert_eq!((p[0].cause.as_str(), p[0].period_ns, p[0].share), ("softirq:TIMER", 4_000_000, 1.0));
@@ -152,7 +153,7 @@ fn the_tick_s_verdicts_are_said_with_what_stands_behind() {
     t.deps[4] = 1;
     raw.cpus[0].tick = Some(t);
     s.update_counters(raw, 1_000_000);
-    let sum = Summary::from_stats(&s, &Default::default(), "probe");
+    let sum = Summary::from_stats(&s, &Default::default());
     let mut json = Vec::new();
     sum.write_json(&mut json).unwrap();
     let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
@@ -168,7 +169,7 @@ fn the_tick_s_verdicts_are_said_with_what_stands_behind() {
     // Where the kernel never said (not nohz_full): null, no line.
     let mut s = Stats::new(&[3], 0);
     s.update_counters(Counters::new(&[3]), 1_000_000);
-    let sum = Summary::from_stats(&s, &Default::default(), "probe");
+    let sum = Summary::from_stats(&s, &Default::default());
     assert!(sum.cpus[0].tick.is_none());
 }
 
@@ -184,7 +185,7 @@ fn a_top_cause_carries_its_stack_escaped() {
         frames: vec![crate::cause::Symbol::from("schedule+0x23"), crate::cause::Symbol::from("evil\u{202e}")].into(),
     }));
     s.record(&h);
-    let sum = Summary::from_stats(&s, &Default::default(), "probe");
+    let sum = Summary::from_stats(&s, &Default::default());
     let mut text = Vec::new();
     sum.write_text(&mut text).unwrap();
     let text = String::from_utf8(text).unwrap();
@@ -208,7 +209,7 @@ fn the_audit_s_cpu_timers_stand_behind_posix_timer() {
     raw.cpus[0].tick = Some(t);
     s.update_counters(raw, 1_000_000);
     let fx = crate::doctor::Fx::tuned_with_cpu_timer();
-    let sum = Summary::from_stats(&s, &Default::default(), "probe").with_hints(&crate::doctor::audit(fx.path(), &[3]));
+    let sum = Summary::from_stats(&s, &Default::default()).with_hints(&crate::doctor::audit(fx.path(), &[3]));
     let tick = sum.cpus[0].tick.as_ref().expect("a tick state");
     assert_eq!(tick.behind.as_deref(), Some("spinner[500]: 1 CPU-clock timer(s) in /proc/500/timers"));
     let mut text = Vec::new();
@@ -227,7 +228,7 @@ fn the_loop_s_clock_is_named_with_its_drift() {
         let mut raw = Counters::new(&[1]);
         (raw.cpus[0].counter, raw.cpus[0].tsc_drift_ns) = (counter, drift);
         s.update_counters(raw, 1_000_000);
-        let sum = Summary::from_stats(&s, &Default::default(), "probe");
+        let sum = Summary::from_stats(&s, &Default::default());
         let (mut text, mut json) = (Vec::new(), Vec::new());
         sum.write_text(&mut text).unwrap();
         sum.write_json(&mut json).unwrap();
@@ -262,7 +263,7 @@ fn the_tick_s_advice_follows_what_the_kernel_can_do() {
 #[test]
 fn a_floor_above_the_mean_period_says_when_it_was_measured() {
     let s = Stats::new(&[1], 0);
-    let mut sum = Summary::from_stats(&s, &Default::default(), "probe");
+    let mut sum = Summary::from_stats(&s, &Default::default());
     (sum.cpus[0].loop_floor_ns, sum.cpus[0].loop_mean_ns, sum.cpus[0].loop_quiet_mean_ns) = (Some(17), Some(11.5), Some(11.6));
     let mut text = Vec::new();
     sum.write_text(&mut text).unwrap();

@@ -60,7 +60,7 @@ impl Summary {
                 0 => "no hiccup".to_string(),
                 // Passive mode: the threads' hiccups, mostly their own
                 // wake-ups and waits: delayed, not stolen.
-                _ => format!("{:.1}% of {} time explained", c.explained_pct, if self.mode == "passive" { "delayed" } else { "stolen" }),
+                _ => format!("{:.1}% of {} time explained", c.explained_pct, self.mode.taken()),
             },
             if c.unknown_pct > 0.0 {
                 format!(
@@ -70,7 +70,7 @@ impl Summary {
             } else {
                 String::new()
             },
-            if self.mode == "passive" {
+            if !self.mode.has_probe() {
                 "passive (no probe)".to_string()
             } else if let Some(w) = &c.wakeup {
                 format!("wake-up probe every {} (timer slack {})", ns(w.period_ns), ns(w.slack_ns))

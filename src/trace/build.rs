@@ -316,8 +316,8 @@ impl<'n> Builder<'n> {
     /// their causes as arguments, first; then `marks`, by size alone.
     /// Stalls that overlap one already drawn are left out: a track's slices
     /// never cross (passive mode's intervals of several threads can).
-    pub fn stalls(&mut self, cpu: u32, passive: bool, marks: &[Mark], details: &[&Hiccup]) {
-        let name = if passive { format!("cpu {cpu} watched threads") } else { format!("cpu {cpu} probe") };
+    pub fn stalls(&mut self, cpu: u32, method: crate::interval::Method, marks: &[Mark], details: &[&Hiccup]) {
+        let name = format!("cpu {cpu} {}", method.track());
         let track = self.trace.track(&name, Group::None);
         let (from, to) = (self.trace.from, self.trace.to);
         let clip = |t0: u64, t1: u64| (t0.max(from), t1.min(to));

@@ -38,7 +38,7 @@ pub struct Options {
     pub above_ns: Option<u64>,
     pub max_per_minute: u32,
     pub format: Format,
-    pub passive: bool,
+    pub method: crate::interval::Method,
     /// Say a write failure as it happens (false under the live screen).
     pub announce: bool,
 }
@@ -159,7 +159,7 @@ impl FlightRecorder {
                 cpu,
                 from: p.from,
                 to,
-                passive: self.opts.passive,
+                method: self.opts.method,
                 events,
                 marks: self.marks[p.slot].iter().copied().collect(),
                 hiccup: p.hiccup,
@@ -210,7 +210,7 @@ mod tests {
             above_ns: Some(1_000_000),
             max_per_minute,
             format: Format::Perfetto,
-            passive: false,
+            method: crate::interval::Method::Spin,
             announce: false,
         };
         FlightRecorder::new(opts, &[CPU as usize]).unwrap()

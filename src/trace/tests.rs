@@ -79,7 +79,7 @@ pub(super) fn build(from: u64, to: u64, events: &[Event], details: &[&Hiccup], m
     let mut n = namer();
     let mut b = Builder::new(from, to, &mut n);
     b.cpu(CPU, events);
-    b.stalls(CPU, false, marks, details);
+    b.stalls(CPU, crate::interval::Method::Spin, marks, details);
     b.finish()
 }
 

@@ -25,7 +25,7 @@ pub struct Whole {
     what: &'static str,
     path: PathBuf,
     format: Format,
-    passive: bool,
+    method: crate::interval::Method,
     cpus: Vec<u32>,
     slots: crate::slots::CpuSlots,
     start: u64,
@@ -51,14 +51,21 @@ impl Whole {
     /// Checks now that `path` can be written (the run would be lost
     /// otherwise), recording from `start`. `what` names it in errors as
     /// the user asked for it (`--record's trace`, `the events trace`).
-    pub fn new(path: &Path, what: &'static str, format: Format, cpus: &[usize], passive: bool, start: u64) -> Result<Self> {
+    pub fn new(
+        path: &Path,
+        what: &'static str,
+        format: Format,
+        cpus: &[usize],
+        method: crate::interval::Method,
+        start: u64,
+    ) -> Result<Self> {
         // Refuses a link or another file's hard link there, as the CSV does.
         crate::output::create(path, what).map_err(anyhow::Error::from)?;
         Ok(Whole {
             what,
             path: path.to_path_buf(),
             format,
-            passive,
+            method,
             cpus: cpus.iter().map(|&c| c as u32).collect(),
             slots: crate::slots::CpuSlots::new(cpus),
             start,
@@ -109,7 +116,7 @@ impl Whole {
             b.cpu(cpu, &self.events[from..from + n]);
             let details: Vec<&Hiccup> = self.hiccups.iter().filter(|h| h.cpu == cpu).collect();
             if !details.is_empty() {
-                b.stalls(cpu, self.passive, &[], &details);
+                b.stalls(cpu, self.method, &[], &details);
             }
         }
         let mut trace = b.finish();
@@ -135,7 +142,7 @@ mod tests {
     fn the_whole_run_in_one_trace_cut_at_its_cap() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.perfetto-trace");
-        let mut w = Whole::new(&path, "--record's trace", Format::Perfetto, &[CPU as usize], false, 0).unwrap();
+        let mut w = Whole::new(&path, "--record's trace", Format::Perfetto, &[CPU as usize], crate::interval::Method::Spin, 0).unwrap();
         for e in stream() {
             w.on_event(&e);
         }
@@ -145,7 +152,8 @@ mod tests {
         let (slices, _, _) = read(&std::fs::read(&path).unwrap());
         assert!(slices.iter().any(|s| s.name == "stall 2.0ms") && slices.iter().any(|s| s.name == "hog[4242]"));
 
-        let mut w = Whole::new(&path, "--record's trace", Format::Json, &[CPU as usize], false, 0).unwrap().with_cap(6);
+        let mut w =
+            Whole::new(&path, "--record's trace", Format::Json, &[CPU as usize], crate::interval::Method::Spin, 0).unwrap().with_cap(6);
         for e in stream() {
             w.on_event(&e);
         }
@@ -154,6 +162,7 @@ mod tests {
         assert_eq!((r.events, r.cut_at), (6, Some(cut)));
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         assert_eq!(v["otherData"]["to_ns"], cut, "the trace ends where it was cut");
-        assert!(Whole::new(&dir.path().join("no/such/dir/x"), "--record's trace", Format::Json, &[1], false, 0).is_err());
+        assert!(Whole::new(&dir.path().join("no/such/dir/x"), "--record's trace", Format::Json, &[1], crate::interval::Method::Spin, 0)
+            .is_err());
     }
 }

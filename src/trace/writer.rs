@@ -23,7 +23,7 @@ pub struct Window {
     pub cpu: u32,
     pub from: u64,
     pub to: u64,
-    pub passive: bool,
+    pub method: crate::interval::Method,
     pub events: Vec<Event>,
     pub marks: Vec<Mark>,
     pub hiccup: Hiccup,
@@ -33,7 +33,7 @@ impl Window {
     pub fn build(&self, namer: &mut Namer) -> Trace {
         let mut b = Builder::new(self.from, self.to, namer);
         b.cpu(self.cpu, &self.events);
-        b.stalls(self.cpu, self.passive, &self.marks, &[&self.hiccup]);
+        b.stalls(self.cpu, self.method, &self.marks, &[&self.hiccup]);
         let mut trace = b.finish();
         trace.clocks = Some(super::model::clocks_now());
         trace

@@ -138,7 +138,7 @@ fn the_header_says_each_cpu_s_isolation_in_words() {
 /// interruptions, 1.2 M preemptions and 999 late wake-ups.
 fn redis() -> App {
     use crate::interval::{Source, Victim};
-    let mut s = Stats::new(&[1], START);
+    let mut s = Stats::new(&[1], START).measuring(crate::interval::Method::Passive);
     let main = Victim { tid: 23769, comm: comm(b"redis-server") };
     for (source, n) in [(Source::Interrupted, 12_345u64), (Source::Preempted, 1_234_567), (Source::Wakeup, 999)] {
         let mut h = hiccup(1, START + 2 * S, vec![(task(b"redis-benchmark", 4242), 1_000)], 0);

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 
 use crate::cause::{CauseId, Kind, LOST, UNEXPLAINED, UNEXPLAINED_SHORT};
-use crate::interval::Hiccup;
+use crate::interval::{Hiccup, Method};
 use crate::snapshot::{CpuRow, Culprit};
 
 use super::app::{App, Pane, Sort};
@@ -25,14 +25,13 @@ const CPU_COLS: [u16; 8] = [4, 7, 6, 7, 7, 7, 7, 6];
 /// and in passive mode how many threads are watched (every one, also those
 /// not seen running yet) with as many of their names as fit.
 fn cpus_title(app: &App, width: usize) -> String {
+    let taken = app.view().method.taken();
+    if app.view().method.has_probe() {
+        return format!(" CPUs · {taken}: % of wall time ");
+    }
     let watched = app.watched();
     let n = watched.len();
-    if n == 0 {
-        return " CPUs · stolen: % of wall time ".into();
-    }
-    // Passive mode: the threads' hiccups are mostly their own wake-ups and
-    // waits (the CPU often asleep): delayed, not stolen.
-    let head = " CPUs · delayed: % of wall time ";
+    let head = format!(" CPUs · {taken}: % of wall time ");
     let watching = format!("{head}· passive, watching {n} thread{}", if n == 1 { "" } else { "s" });
     let title = |shown: usize| {
         let names = watched.iter().take(shown).map(|w| w.1).collect::<Vec<_>>().join(", ");
@@ -47,7 +46,7 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let block = th.block(cpus_title(app, area.width as usize), app.focus == Pane::Cpus, area.width);
     let inner = block.inner(area);
     block.render(area, buf);
-    let passive = !app.watched().is_empty();
+    let passive = app.view().method == Method::Passive;
     // Passive mode names a thread where the probe's floor goes.
     let mut cols = CPU_COLS;
     if passive {
@@ -57,7 +56,7 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let fixed: u16 = cols.iter().sum::<u16>() + cols.len() as u16;
     let spark_w = inner.width.saturating_sub(fixed) as usize;
     // The wake-up probe's smallest latency stands where the spin probe's floor goes.
-    let wake = app.view().cpus.iter().any(|c| c.probe.wakeup.is_some());
+    let wake = app.view().method == Method::Wakeup;
     let heads = [
         "CPU",
         "hiccups",
@@ -65,7 +64,7 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         "p99",
         "p99.9",
         "max",
-        if passive { "delayed" } else { "stolen" },
+        app.view().method.taken(),
         if passive {
             "thread"
         } else if wake {

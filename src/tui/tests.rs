@@ -190,7 +190,7 @@ fn tiny_terminal_says_so() {
 #[test]
 fn passive_mode_shows_its_threads_and_victims() {
     use crate::interval::{Source, Victim};
-    let mut s = Stats::new(&[6, 7], START);
+    let mut s = Stats::new(&[6, 7], START).measuring(crate::interval::Method::Passive);
     let app_thread = Victim { tid: 500, comm: comm(b"matcher") };
     let mut h = hiccup(6, START + 2 * S, vec![(task(b"jwhog", 77), 2_000_000)], 0);
     h.source = Source::Preempted;
@@ -251,7 +251,7 @@ fn passive_mode_shows_its_threads_and_victims() {
 /// latency where the floor goes.
 #[test]
 fn the_wakeup_probe_shows_latencies() {
-    let mut s = Stats::new(&[6, 7], START);
+    let mut s = Stats::new(&[6, 7], START).measuring(crate::interval::Method::Wakeup);
     let mut raw = Counters::new(&[6, 7]);
     for c in &mut raw.cpus {
         c.threshold_ns = 100_000;
