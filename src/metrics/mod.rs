@@ -225,7 +225,7 @@ impl Exporter {
                     stolen_ns: c.stolen_ns,
                     counts: c.counts,
                     causes,
-                    floor_ns: counters.map_or(0, |p| p.floor_ns),
+                    floor_ns: counters.map_or(0, |p| p.own.floor_ns()),
                     threshold_ns: counters.map_or(0, |p| p.threshold_ns),
                     ringbuf_drops: counters.map_or(0, |p| p.drops),
                     queue_overflows: counters.map_or(0, |p| p.overflow),

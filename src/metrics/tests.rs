@@ -34,7 +34,8 @@ fn raw() -> Counters {
     let mut c = Counters::new(&[CPU as usize]);
     c.events = 1234;
     c.consumer_cpu_ns = 5_000_000;
-    c.cpus = vec![CpuCounters { floor_ns: 8, threshold_ns: 72, drops: 3, overflow: 1, ..CpuCounters::new(CPU) }];
+    let own = crate::stats::SourceFigures::Spin(crate::stats::SpinFigures { floor_ns: 8, ..Default::default() });
+    c.cpus = vec![CpuCounters { threshold_ns: 72, drops: 3, overflow: 1, own, ..CpuCounters::new(CPU) }];
     c
 }
 

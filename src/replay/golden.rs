@@ -18,7 +18,7 @@ use crate::interval::{Hiccup, Method};
 use crate::metrics::Slot;
 use crate::sink::outputs::Metrics;
 use crate::sink::Sink;
-use crate::stats::Counters;
+use crate::stats::{Counters, SourceFigures, SpinFigures, WakeFigures};
 use crate::summary::Summary;
 
 /// The files, as they were when this was built (a blessed file is read
@@ -91,7 +91,14 @@ fn outputs(
     drain.step(events, source, end, false).expect("in memory: cannot fail");
     drain.step(events, source, end, true).expect("in memory: cannot fail");
     source.report(end, &mut drain.sinks.stats);
-    drain.sinks.on_counters(Counters::new(&[0]), end, true);
+    // What each source's counters carry, as a real one reports them.
+    let mut counters = Counters::new(&[0]);
+    counters.cpus[0].own = match method {
+        Method::Spin => SourceFigures::Spin(SpinFigures::default()),
+        Method::Wakeup => SourceFigures::Wakeup(WakeFigures::default()),
+        Method::Passive => SourceFigures::Passive,
+    };
+    drain.sinks.on_counters(counters, end, true);
     let (stats, outcome) = drain.sinks.finish(end, &mut drain.engine.namer);
     let screen = crate::tui::screenshot::screen_of(&stats, 80, 24);
     let summary = Summary::from_stats(&stats, &outcome);

@@ -16,7 +16,7 @@ use crate::probe::threshold::Gate;
 use crate::probe::{Probe, ProbeConfig, ProbeKind, ProbeShared, Probes, Threshold, MIN_FLOORS, STOP_BOUND};
 use crate::say::say;
 use crate::source::{Ended, Intervals, Source, Started};
-use crate::stats::{CpuCounters, Stats};
+use crate::stats::{CpuCounters, SourceFigures, SpinFigures, Stats, WakeFigures};
 
 /// How long `started` waits for every probe's threshold (its floor is
 /// measured over 20 ms to 1 s) before the run goes on without it.
@@ -182,14 +182,24 @@ impl Source for ProbeSource {
         // like its loop counts.
         let (stolen, hiccups) = stats.run_gaps(p.cpu);
         c.threshold_ns = p.threshold_ns.load(Relaxed);
-        c.floor_ns = if floor == u64::MAX { 0 } else { floor };
-        c.loop_mean_ns = if loops > 0 && first > 0 { p.progress.load(Relaxed).saturating_sub(first) as f64 / loops as f64 } else { 0.0 };
-        c.loop_quiet_mean_ns = p.quiet_mean_ns(stolen, hiccups).unwrap_or(0.0);
-        c.loop_hist = p.histogram();
         c.overflow = p.overflow.load(Relaxed);
-        c.tsc_drift_ns = Some(p.tsc_drift_ns.load(Relaxed)).filter(|&d| d != i64::MIN);
-        c.counter = if p.uses_counter.load(Relaxed) { self.counter } else { None };
-        c.wakeup = p.wake.as_ref().and_then(|w| w.latency());
+        let floor_ns = if floor == u64::MAX { 0 } else { floor };
+        c.own = match &p.wake {
+            // The wake-up probe keeps its smallest latency as its floor.
+            Some(w) => SourceFigures::Wakeup(WakeFigures { min_ns: floor_ns, hist: p.histogram(), latency: w.latency() }),
+            None => SourceFigures::Spin(SpinFigures {
+                floor_ns,
+                loop_mean_ns: if loops > 0 && first > 0 {
+                    p.progress.load(Relaxed).saturating_sub(first) as f64 / loops as f64
+                } else {
+                    0.0
+                },
+                loop_quiet_mean_ns: p.quiet_mean_ns(stolen, hiccups).unwrap_or(0.0),
+                hist: p.histogram(),
+                tsc_drift_ns: Some(p.tsc_drift_ns.load(Relaxed)).filter(|&d| d != i64::MIN),
+                counter: if p.uses_counter.load(Relaxed) { self.counter } else { None },
+            }),
+        };
     }
 
     fn stopping(&mut self) {

@@ -9,54 +9,129 @@ use crate::probe::HIST_BUCKETS;
 #[derive(Debug, Clone, PartialEq)]
 pub struct CpuCounters {
     pub cpu: u32,
-    /// The probe's threshold and floor (facts, not counts: never reset).
+    /// The threshold its source reports intervals by (a fact, not a
+    /// count: never reset).
     pub threshold_ns: u64,
-    pub floor_ns: u64,
-    /// Mean probe loop period, ns (time measured / iterations).
-    pub loop_mean_ns: f64,
-    /// Mean loop period between hiccups (gaps left out), ns; 0: not yet.
-    pub loop_quiet_mean_ns: f64,
-    /// log2 histogram of every loop delta, from the probe.
-    pub loop_hist: [u64; HIST_BUCKETS],
     pub overflow: u64,
     pub drops: u64,
-    /// The probe read the CPU's counter: its distance from CLOCK_MONOTONIC
-    /// when it stopped, ns (None: vDSO clock, or not stopped yet).
-    pub tsc_drift_ns: Option<i64>,
-    /// The counter the probe's loop read (`tsc`, `cntvct`); None: the vDSO.
-    pub counter: Option<&'static str>,
-    /// The wake-up probe's latencies over the whole run (a reset does not
-    /// clear them).
-    pub wakeup: Option<crate::probe::Latency>,
     /// The steal clock over the whole run (None: no reading came).
     pub steal: Option<crate::engine::StealTotals>,
     /// The kernel's verdicts on stopping the tick (None: not read).
     pub tick: Option<crate::tick::Tally>,
+    /// What only the run's source counts for this CPU: every view matches
+    /// on it (none asks the mode).
+    pub own: SourceFigures,
+}
+
+/// The figures one source alone has for a CPU.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SourceFigures {
+    /// The spin probe's loop.
+    Spin(SpinFigures),
+    /// The wake-up probe's latencies.
+    Wakeup(WakeFigures),
+    /// Passive mode counts nothing per CPU of its own: its figures are
+    /// per watched thread (`Stats::threads`).
+    Passive,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpinFigures {
+    /// The loop's floor as measured at start (a fact: never reset).
+    pub floor_ns: u64,
+    /// Mean loop period, ns (time measured / iterations).
+    pub loop_mean_ns: f64,
+    /// Mean loop period between hiccups (gaps left out), ns; 0: not yet.
+    pub loop_quiet_mean_ns: f64,
+    /// log2 histogram of every loop delta.
+    pub hist: [u64; HIST_BUCKETS],
+    /// The probe read the CPU's counter: its distance from CLOCK_MONOTONIC
+    /// when it stopped, ns (None: vDSO clock, or not stopped yet).
+    pub tsc_drift_ns: Option<i64>,
+    /// The counter the loop read (`tsc`, `cntvct`); None: the vDSO.
+    pub counter: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WakeFigures {
+    /// The smallest latency seen: where the spin probe's floor stands.
+    pub min_ns: u64,
+    /// log2 histogram of every wake-up's latency.
+    pub hist: [u64; HIST_BUCKETS],
+    /// Its latencies over the whole run (a reset does not clear them;
+    /// None: no wake-up yet).
+    pub latency: Option<crate::probe::Latency>,
+}
+
+/// Nothing measured yet.
+impl Default for SpinFigures {
+    fn default() -> Self {
+        Self { floor_ns: 0, loop_mean_ns: 0.0, loop_quiet_mean_ns: 0.0, hist: [0; HIST_BUCKETS], tsc_drift_ns: None, counter: None }
+    }
+}
+
+/// Nothing measured yet.
+impl Default for WakeFigures {
+    fn default() -> Self {
+        Self { min_ns: 0, hist: [0; HIST_BUCKETS], latency: None }
+    }
+}
+
+impl SourceFigures {
+    /// What stands where the spin probe's floor goes: its floor, the
+    /// wake-up probe's smallest latency; 0 for passive mode.
+    pub fn floor_ns(&self) -> u64 {
+        match self {
+            SourceFigures::Spin(s) => s.floor_ns,
+            SourceFigures::Wakeup(w) => w.min_ns,
+            SourceFigures::Passive => 0,
+        }
+    }
+
+    /// A probe's log2 histogram: loop gaps, or wake-up latencies.
+    pub fn hist(&self) -> Option<&[u64; HIST_BUCKETS]> {
+        match self {
+            SourceFigures::Spin(s) => Some(&s.hist),
+            SourceFigures::Wakeup(w) => Some(&w.hist),
+            SourceFigures::Passive => None,
+        }
+    }
+
+    fn hist_mut(&mut self) -> Option<&mut [u64; HIST_BUCKETS]> {
+        match self {
+            SourceFigures::Spin(s) => Some(&mut s.hist),
+            SourceFigures::Wakeup(w) => Some(&mut w.hist),
+            SourceFigures::Passive => None,
+        }
+    }
+
+    pub fn spin(&self) -> Option<&SpinFigures> {
+        match self {
+            SourceFigures::Spin(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The wake-up probe's latencies, once it has any.
+    pub fn latency(&self) -> Option<&crate::probe::Latency> {
+        match self {
+            SourceFigures::Wakeup(w) => w.latency.as_ref(),
+            _ => None,
+        }
+    }
 }
 
 impl CpuCounters {
     pub fn new(cpu: u32) -> Self {
-        Self {
-            cpu,
-            threshold_ns: 0,
-            floor_ns: 0,
-            loop_mean_ns: 0.0,
-            loop_quiet_mean_ns: 0.0,
-            loop_hist: [0; HIST_BUCKETS],
-            overflow: 0,
-            drops: 0,
-            tsc_drift_ns: None,
-            counter: None,
-            wakeup: None,
-            steal: None,
-            tick: None,
-        }
+        Self { cpu, threshold_ns: 0, overflow: 0, drops: 0, steal: None, tick: None, own: SourceFigures::Passive }
     }
 
     fn since(&self, base: &CpuCounters) -> CpuCounters {
         let mut c = self.clone();
-        for (x, b) in c.loop_hist.iter_mut().zip(&base.loop_hist) {
-            *x = x.saturating_sub(*b);
+        if let (Some(h), Some(b)) = (c.own.hist_mut(), base.own.hist()) {
+            for (x, b) in h.iter_mut().zip(b) {
+                *x = x.saturating_sub(*b);
+            }
         }
         c.overflow = c.overflow.saturating_sub(base.overflow);
         c.drops = c.drops.saturating_sub(base.drops);
@@ -137,16 +212,17 @@ mod tests {
         let mut base = Counters::new(&[1]);
         base.events = 100;
         base.cpus[0].drops = 3;
-        base.cpus[0].loop_hist[5] = 1000;
+        let spin = |n| SourceFigures::Spin(SpinFigures { hist: std::array::from_fn(|k| if k == 5 { n } else { 0 }), ..Default::default() });
+        base.cpus[0].own = spin(1000);
         base.prog_stats = vec![ProgStat { name: "p".into(), run_cnt: 10, run_time_ns: 1000 }];
         let mut now = base.clone();
         now.events = 150;
         now.cpus[0].drops = 5;
-        now.cpus[0].loop_hist[5] = 1500;
+        now.cpus[0].own = spin(1500);
         now.cpus[0].threshold_ns = 200;
         now.prog_stats[0].run_cnt = 30;
         let d = now.since(&base);
-        assert_eq!((d.events, d.cpus[0].drops, d.cpus[0].loop_hist[5], d.cpus[0].threshold_ns), (50, 2, 500, 200));
+        assert_eq!((d.events, d.cpus[0].drops, d.cpus[0].own.hist().unwrap()[5], d.cpus[0].threshold_ns), (50, 2, 500, 200));
         assert_eq!((d.prog_stats[0].run_cnt, d.drops()), (20, 2));
     }
 }

@@ -21,7 +21,7 @@ pub mod periodic;
 mod threads;
 pub mod wake;
 pub use causes::{CauseStats, MAX_CAUSES};
-pub use counters::{Counters, CpuCounters};
+pub use counters::{Counters, CpuCounters, SourceFigures, SpinFigures, WakeFigures};
 pub use cpu::CpuStats;
 pub use threads::{ThreadStats, Threads};
 

@@ -101,7 +101,6 @@ impl Summary {
     /// The summary of a run: its aggregates, and what it came to besides.
     pub fn from_stats(s: &Stats, outcome: &Outcome) -> Self {
         let mode = s.method();
-        let spin = mode == crate::interval::Method::Spin;
         let cpus: Vec<CpuRow> = s
             .cpus
             .iter()
@@ -116,13 +115,13 @@ impl Summary {
                 explained_pct: c.explained_pct(),
                 explained_in_lossy_rows_pct: c.lossy_explained_pct(),
                 unknown_pct: c.lost_pct(),
-                loop_floor_ns: spin.then_some(c.probe.floor_ns),
-                loop_mean_ns: spin.then_some(c.probe.loop_mean_ns),
-                loop_quiet_mean_ns: spin.then_some(c.probe.loop_quiet_mean_ns),
-                clock: spin.then_some(c.probe.counter.unwrap_or("vdso")),
-                tsc_drift_ns: c.probe.tsc_drift_ns,
+                loop_floor_ns: c.probe.own.spin().map(|l| l.floor_ns),
+                loop_mean_ns: c.probe.own.spin().map(|l| l.loop_mean_ns),
+                loop_quiet_mean_ns: c.probe.own.spin().map(|l| l.loop_quiet_mean_ns),
+                clock: c.probe.own.spin().map(|l| l.counter.unwrap_or("vdso")),
+                tsc_drift_ns: c.probe.own.spin().and_then(|l| l.tsc_drift_ns),
                 hiccups_per_sec: s.per_sec(c.hiccups),
-                wakeup: c.probe.wakeup.clone(),
+                wakeup: c.probe.own.latency().cloned(),
                 late_wakeup_parts: part_rows(&c.wake),
                 hiccups_with_freq_change: c.freq_changed,
                 steal: c.probe.steal,

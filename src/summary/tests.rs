@@ -91,7 +91,15 @@ fn unreadable_drop_counters_are_a_note() {
 #[test]
 fn the_json_says_one_thing_per_field_in_every_mode() {
     let json = |method: Method| {
-        let s = Stats::new(&[1], 0).measuring(method);
+        let mut s = Stats::new(&[1], 0).measuring(method);
+        // Each source's own figures, as it reports them.
+        let mut raw = Counters::new(&[1]);
+        raw.cpus[0].own = match method {
+            Method::Spin => crate::stats::SourceFigures::Spin(Default::default()),
+            Method::Wakeup => crate::stats::SourceFigures::Wakeup(Default::default()),
+            Method::Passive => crate::stats::SourceFigures::Passive,
+        };
+        s.update_counters(raw, 1);
         let mut out = Vec::new();
         Summary::from_stats(&s, &Default::default()).write_json(&mut out).unwrap();
         serde_json::from_slice::<serde_json::Value>(&out).unwrap()
@@ -226,7 +234,8 @@ fn the_loop_s_clock_is_named_with_its_drift() {
     let with = |counter: Option<&'static str>, drift: Option<i64>| {
         let mut s = Stats::new(&[1], 0);
         let mut raw = Counters::new(&[1]);
-        (raw.cpus[0].counter, raw.cpus[0].tsc_drift_ns) = (counter, drift);
+        raw.cpus[0].own =
+            crate::stats::SourceFigures::Spin(crate::stats::SpinFigures { counter, tsc_drift_ns: drift, ..Default::default() });
         s.update_counters(raw, 1_000_000);
         let sum = Summary::from_stats(&s, &Default::default());
         let (mut text, mut json) = (Vec::new(), Vec::new());

@@ -100,7 +100,10 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
             if passive {
                 Cell::from(last_on(app, c.cpu, cols[7] as usize))
             } else {
-                right(if c.probe.floor_ns == 0 { "-".into() } else { fmt::dur(c.probe.floor_ns) })
+                right(match c.probe.own.floor_ns() {
+                    0 => "-".into(),
+                    ns => fmt::dur(ns),
+                })
             },
             Cell::from(Span::styled(sparkline(c, now_sec, spark_w), th.fg(Color::Yellow))),
         ])

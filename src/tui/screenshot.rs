@@ -13,7 +13,7 @@ use crate::cause::{Cause, Symbol};
 use crate::interval::Hiccup;
 use crate::record::Vector;
 use crate::snapshot::Snapshot;
-use crate::stats::{Counters, Stats};
+use crate::stats::{Counters, SourceFigures, SpinFigures, Stats};
 
 const S: u64 = 1_000_000_000;
 const START: u64 = 1_000 * S;
@@ -150,19 +150,23 @@ fn stats() -> Stats {
     let mut raw = Counters::new(&CPUS);
     for c in &mut raw.cpus {
         c.threshold_ns = 1_000;
-        c.floor_ns = 9;
-        c.counter = Some("tsc");
         // The loop's own turns under the threshold, log2 buckets (k holds
         // 2^(k-1)..2^k ns); the stalls above it fill theirs below.
+        let mut hist = [0; crate::probe::HIST_BUCKETS];
         for (k, n) in [(4, 9_800_000_000u64), (5, 5_100_000_000), (6, 4_300_000), (7, 610_000), (8, 88_000), (9, 21_000), (10, 6_400)] {
-            c.loop_hist[k] = n / if c.cpu == 2 { 3 } else { 1 };
+            hist[k] = n / if c.cpu == 2 { 3 } else { 1 };
         }
-    }
-    for h in &all {
-        let k = (64 - h.gap.leading_zeros() as usize).min(crate::probe::HIST_BUCKETS - 1);
-        if let Some(c) = raw.cpus.iter_mut().find(|c| c.cpu == h.cpu) {
-            c.loop_hist[k] += 1;
+        for h in all.iter().filter(|h| h.cpu == c.cpu) {
+            hist[(64 - h.gap.leading_zeros() as usize).min(crate::probe::HIST_BUCKETS - 1)] += 1;
         }
+        c.own = SourceFigures::Spin(SpinFigures {
+            floor_ns: 9,
+            loop_mean_ns: 0.0,
+            loop_quiet_mean_ns: 0.0,
+            hist,
+            tsc_drift_ns: None,
+            counter: Some("tsc"),
+        });
     }
     raw.events = 61_400;
     raw.lag_ns = 3_100_000;

@@ -48,8 +48,13 @@ pub fn side_min(app: &App) -> u16 {
     }
 }
 
+/// A CPU's probe histogram (none in passive mode: all zeros).
+fn hist(c: &CpuRow) -> &[u64; HIST_BUCKETS] {
+    c.probe.own.hist().unwrap_or(&[0; HIST_BUCKETS])
+}
+
 pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
-    let wake = app.view().cpus.iter().any(|c| c.probe.wakeup.is_some());
+    let wake = app.view().method == crate::interval::Method::Wakeup;
     let title = if wake { " Wake-up latency, log2 buckets (▓ ≥ threshold) " } else { " Loop gaps, log2 buckets (▓ ≥ threshold) " };
     let block = th.block(title.into(), app.focus == Pane::Histogram, area.width);
     let inner = block.inner(area);
@@ -58,7 +63,7 @@ pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let all: Vec<&CpuRow> = app.view().cpus.iter().filter(|c| app.cpu_filter.is_none_or(|f| c.cpu == f)).collect();
     let cols = (inner.width.saturating_sub(LABEL) / HIST_COL).max(1) as usize;
     let cpus = &all[..all.len().min(cols)];
-    let nonzero = |c: &&CpuRow| (0..HIST_BUCKETS).filter(|&k| c.probe.loop_hist[k] > 0).collect::<Vec<_>>();
+    let nonzero = |c: &&CpuRow| (0..HIST_BUCKETS).filter(|&k| hist(c)[k] > 0).collect::<Vec<_>>();
     let used: Vec<usize> = cpus.iter().flat_map(nonzero).collect();
     let (Some(&lo), Some(&hi)) = (used.iter().min(), used.iter().max()) else {
         Paragraph::new(Line::styled("no loop yet", th.dim()).centered()).render(inner, buf);
@@ -67,7 +72,7 @@ pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let rows = inner.height.saturating_sub(1) as usize;
     // Too many buckets: the fastest go (the CPU row gives the floor).
     let lo = lo.max((hi + 1).saturating_sub(rows));
-    let top = cpus.iter().flat_map(|c| c.probe.loop_hist[lo..=hi].iter()).copied().max().unwrap_or(1).max(1);
+    let top = cpus.iter().flat_map(|c| hist(c)[lo..=hi].iter()).copied().max().unwrap_or(1).max(1);
     let col_w = ((inner.width - LABEL) as usize / cpus.len()).max(HIST_COL as usize);
     let bar_w = col_w - 8;
     let mut header = vec![Span::styled(format!("{:>8} ", if wake { "lat ≥" } else { "gap ≥" }), th.head())];
@@ -81,7 +86,7 @@ pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     for k in (lo..=hi).rev() {
         let mut l = vec![Span::raw(format!("{:>8} ", fmt::dur(bucket_lo(k))))];
         for c in cpus {
-            let n = c.probe.loop_hist[k];
+            let n = hist(c)[k];
             let len = if n == 0 { 0 } else { (((n as f64).log10() + 1.0) / ((top as f64).log10() + 1.0) * bar_w as f64).ceil() as usize };
             let over = c.probe.threshold_ns > 0 && bucket_lo(k) >= c.probe.threshold_ns;
             let (ch, st) = if over { ('▓', th.fg(Color::Red)) } else { ('█', th.fg(Color::Green)) };

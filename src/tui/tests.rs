@@ -46,11 +46,9 @@ pub(super) fn stats() -> Stats {
     let mut raw = Counters::new(&[6, 7]);
     for c in &mut raw.cpus {
         c.threshold_ns = 1_000;
-        c.floor_ns = 25;
-        c.loop_hist[5] = 40_000_000;
-        c.loop_hist[6] = 120_000;
-        c.loop_hist[11] = 300;
-        c.loop_hist[21] = 1;
+        let mut l = crate::stats::SpinFigures { floor_ns: 25, ..Default::default() };
+        (l.hist[5], l.hist[6], l.hist[11], l.hist[21]) = (40_000_000, 120_000, 300, 1);
+        c.own = crate::stats::SourceFigures::Spin(l);
     }
     raw.cpus[0].drops = 3;
     raw.events = 123_456;
@@ -255,10 +253,9 @@ fn the_wakeup_probe_shows_latencies() {
     let mut raw = Counters::new(&[6, 7]);
     for c in &mut raw.cpus {
         c.threshold_ns = 100_000;
-        c.floor_ns = 61_000;
-        c.loop_hist[16] = 2_900;
-        c.loop_hist[18] = 4;
-        c.wakeup = Some(crate::probe::Latency {
+        let mut w = crate::stats::WakeFigures { min_ns: 61_000, ..Default::default() };
+        (w.hist[16], w.hist[18]) = (2_900, 4);
+        w.latency = Some(crate::probe::Latency {
             period_ns: 1_000_000,
             slack_ns: 50_000,
             wakeups: 2_904,
@@ -269,6 +266,7 @@ fn the_wakeup_probe_shows_latencies() {
             p99_ns: 106_000,
             p999_ns: 200_000,
         });
+        c.own = crate::stats::SourceFigures::Wakeup(w);
     }
     s.update_counters(raw, START + 3 * S);
     let mut late = hiccup(6, START + 2 * S, vec![(Cause::Slack, 50_000), (task(b"kdamond.0", 71), 1_200_000)], 8_000);
