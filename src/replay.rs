@@ -220,7 +220,7 @@ pub fn run(cpus: usize, events: u64, out: &mut dyn Write) -> Result<i32> {
     let r = replay(cpus, events)?;
     let hwm = status_kib("VmHWM:")?;
     let input_kib = (r.per_cycle * std::mem::size_of::<jw_event>()) as u64 / 1024;
-    let hiccups: u64 = r.drain.sinks.stats.cpus.iter().map(|c| c.hiccups).sum();
+    let hiccups: u64 = r.drain.sinks.stats.cpus().iter().map(|c| c.hiccups).sum();
     let per_cpu_sec = 1e9 / CYCLE_NS as f64 / cpus as f64;
     let v = serde_json::json!({
         "cpus": cpus,
@@ -283,7 +283,7 @@ mod tests {
     fn replayed_gaps_are_explained_by_the_stream() {
         let r = replay(3, 200_000).unwrap();
         assert!(r.decoded >= 190_000, "{}", r.decoded);
-        for c in &r.drain.sinks.stats.cpus {
+        for c in r.drain.sinks.stats.cpus() {
             assert!(c.hiccups > 1000, "cpu {}: {} hiccups", c.cpu, c.hiccups);
             let top: Vec<(Kind, String)> =
                 r.drain.sinks.stats.top_causes(Some(c.cpu)).iter().map(|(k, _)| (k.cause.kind(), k.cause.name())).collect();

@@ -104,7 +104,7 @@ pub struct Snapshot {
 /// (and how many others it took from), from each thread's top causes.
 fn victim_of(s: &Stats, cause: &crate::cause::CauseId) -> Option<(String, usize)> {
     let mut hit: Vec<(u64, &crate::stats::ThreadStats)> =
-        s.threads.by_tid.values().filter_map(|t| t.causes.get(cause).map(|&ns| (ns, t))).collect();
+        s.threads().by_tid.values().filter_map(|t| t.causes.get(cause).map(|&ns| (ns, t))).collect();
     hit.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.victim.tid.cmp(&b.1.victim.tid)));
     let (_, top) = hit.first()?;
     Some((top.victim.name(), hit.len() - 1))
@@ -113,12 +113,12 @@ fn victim_of(s: &Stats, cause: &crate::cause::CauseId) -> Option<(String, usize)
 impl Snapshot {
     pub fn of(s: &Stats) -> Self {
         Snapshot {
-            start_ns: s.start_ns,
-            now_ns: s.now_ns,
-            was_reset: s.was_reset,
+            start_ns: s.start_ns(),
+            now_ns: s.now_ns(),
+            was_reset: s.was_reset(),
             method: s.method(),
             cpus: s
-                .cpus
+                .cpus()
                 .iter()
                 .map(|c| CpuRow {
                     cpu: c.cpu,
@@ -145,10 +145,10 @@ impl Snapshot {
                 })
                 .collect(),
             senders: s
-                .cpus
+                .cpus()
                 .iter()
                 .flat_map(|c| {
-                    s.by_sender.top(c.cpu).into_iter().take(SENDERS_SHOWN).map(|(kind, sender, t)| SenderLine {
+                    s.by_sender().top(c.cpu).into_iter().take(SENDERS_SHOWN).map(|(kind, sender, t)| SenderLine {
                         cpu: c.cpu,
                         kind,
                         sender: sender.name(),
@@ -157,10 +157,10 @@ impl Snapshot {
                     })
                 })
                 .collect(),
-            worst: s.worst.clone(),
-            counters: s.counters.clone(),
+            worst: s.worst().to_vec(),
+            counters: s.counters().clone(),
             threads: s
-                .threads
+                .threads()
                 .sorted()
                 .into_iter()
                 .map(|t| ThreadLine {
@@ -226,7 +226,7 @@ mod tests {
         let mut s = Stats::new(&[1, 2], 0);
         s.record(&hiccup(1, 5, vec![(Cause::Softirq(9), 700)], 300));
         s.record(&hiccup(2, 6, vec![], 50));
-        s.now_ns = 1_000_000;
+        s.set_now_ns(1_000_000);
         let snap = Snapshot::of(&s);
         assert_eq!((snap.cpus[0].hiccups, snap.cpus[0].max_ns, snap.cpus[1].stolen_ns), (1, 1000, 50));
         assert!((995..=1005).contains(&snap.cpus[0].p99_ns), "{}", snap.cpus[0].p99_ns);

@@ -174,7 +174,7 @@ impl<'t, 'o> Run<'t, 'o> {
         self.own.drained(seen.oldest_ts, now_ns());
         if !self.started {
             if let Some(t) = source.start_ns() {
-                self.drain.sinks.stats.start_ns = t;
+                self.drain.sinks.stats.started_at(t);
                 self.started = true;
             }
         }

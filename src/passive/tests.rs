@@ -292,8 +292,8 @@ fn a_softirq_in_its_own_syscall_is_its_own_work() {
     }
     tracker.flush(10_000 * US, &mut |iv| engine.on_interval(iv));
     engine.attribute_ready(10_000 * US, |h: &Hiccup| s.record(h));
-    assert_eq!(s.cpus[0].hiccups, 1, "only the interruption is a hiccup");
-    let t = &s.threads.by_tid[&APP];
+    assert_eq!(s.cpus()[0].hiccups, 1, "only the interruption is a hiccup");
+    let t = &s.threads().by_tid[&APP];
     assert_eq!((t.hiccups(), t.lost_ns(), t.of(Source::InSyscall)), (1, 30 * US, (1, 40 * US)));
 }
 

@@ -24,7 +24,7 @@ fn the_sinks_keep_the_first_stall_that_stops_the_run() {
     for (cpu, t0, ns) in [(2, 10, 50), (2, 90, 70), (3, 150, 10), (2, 200, 80), (3, 160, 10)] {
         assert!(!sinks.on_hiccup(&hiccup(cpu, t0, vec![(Cause::Softirq(1), ns)], 0)));
     }
-    assert_eq!((sinks.stats.cpus[0].hiccups, sinks.stats.cpus[1].hiccups), (2, 1), "the stall at 200 and 160 began after 90 + 70");
+    assert_eq!((sinks.stats.cpus()[0].hiccups, sinks.stats.cpus()[1].hiccups), (2, 1), "the stall at 200 and 160 began after 90 + 70");
     let st = sinks.outcome.stopped_on.expect("stopped");
     assert_eq!((st.cpu, st.time_ns, st.gap_ns, st.limit_ns), (2, 90, 70, 60));
     // A thread's own system call's softirq stops nothing, and breaks no bound.
@@ -113,7 +113,7 @@ fn a_failing_sink_is_dropped_and_keeps_no_other_from_a_stall() {
     assert!(sinks.on_hiccup(&hiccup(1, 0, vec![(Cause::Softirq(1), 50)], 0)), "one failed just now");
     assert!(!sinks.on_hiccup(&hiccup(1, 90, vec![(Cause::Softirq(1), 50)], 0)), "dropped: it fails no more");
     assert_eq!(sinks.outcome.failed, ["writing the failing sink: gone"]);
-    assert_eq!(sinks.stats.cpus[0].hiccups, 2);
+    assert_eq!(sinks.stats.cpus()[0].hiccups, 2);
     sinks.on_counters(Counters::new(&[1]), 10, true);
     assert_eq!(slot.lock().unwrap().as_ref().map(|v| v.cpus[0].hiccups), Some(2));
 }

@@ -102,14 +102,14 @@ impl Source for PassiveSource {
             i.books = t.books_until(i.tid, now);
             i
         }));
-        stats.threads_elsewhere = t.seen_elsewhere.clone();
-        stats.threads_idle = self
+        let idle = self
             .target
             .threads
             .iter()
             .filter(|(tid, _)| t.threads().all(|i| i.tid != *tid))
             .map(|(tid, name)| format!("{name}[{tid}]"))
             .collect();
+        stats.set_threads_away(t.seen_elsewhere.clone(), idle);
     }
 
     fn stop(&mut self) -> Ended {

@@ -57,39 +57,39 @@ pub struct CauseKey {
 
 pub struct Stats {
     /// CLOCK_MONOTONIC ns when the probes began measuring (or the reset).
-    pub start_ns: u64,
+    start_ns: u64,
     /// Latest time the aggregates cover.
-    pub now_ns: u64,
+    now_ns: u64,
     /// In the order watched; `slots` finds a CPU's.
-    pub cpus: Vec<CpuStats>,
+    cpus: Vec<CpuStats>,
     slots: CpuSlots,
-    pub causes: Map<CauseKey, CauseStats>,
-    pub worst: Vec<Hiccup>,
+    causes: Map<CauseKey, CauseStats>,
+    worst: Vec<Hiccup>,
     /// At most the oldest start among `worst` (u64::MAX: none): the aged
     /// ones are looked for only once one may be there.
     worst_oldest: u64,
     /// What the probes, the kernel and jitterwatch itself count (events,
     /// drops, own CPU...), since the reset; `raw` since the start, `base`
     /// as it was at the reset.
-    pub counters: Counters,
+    counters: Counters,
     raw: Counters,
     base: Counters,
     /// Whether the user reset the aggregates during the run.
-    pub was_reset: bool,
+    was_reset: bool,
     /// Entries each CPU has in `causes`, kept for the cap.
     cause_entries: Map<u32, usize>,
     /// Per CPU: gap time and gaps since the start, kept across resets (the
     /// probe's loop period between hiccups is over the whole run).
     run_gaps: Map<u32, (u64, u64)>,
     /// Passive mode: per watched thread.
-    pub threads: Threads,
+    threads: Threads,
     /// Passive mode: watched threads seen on CPUs not watched (tid, cpu).
-    pub threads_elsewhere: Vec<(u32, u32)>,
+    threads_elsewhere: Vec<(u32, u32)>,
     /// Passive mode: threads found at start that have not run on a watched
     /// CPU since (`comm[tid]`, escaped): no row of their own says so.
-    pub threads_idle: Vec<String>,
+    threads_idle: Vec<String>,
     /// Causes by who sent them (IPIs, work, wake-ups), per CPU.
-    pub by_sender: origins::BySender,
+    by_sender: origins::BySender,
     /// A cause's starts copied here to look for their period (allocated once).
     period_scratch: Vec<u64>,
     /// What the run measures (the views' words, which figures they show).
@@ -135,6 +135,72 @@ impl Stats {
 
     pub fn method(&self) -> Method {
         self.method
+    }
+
+    /// CLOCK_MONOTONIC ns when the probes began measuring (or the reset).
+    pub fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+
+    /// Measuring began at `at` (the source's first sample): elapsed time
+    /// counts from it.
+    pub fn started_at(&mut self, at: u64) {
+        self.start_ns = at;
+    }
+
+    /// The latest time the aggregates cover.
+    pub fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+
+    /// Moves the aggregates' clock to `at` (tests: the collector moves it
+    /// with each counters' reading).
+    #[cfg(test)]
+    pub fn set_now_ns(&mut self, at: u64) {
+        self.now_ns = at;
+    }
+
+    /// Each watched CPU's aggregates, in the order watched.
+    pub fn cpus(&self) -> &[CpuStats] {
+        &self.cpus
+    }
+
+    /// The recent worst stalls, largest first.
+    pub fn worst(&self) -> &[Hiccup] {
+        &self.worst
+    }
+
+    /// What the probes, the kernel and jitterwatch count, since the reset.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Whether the user reset the aggregates during the run.
+    pub fn was_reset(&self) -> bool {
+        self.was_reset
+    }
+
+    /// Passive mode: per watched thread.
+    pub fn threads(&self) -> &Threads {
+        &self.threads
+    }
+
+    /// Passive mode: watched threads seen on CPUs not watched (tid, cpu),
+    /// and those found at start not seen on a watched CPU since
+    /// (`comm[tid]`, escaped), as the source last said.
+    pub fn threads_away(&self) -> (&[(u32, u32)], &[String]) {
+        (&self.threads_elsewhere, &self.threads_idle)
+    }
+
+    /// Passive mode: what the source knows of its threads' whereabouts.
+    pub fn set_threads_away(&mut self, elsewhere: Vec<(u32, u32)>, idle: Vec<String>) {
+        self.threads_elsewhere = elsewhere;
+        self.threads_idle = idle;
+    }
+
+    /// Causes by who sent them, per CPU.
+    pub fn by_sender(&self) -> &origins::BySender {
+        &self.by_sender
     }
 
     /// Looks for what recurs (periodic.rs) in each CPU's largest causes:

@@ -102,7 +102,7 @@ impl Summary {
     pub fn from_stats(s: &Stats, outcome: &Outcome) -> Self {
         let mode = s.method();
         let cpus: Vec<CpuRow> = s
-            .cpus
+            .cpus()
             .iter()
             .map(|c| CpuRow {
                 cpu: c.cpu,
@@ -126,7 +126,7 @@ impl Summary {
                 hiccups_with_freq_change: c.freq_changed,
                 steal: c.probe.steal,
                 senders: s
-                    .by_sender
+                    .by_sender()
                     .top(c.cpu)
                     .into_iter()
                     .take(TOP)
@@ -181,7 +181,7 @@ impl Summary {
                     .collect(),
             })
             .collect();
-        let n = &s.counters;
+        let n = &s.counters();
         let notes = notes::of(s, outcome, &cpus);
         Summary {
             schema_version: SCHEMA_VERSION,
@@ -194,7 +194,7 @@ impl Summary {
             events_per_sec: s.per_sec(n.events),
             overhead: Overhead {
                 main_start_ns: crate::lifecycle::main_start_ns(),
-                first_sample_ns: s.start_ns,
+                first_sample_ns: s.start_ns(),
                 first_event_ns: n.first_event_ns,
                 lag_max_ns: n.lag_max_ns,
                 consumer_cpu_ns: n.consumer_cpu_ns,
@@ -214,7 +214,7 @@ impl Summary {
             },
             missing_tracepoints: n.missing_tracepoints.clone(),
             switch_hook: n.switch_hook.clone(),
-            threads: threads::rows(&s.threads),
+            threads: threads::rows(s.threads()),
             cpus,
             hints: Vec::new(),
             notes,

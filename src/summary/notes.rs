@@ -12,9 +12,9 @@ pub const NO_STEAL_CLOCK: &str =
     "no steal clock was read (bare metal, a hypervisor without a paravirt steal clock, or a kernel without CONFIG_PARAVIRT_TIME_ACCOUNTING): host preemption, if any, stays unexplained";
 
 pub fn of(s: &Stats, outcome: &Outcome, cpus: &[CpuRow]) -> Vec<String> {
-    let n = &s.counters;
+    let n = &s.counters();
     let mut notes = Vec::new();
-    if s.was_reset {
+    if s.was_reset() {
         notes.push("the counts were reset during the run: this summary covers the time since the last reset".to_string());
     }
     if n.drop_read_failures > 0 {
@@ -23,17 +23,17 @@ pub fn of(s: &Stats, outcome: &Outcome, cpus: &[CpuRow]) -> Vec<String> {
             n.drop_read_failures
         ));
     }
-    for c in s.cpus.iter().filter(|c| c.stopped_ns > 0) {
+    for c in s.cpus().iter().filter(|c| c.stopped_ns > 0) {
         notes.push(format!(
             "the probe on CPU {} was stopped for {} (SIGSTOP, a debugger or a cgroup freeze): its gaps show it as `stopped`, not counted as stolen",
             c.cpu,
             crate::units::ns(c.stopped_ns)
         ));
     }
-    for name in &s.threads_idle {
+    for name in s.threads_away().1 {
         notes.push(format!("watched thread {name} never ran on a watched CPU during the run: no hiccup, nothing lost (asleep throughout)"));
     }
-    for &(tid, cpu) in &s.threads_elsewhere {
+    for &(tid, cpu) in s.threads_away().0 {
         notes.push(format!("watched thread {tid} also ran on CPU {cpu}, which is not watched: its time there is not counted"));
     }
     if n.events > 0 && cpus.iter().all(|c| c.steal.is_none()) {
@@ -48,7 +48,7 @@ pub fn of(s: &Stats, outcome: &Outcome, cpus: &[CpuRow]) -> Vec<String> {
         ));
     }
     match &outcome.broken {
-        Some(b) if b.count > 0 => notes.push(broken(b, s.start_ns)),
+        Some(b) if b.count > 0 => notes.push(broken(b, s.start_ns())),
         Some(b) => notes.push(format!("passed: no stall reached --fail-above {}", crate::units::ns(b.limit_ns))),
         None => {}
     }
@@ -56,7 +56,7 @@ pub fn of(s: &Stats, outcome: &Outcome, cpus: &[CpuRow]) -> Vec<String> {
         notes.push(format!(
             "--record reached its cap ({} MiB of events) {} into the run: the trace ends there",
             crate::trace::RECORD_CAP_BYTES >> 20,
-            crate::units::ns(cut.saturating_sub(s.start_ns))
+            crate::units::ns(cut.saturating_sub(s.start_ns()))
         ));
     }
     notes

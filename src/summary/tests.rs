@@ -134,7 +134,7 @@ fn a_cause_that_recurs_is_said_with_its_period() {
         s.record(&hiccup(2, t, vec![], 3_000));
         s.record(&hiccup(2, 1_000_000_000 + k * 4_000_000 + 7_000, vec![(Cause::Softirq(1), 2_000)], 0));
     }
-    s.now_ns = t;
+    s.set_now_ns(t);
     s.look_for_periods(t, true);
     let sum = Summary::from_stats(&s, &Default::default());
     let p = &sum.cpus[0].periodic;

@@ -45,7 +45,7 @@ fn pause_freezes_the_view() {
     a.apply(Action::Pause);
     let mut later = stats();
     later.record(&hiccup(6, START + 11 * S, vec![(task(b"late", 9), 5_000)], 0));
-    later.now_ns = START + 12 * S;
+    later.set_now_ns(START + 12 * S);
     a.update(Snapshot::of(&later));
     assert_eq!(a.view().cpus[0].hiccups, 2);
     assert!(text(&draw(&a, 80, 24)).contains("PAUSED"));
@@ -69,7 +69,7 @@ fn a_reset_snapshot_shows_zeros_and_says_reset() {
     let screen = text(&draw(&a, 80, 24));
     assert!(screen.contains("no hiccup yet") && screen.contains("elapsed 0:00 (reset)") && screen.contains("drops 0"), "{screen}");
     s.record(&hiccup(7, START + 11 * S, vec![(task(b"late", 9), 5_000)], 0));
-    s.now_ns = START + 12 * S;
+    s.set_now_ns(START + 12 * S);
     a.update(Snapshot::of(&s));
     assert_eq!((a.view().cpus[0].hiccups, a.view().cpus[1].hiccups, a.view().cpus[1].max_ns), (0, 1, 5_000));
     assert_eq!(a.culprits().len(), 1);

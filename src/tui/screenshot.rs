@@ -200,7 +200,7 @@ pub fn demo(w: u16, h: u16) -> Buffer {
 #[cfg(test)]
 pub(crate) fn screen_of(stats: &Stats, w: u16, h: u16) -> String {
     let iso = Isolation { isolcpus: true, nohz_full: true };
-    let cpus = stats.cpus.iter().map(|c| (c.cpu as usize, iso)).collect();
+    let cpus = stats.cpus().iter().map(|c| (c.cpu as usize, iso)).collect();
     let info = SysInfo { host: "golden".into(), kernel: "6.18.0-golden".into(), cpus, topology: "node 0".into(), sibling_open: false };
     let app = App::new(info, Snapshot::of(stats), true);
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("a TestBackend cannot fail");

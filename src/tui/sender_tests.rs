@@ -138,7 +138,7 @@ fn no_sender_says_why() {
     assert!(screen.contains("no sender: --no-origins was given"), "{screen}");
     // A kernel without the IPI send tracepoints: named (irq_work_entry is not an origin's).
     let mut s = stats();
-    let mut raw = s.counters.clone();
+    let mut raw = s.counters().clone();
     raw.missing_tracepoints = vec!["irq_work_entry", "ipi_send_cpu", "csd_queue_cpu"];
     s.update_counters(raw, START + 10 * S);
     let mut a = App::new(info(), Snapshot::of(&s), true);

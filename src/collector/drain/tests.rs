@@ -88,7 +88,7 @@ fn none() -> Gaps {
 
 /// The only hiccup's causes as `label=ns`.
 fn causes(d: &Drain) -> Vec<String> {
-    d.sinks.stats.worst.iter().flat_map(|h| h.all_causes().map(|(c, ns)| format!("{}={ns}", c.label()))).collect()
+    d.sinks.stats.worst().iter().flat_map(|h| h.all_causes().map(|(c, ns)| format!("{}={ns}", c.label()))).collect()
 }
 
 /// A hog ran 100-300 µs inside the probe's gap; its switch back out is
@@ -99,7 +99,7 @@ fn late_events_wait_for_the_watermark() {
     let mut d = drain();
     let mut src = script([switch(50 * US, task(0, "swapper/1"), probe), switch(100 * US, probe, hog)]);
     d.step(&mut src, &mut gap(100 * US, 300 * US), 1200 * US, false).unwrap();
-    assert_eq!(d.sinks.stats.cpus[0].hiccups, 0, "explained before its events were read");
+    assert_eq!(d.sinks.stats.cpus()[0].hiccups, 0, "explained before its events were read");
     src.0.push_back(switch(300 * US, hog, probe));
     let seen = d.step(&mut src, &mut none(), 2 * MS, false).unwrap();
     assert_eq!(seen, Drained { records: 1, oldest_ts: Some(300 * US) });
@@ -124,10 +124,10 @@ fn a_capped_drain_holds_the_watermark() {
     let mut src = script(events);
     let first = d.step(&mut src, &mut gap(100 * US, 200 * US), 100 * MS, false).unwrap();
     assert_eq!(first.records, MAX_PER_DRAIN);
-    assert_eq!(d.sinks.stats.cpus[0].hiccups, 0, "explained from a capped drain");
+    assert_eq!(d.sinks.stats.cpus()[0].hiccups, 0, "explained from a capped drain");
     d.step(&mut src, &mut none(), 100 * MS, false).unwrap();
     assert_eq!(d.events, storm as u64 + 3);
-    assert_eq!(d.sinks.stats.cpus[0].hiccups, 1);
+    assert_eq!(d.sinks.stats.cpus()[0].hiccups, 1);
     assert!(causes(&d)[0].starts_with("task:hog[50]="), "{:?}", causes(&d));
 }
 
@@ -145,8 +145,8 @@ fn the_last_drain_reads_all_and_explains_all() {
     let mut d = drain();
     let seen = d.step(&mut script(events), &mut gap(100 * US, end), end + 10, true).unwrap();
     assert_eq!(seen.records, 2 * MAX_PER_DRAIN + 2);
-    assert_eq!(d.sinks.stats.cpus[0].hiccups, 1);
-    assert_eq!(d.sinks.stats.cpus[0].explained_ns, end - 100 * US);
+    assert_eq!(d.sinks.stats.cpus()[0].hiccups, 1);
+    assert_eq!(d.sinks.stats.cpus()[0].explained_ns, end - 100 * US);
 }
 
 /// A sink that fails every write, as a full disk does.
@@ -169,7 +169,7 @@ fn a_failing_sink_is_named_in_the_outcome_and_the_drain_goes_on() {
     d.step(&mut script([]), &mut gap(10, 20), 10 * MS, false).unwrap();
     d.step(&mut script([]), &mut gap(30, 40), 20 * MS, false).unwrap();
     assert_eq!(d.sinks.outcome.failed, ["writing the CSV: disk full"]);
-    assert_eq!(d.sinks.stats.cpus[0].hiccups, 2);
+    assert_eq!(d.sinks.stats.cpus()[0].hiccups, 2);
 }
 
 /// What a sink was handed, shared with the test that reads it.
@@ -229,7 +229,7 @@ fn every_sink_sees_what_the_aggregates_see() {
     assert_eq!(s.events, 5);
     // The second began after the one that stopped the run: not kept.
     assert_eq!(s.hiccups, [(200 * US, Some(150 * US))]);
-    assert_eq!(d.sinks.stats.cpus[0].hiccups, 1);
+    assert_eq!(d.sinks.stats.cpus()[0].hiccups, 1);
     let stop = d.sinks.outcome.stopped_on.as_ref().map(|st| (st.time_ns, st.gap_ns));
     assert_eq!(stop, Some((100 * US, 200 * US)));
     assert_eq!(s.drains, [(10 * MS - MARGIN_NS, false)]);
@@ -274,7 +274,7 @@ fn drops_no_record_carries_yet_are_taken_from_the_totals() {
     let second: Vec<String> = d
         .sinks
         .stats
-        .worst
+        .worst()
         .iter()
         .filter(|h| h.t0 == 2499 * US)
         .flat_map(|h| h.all_causes().map(|(c, ns)| format!("{}={ns}", c.label())))
