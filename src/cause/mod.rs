@@ -183,26 +183,6 @@ impl Cause {
         matches!(self, Cause::Unexplained)
     }
 
-    /// The entry this cause joins when folded: a task its program's
-    /// (`comm[*]`), anything else the `(others)` of its kind. None when it
-    /// is already a folded entry (or unexplained, which is never folded).
-    pub fn folded(&self) -> Option<Cause> {
-        match self {
-            Cause::Task { comm, pid: Some(_) } => Some(Cause::Task { comm: *comm, pid: None }),
-            Cause::Task { pid: None, .. }
-            | Cause::Others(_)
-            | Cause::Unexplained
-            | Cause::Lost
-            | Cause::Idle(_)
-            | Cause::Slack
-            | Cause::Host
-            | Cause::Smi
-            | Cause::Own
-            | Cause::Stopped => None,
-            other => Some(Cause::Others(other.kind())),
-        }
-    }
-
     /// The name as every view shows it, escaped (`sanitize::visible`):
     /// `kworker/6:1[412]`, `vmstat_update`, `24:virtio0-input.0`, `RCU`.
     /// Empty for unexplained and lost time (views show [`UNEXPLAINED`] and
@@ -314,14 +294,5 @@ mod tests {
         for (c, want) in cases {
             assert_eq!(c.label(), want);
         }
-    }
-
-    #[test]
-    fn folding_keeps_the_program_and_the_kind() {
-        let t = Cause::Task { comm: comm(b"sh"), pid: Some(9) };
-        assert_eq!(t.folded(), Some(Cause::Task { comm: comm(b"sh"), pid: None }));
-        assert_eq!(t.folded().unwrap().folded(), None);
-        assert_eq!(Cause::Softirq(1).folded(), Some(Cause::Others(Kind::Softirq)));
-        assert_eq!(Cause::Unexplained.folded(), None);
     }
 }
