@@ -46,35 +46,45 @@ pub(crate) fn register_font() {
 }
 
 pub fn svg(c: &Comparison, path: &Path) -> Result<()> {
+    write_svg(path, SIZE, |root| draw(c, root))
+}
+
+/// A chart of `size` drawn by `draw`, written to `path` whole as SVG (and
+/// below, as PNG): compare's and explain's.
+pub(crate) fn write_svg(path: &Path, size: (u32, u32), draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> DrawResult) -> Result<()> {
     register_font();
     let mut text = String::new();
     {
-        let root = SVGBackend::with_string(&mut text, SIZE).into_drawing_area();
-        draw(c, &root).map_err(|e| anyhow!("cannot draw the chart: {e}"))?;
+        let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
+        draw(&root).map_err(|e| anyhow!("cannot draw the chart: {e}"))?;
         root.present().map_err(|e| anyhow!("cannot draw the chart: {e}"))?;
     }
     write(path, text.as_bytes())
 }
 
+pub(crate) fn write_png(path: &Path, size: (u32, u32), draw: impl FnOnce(&DrawingArea<BitMapBackend, Shift>) -> DrawResult) -> Result<()> {
+    register_font();
+    let mut rgb = vec![0u8; (size.0 * size.1 * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
+        draw(&root).map_err(|e| anyhow!("cannot draw the chart: {e}"))?;
+        root.present().map_err(|e| anyhow!("cannot draw the chart: {e}"))?;
+    }
+    let img = image::RgbImage::from_raw(size.0, size.1, rgb).ok_or_else(|| anyhow!("the chart's buffer has the wrong size"))?;
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut bytes, image::ImageFormat::Png).map_err(|e| anyhow!("cannot encode the chart: {e}"))?;
+    write(path, bytes.get_ref())
+}
+
 /// The chart whole or not at all: written beside and renamed, so a full
 /// disk leaves no empty or cut PNG/SVG where the user looks for one.
-pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     crate::output::refuse_link(path, "the chart")?;
     crate::output::write_whole(path, bytes).with_context(|| format!("cannot write the chart {}", path.display()))
 }
 
 pub fn png(c: &Comparison, path: &Path) -> Result<()> {
-    register_font();
-    let mut rgb = vec![0u8; (SIZE.0 * SIZE.1 * 3) as usize];
-    {
-        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
-        draw(c, &root).map_err(|e| anyhow!("cannot draw the chart: {e}"))?;
-        root.present().map_err(|e| anyhow!("cannot draw the chart: {e}"))?;
-    }
-    let img = image::RgbImage::from_raw(SIZE.0, SIZE.1, rgb).ok_or_else(|| anyhow!("the chart's buffer has the wrong size"))?;
-    let mut bytes = std::io::Cursor::new(Vec::new());
-    img.write_to(&mut bytes, image::ImageFormat::Png).map_err(|e| anyhow!("cannot encode the chart: {e}"))?;
-    write(path, bytes.get_ref())
+    write_png(path, SIZE, |root| draw(c, root))
 }
 
 pub(crate) type DrawResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;

@@ -6,13 +6,13 @@
 
 use std::path::Path;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::write::{label, UNCOVERED};
 use super::Report;
-use crate::compare::chart::{fit, register_font, write, DrawResult, FONT, OTHER, PALETTE, UNEXPLAINED};
+use crate::compare::chart::{fit, write_png, write_svg, DrawResult, FONT, OTHER, PALETTE, UNEXPLAINED};
 use crate::units::ns;
 
 const SIZE: (u32, u32) = (1200, 700);
@@ -22,28 +22,11 @@ pub const BARS: usize = 300;
 const PLAIN: RGBColor = RGBColor(245, 245, 245);
 
 pub fn svg(r: &Report, path: &Path) -> Result<()> {
-    register_font();
-    let mut text = String::new();
-    {
-        let root = SVGBackend::with_string(&mut text, SIZE).into_drawing_area();
-        draw(r, &root).map_err(|e| anyhow!("cannot draw the chart: {e}"))?;
-        root.present().map_err(|e| anyhow!("cannot draw the chart: {e}"))?;
-    }
-    write(path, text.as_bytes())
+    write_svg(path, SIZE, |root| draw(r, root))
 }
 
 pub fn png(r: &Report, path: &Path) -> Result<()> {
-    register_font();
-    let mut rgb = vec![0u8; (SIZE.0 * SIZE.1 * 3) as usize];
-    {
-        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
-        draw(r, &root).map_err(|e| anyhow!("cannot draw the chart: {e}"))?;
-        root.present().map_err(|e| anyhow!("cannot draw the chart: {e}"))?;
-    }
-    let img = image::RgbImage::from_raw(SIZE.0, SIZE.1, rgb).ok_or_else(|| anyhow!("the chart's buffer has the wrong size"))?;
-    let mut bytes = std::io::Cursor::new(Vec::new());
-    img.write_to(&mut bytes, image::ImageFormat::Png).map_err(|e| anyhow!("cannot encode the chart: {e}"))?;
-    write(path, bytes.get_ref())
+    write_png(path, SIZE, |root| draw(r, root))
 }
 
 fn draw<DB: DrawingBackend>(r: &Report, root: &DrawingArea<DB, Shift>) -> DrawResult
