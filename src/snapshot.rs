@@ -175,7 +175,7 @@ impl Snapshot {
                     in_syscall: t.of(Source::InSyscall).0,
                     last_cpu: t.info.as_ref().and_then(|i| i.last_cpu),
                     ran_ns: t.info.as_ref().map_or(0, |i| i.books.kernel_on_cpu_ns()),
-                    run_delay_ns: t.info.as_ref().map_or(0, |i| i.books.kernel_queued_ns),
+                    run_delay_ns: t.info.as_ref().map_or(0, |i| i.books.booked.kernel_queued_ns),
                 })
                 .collect(),
         }

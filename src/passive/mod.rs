@@ -16,7 +16,7 @@ use anyhow::{bail, Result};
 
 pub use classes::Classes;
 pub use filter::Filter;
-pub use thread::{Books, Found, ThreadInfo};
+pub use thread::{Booked, Books, Found, ThreadInfo};
 pub use tracker::Tracker;
 
 use crate::cpulist;

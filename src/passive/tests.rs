@@ -157,7 +157,7 @@ fn a_wakeup_delayed_by_a_running_task() {
     // enqueue (sched_wakeup fires once the thread is queued), the books'
     // woken_queued_ns, not what came before it.
     let b = t.books_until(APP, 300 * US);
-    assert_eq!((b.woken_queued_ns, b.queued_ns), (200 * US, 200 * US));
+    assert_eq!((b.booked.woken_queued_ns, b.booked.queued_ns), (200 * US, 200 * US));
 }
 
 #[test]
@@ -354,7 +354,7 @@ fn the_hypervisors_share_of_a_run_is_left_out_as_the_kernel_does() {
     ];
     let (_, t) = run(&evs, US);
     let b = t.books_until(APP, 1_000 * US);
-    assert_eq!(b.stolen_ns, 55 * US, "30 + 20 while it ran, 5 after it came back; not the hog's 250 + 10");
+    assert_eq!(b.booked.stolen_ns, 55 * US, "30 + 20 while it ran, 5 after it came back; not the hog's 250 + 10");
     assert_eq!(b.ran_ns, 700 * US, "by the clock");
     assert_eq!(b.on_cpu_ns(), 645 * US, "as schedstat books it");
     assert_eq!(b.runnable_ns(), 1_000 * US, "the wall time it wanted a CPU");
@@ -383,5 +383,9 @@ fn a_wait_after_an_unseen_wake_up_is_taken_from_the_kernel() {
     ];
     let (_, t) = run(&evs, US);
     let b = t.books_until(APP, 500 * US);
-    assert_eq!((b.kernel_queued_ns, b.queued_ns, b.woken_queued_ns, b.from_kernel), (40_000, 40_000, 40_000, 1), "{b:?}");
+    assert_eq!(
+        (b.booked.kernel_queued_ns, b.booked.queued_ns, b.booked.woken_queued_ns, b.from_kernel),
+        (40_000, 40_000, 40_000, 1),
+        "{b:?}"
+    );
 }

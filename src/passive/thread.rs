@@ -70,38 +70,17 @@ impl Found {
     }
 }
 
-/// A thread's time as the kernel books it in `/proc/PID/task/TID/schedstat`
-/// (time on a CPU, time waiting on a runqueue), counted from the context
-/// switches and wake-ups over the window in which passive mode saw it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Books {
-    /// On a CPU, by the clock (from switch in to switch out).
-    pub ran_ns: u64,
-    /// On a CPU as the kernel books it (schedstat's first field, the
-    /// steal clock's advance left out): each run's `se.sum_exec_runtime`
-    /// as the thread came in and as it left, which every switch record
-    /// carries. The kernel starts a run where `__schedule()` last read its
-    /// runqueue clock, and after a wake-up that preempts (always, onto an
-    /// idle CPU) that is the wake-up's own reading, at the enqueue
-    /// (`wakeup_preempt()` asks the switch to skip its update): the wait
-    /// for the switch, which our clock books as `woken_queued_ns`, is run
-    /// time in the kernel's books. A run whose switch in was not read
-    /// (found running, renamed, placed) counts by the clock, and
-    /// `kernel_on_cpu_ns()` leaves the steal read in it out.
-    pub kernel_ran_ns: u64,
-    /// The kernel's run time (low 32 bits) read as the thread came in.
-    pub(super) runtime_seen: Option<u32>,
-    /// The part of `ran_ns` the hypervisor ran something else (the steal
-    /// clock's advance while it was on the CPU): the kernel leaves it out
-    /// of the thread's run time, so schedstat's first field is `ran_ns -
-    /// stolen_ns`. Counted from the CPU's first steal reading on.
+/// The part of a thread's books every view shows as it is (the summary's
+/// thread rows carry it whole): the hypervisor's share of its runs, its
+/// waits by the clock, and what the kernel booked of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Booked {
+    /// Of its time on a CPU by the clock (`Books::ran_ns`), the part the
+    /// hypervisor ran something else (the steal clock's advance while it
+    /// was on the CPU): the kernel leaves it out of the thread's run time,
+    /// so schedstat's first field is `ran_ns - stolen_ns`. Counted from
+    /// the CPU's first steal reading on.
     pub stolen_ns: u64,
-    /// The part of `stolen_ns` inside runs counted by the clock (no kernel
-    /// count of them): `kernel_ran_ns` has it, the kernel's books do not.
-    pub clock_stolen_ns: u64,
-    /// The last run ended was counted by the clock: a steal reading taken
-    /// with its switch out is left out of it.
-    pub(super) last_run_by_clock: bool,
     /// On a runqueue, wanting a CPU, by the clock: from a preemption (its
     /// switch out), or from a wake-up (sched_wakeup fires once the thread
     /// is queued), to its switch in.
@@ -128,6 +107,38 @@ pub struct Books {
     /// on one side in each book. Per preemption: the clock's wait less the
     /// kernel's, where every run in it is known.
     pub kernel_short_ns: u64,
+}
+
+/// A thread's time as the kernel books it in `/proc/PID/task/TID/schedstat`
+/// (time on a CPU, time waiting on a runqueue), counted from the context
+/// switches and wake-ups over the window in which passive mode saw it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Books {
+    /// On a CPU, by the clock (from switch in to switch out).
+    pub ran_ns: u64,
+    /// On a CPU as the kernel books it (schedstat's first field, the
+    /// steal clock's advance left out): each run's `se.sum_exec_runtime`
+    /// as the thread came in and as it left, which every switch record
+    /// carries. The kernel starts a run where `__schedule()` last read its
+    /// runqueue clock, and after a wake-up that preempts (always, onto an
+    /// idle CPU) that is the wake-up's own reading, at the enqueue
+    /// (`wakeup_preempt()` asks the switch to skip its update): the wait
+    /// for the switch, which our clock books as `woken_queued_ns`, is run
+    /// time in the kernel's books. A run whose switch in was not read
+    /// (found running, renamed, placed) counts by the clock, and
+    /// `kernel_on_cpu_ns()` leaves the steal read in it out.
+    pub kernel_ran_ns: u64,
+    /// The kernel's run time (low 32 bits) read as the thread came in.
+    pub(super) runtime_seen: Option<u32>,
+    /// What the summary shows of the books as they are (its thread rows
+    /// carry this whole).
+    pub booked: Booked,
+    /// The part of `stolen_ns` inside runs counted by the clock (no kernel
+    /// count of them): `kernel_ran_ns` has it, the kernel's books do not.
+    pub clock_stolen_ns: u64,
+    /// The last run ended was counted by the clock: a steal reading taken
+    /// with its switch out is left out of it.
+    pub(super) last_run_by_clock: bool,
     /// The kernel's run_delay (low 32 bits) as last read, while the
     /// window's bookings are being summed (None: no reading yet, or the
     /// last one came before the window).
@@ -153,13 +164,13 @@ impl Books {
     /// Ran or waited to, by the clock: what "% of its runnable time lost"
     /// divides by.
     pub fn runnable_ns(&self) -> u64 {
-        self.ran_ns + self.queued_ns
+        self.ran_ns + self.booked.queued_ns
     }
 
     /// On a CPU as the kernel books it (schedstat's first field): the
     /// hypervisor's share left out.
     pub fn on_cpu_ns(&self) -> u64 {
-        self.ran_ns.saturating_sub(self.stolen_ns)
+        self.ran_ns.saturating_sub(self.booked.stolen_ns)
     }
 
     /// On a CPU as the kernel books it (schedstat's first field): the
@@ -171,7 +182,7 @@ impl Books {
     /// The steal clock moved by `ns` while it ran; `by_clock`: in a run
     /// the clock counts (else the kernel's count has it left out).
     pub(super) fn stole(&mut self, ns: u64, by_clock: bool) {
-        self.stolen_ns += ns;
+        self.booked.stolen_ns += ns;
         if by_clock {
             self.clock_stolen_ns += ns;
         }
@@ -200,9 +211,9 @@ impl Books {
     pub(super) fn queued(&mut self, since: u64, until: u64, woken: bool) {
         self.open(since);
         let ns = until.saturating_sub(since);
-        self.queued_ns += ns;
+        self.booked.queued_ns += ns;
         if woken {
-            self.woken_queued_ns += ns;
+            self.booked.woken_queued_ns += ns;
         }
         self.to_ns = self.to_ns.max(until);
     }
@@ -215,12 +226,12 @@ impl Books {
         let Some(d) = delay else { return };
         if let Some(seen) = self.delay_seen {
             let booked = u64::from(d.wrapping_sub(seen));
-            self.kernel_queued_ns += booked;
+            self.booked.kernel_queued_ns += booked;
             if std::mem::take(&mut self.unseen_wait) {
                 // No clock of ours saw that wait: the kernel's count is all
                 // there is (it began at a wake-up, the wait no hook saw).
-                self.queued_ns += booked;
-                self.woken_queued_ns += booked;
+                self.booked.queued_ns += booked;
+                self.booked.woken_queued_ns += booked;
                 self.from_kernel += 1;
             }
         }

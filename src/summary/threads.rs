@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::cause::{Kind, LOST, UNEXPLAINED};
 use crate::interval::Source;
-use crate::passive::{Books, Classes, Found};
+use crate::passive::{Booked, Books, Classes, Found};
 use crate::stats::Threads;
 
 /// Causes listed per thread.
@@ -48,27 +48,10 @@ pub struct ThreadRow {
     /// switch out (the hypervisor's share left out): `ran_ns` less the
     /// waits the kernel books as run.
     pub clock_ran_ns: u64,
-    /// While it was on a CPU, the time the hypervisor ran something else
-    /// (the steal clock): left out of `ran_ns`, as the kernel does.
-    pub stolen_ns: u64,
-    /// On a runqueue over `window`, by the clock: from each preemption and
-    /// each wake-up (the enqueue) to the switch in.
-    pub queued_ns: u64,
-    /// The part of `queued_ns` after wake-ups.
-    pub woken_queued_ns: u64,
-    /// What the kernel booked to its run_delay (schedstat's second field)
-    /// for the same waits, read at each switch in: less than `queued_ns`
-    /// after wake-ups that preempt (the kernel does not read its clock
-    /// again before the switch).
-    pub kernel_queued_ns: u64,
-    /// The part of `kernel_queued_ns` the thread ran by the clock: at a
-    /// preemption a wake-up decided, the kernel's runqueue clock stopped at
-    /// the wake-up and the thread ran on until the switch.
-    pub kernel_stale_ns: u64,
-    /// The part of `queued_ns` after preemptions that the kernel booked as
-    /// the run of the tasks that ran meanwhile: the switch came after
-    /// `__schedule()` read its clock (a host pause between the two).
-    pub kernel_short_ns: u64,
+    /// The hypervisor's share of its runs, its waits by the clock and
+    /// what the kernel booked of them, over `window` (passive::Booked).
+    #[serde(flatten)]
+    pub booked: Booked,
     /// The span these figures cover (None: never seen to run or wait).
     pub window: Option<Window>,
     /// Share of its runnable time the hiccups took, % (None: it never ran).
@@ -163,12 +146,7 @@ pub fn rows(threads: &Threads) -> Vec<ThreadRow> {
                 runnable_ns: info.map_or(0, |i| i.runnable_ns()),
                 ran_ns: info.map_or(0, |i| i.books.kernel_on_cpu_ns()),
                 clock_ran_ns: info.map_or(0, |i| i.books.on_cpu_ns()),
-                stolen_ns: info.map_or(0, |i| i.books.stolen_ns),
-                queued_ns: info.map_or(0, |i| i.books.queued_ns),
-                woken_queued_ns: info.map_or(0, |i| i.books.woken_queued_ns),
-                kernel_queued_ns: info.map_or(0, |i| i.books.kernel_queued_ns),
-                kernel_stale_ns: info.map_or(0, |i| i.books.kernel_stale_ns),
-                kernel_short_ns: info.map_or(0, |i| i.books.kernel_short_ns),
+                booked: info.map_or_else(Booked::default, |i| i.books.booked),
                 window: info.and_then(|i| window(&i.books)),
                 lost_pct: t.lost_pct(),
                 top_causes: t
@@ -196,21 +174,21 @@ fn books_words(t: &ThreadRow, w: &Window, start_ns: u64) -> String {
         at(w.to_ns),
         ms(t.ran_ns),
         ms(t.clock_ran_ns),
-        if t.stolen_ns > 0 { format!(" (and the hypervisor took {} of its time on the CPU)", ms(t.stolen_ns)) } else { String::new() },
-        ms(t.queued_ns),
-        ms(t.woken_queued_ns),
-        ms(t.kernel_queued_ns),
+        if t.booked.stolen_ns > 0 { format!(" (and the hypervisor took {} of its time on the CPU)", ms(t.booked.stolen_ns)) } else { String::new() },
+        ms(t.booked.queued_ns),
+        ms(t.booked.woken_queued_ns),
+        ms(t.booked.kernel_queued_ns),
     );
-    if t.kernel_stale_ns > 0 {
+    if t.booked.kernel_stale_ns > 0 {
         s += &format!(
             " ({} of it running by the clock: preemptions the kernel switched on its runqueue clock of the wake-up that decided them)",
-            ms(t.kernel_stale_ns)
+            ms(t.booked.kernel_stale_ns)
         );
     }
-    if t.kernel_short_ns > 0 {
+    if t.booked.kernel_short_ns > 0 {
         s += &format!(
             "; {} of its waits by the clock the kernel booked as the next task's run (each switch came after the kernel read its runqueue clock)",
-            ms(t.kernel_short_ns)
+            ms(t.booked.kernel_short_ns)
         );
     }
     if w.placed > 0 {
@@ -291,21 +269,19 @@ mod tests {
         let t = ThreadRow {
             ran_ns: 1_000_000,
             clock_ran_ns: 900_000,
-            queued_ns: 2_000_000,
-            kernel_queued_ns: 3_000_000,
-            kernel_stale_ns: 1_000_000,
+            booked: Booked { queued_ns: 2_000_000, kernel_queued_ns: 3_000_000, kernel_stale_ns: 1_000_000, ..Default::default() },
             ..Default::default()
         };
         let w = Window { from_ns: 0, to_ns: 5_000_000, placed: 0, unplaced: 0, from_kernel: 0 };
         let s = books_words(&t, &w, 0);
         assert!(s.contains("the kernel's run_delay books 3.000 ms (1.000 ms of it running by the clock"), "{s}");
-        let quiet = ThreadRow { kernel_stale_ns: 0, ..t };
+        let quiet = ThreadRow { booked: Booked { kernel_stale_ns: 0, ..t.booked }, ..t };
         assert!(!books_words(&quiet, &w, 0).contains("running by the clock"));
         assert!(
             s.contains("on a CPU 1.000 ms as the kernel books it (schedstat's first field), 0.900 ms between its switches by the clock"),
             "{s}"
         );
-        let short = ThreadRow { kernel_short_ns: 250_000, ..quiet };
+        let short = ThreadRow { booked: Booked { kernel_short_ns: 250_000, ..quiet.booked }, ..quiet };
         let s = books_words(&short, &w, 0);
         assert!(s.contains("; 0.250 ms of its waits by the clock the kernel booked as the next task's run"), "{s}");
     }

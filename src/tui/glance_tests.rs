@@ -156,7 +156,7 @@ fn redis() -> App {
             let mut b = crate::passive::Books::default();
             b.ran_ns = 4 * S;
             b.kernel_ran_ns = 4 * S;
-            b.kernel_queued_ns = 250_000;
+            b.booked.kernel_queued_ns = 250_000;
             b
         },
         migrations: vec![],

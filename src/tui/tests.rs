@@ -211,7 +211,7 @@ fn passive_mode_shows_its_threads_and_victims() {
             let mut b = crate::passive::Books::default();
             b.ran_ns = 4 * S;
             b.kernel_ran_ns = 4 * S;
-            b.kernel_queued_ns = 250_000;
+            b.booked.kernel_queued_ns = 250_000;
             b
         },
         migrations: vec![(6, 7, 2)],

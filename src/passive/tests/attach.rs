@@ -110,7 +110,11 @@ fn a_seed_waits_for_the_events_before_it() {
     let info = tracker.threads().next().expect("the thread, from its events");
     assert_eq!(info.found, Found::Switch);
     let b = tracker.books_until(APP, 800 * US);
-    assert_eq!((b.from_ns, b.ran_ns, b.queued_ns), (Some(300 * US), 300 * US, 50 * US), "its books from the events, not from the read");
+    assert_eq!(
+        (b.from_ns, b.ran_ns, b.booked.queued_ns),
+        (Some(300 * US), 300 * US, 50 * US),
+        "its books from the events, not from the read"
+    );
     // Nothing after the read on its CPU: the flush that passes it seeds it.
     let mut tracker = Tracker::new(Filter { tgids: vec![APP], ..Filter::default() }, &[2, 3], US);
     tracker.seed(std::slice::from_ref(&seed), 500 * US);
@@ -236,7 +240,7 @@ fn wakeups_before_tracing_was_on_open_no_wait() {
     }
     let b = tracker.books_until(APP, 2_000 * US);
     assert_eq!(b.from_ns, Some(1_010 * US), "{b:?}");
-    assert_eq!((b.queued_ns, b.kernel_queued_ns), (100 * US, 100 * US), "{b:?}");
+    assert_eq!((b.booked.queued_ns, b.booked.kernel_queued_ns), (100 * US, 100 * US), "{b:?}");
 }
 
 /// Once its CPU shows a switch, the hook is on: a wake-up there before the
@@ -260,5 +264,9 @@ fn wakeups_before_the_start_count_once_the_cpu_shows_a_switch() {
         tracker.on_event(e, &mut |_| {});
     }
     let b = tracker.books_until(APP, 1_000 * US);
-    assert_eq!((b.queued_ns, b.woken_queued_ns, b.kernel_queued_ns, b.from_kernel), (100 * US, 100 * US, 100 * US, 0), "{b:?}");
+    assert_eq!(
+        (b.booked.queued_ns, b.booked.woken_queued_ns, b.booked.kernel_queued_ns, b.from_kernel),
+        (100 * US, 100 * US, 100 * US, 0),
+        "{b:?}"
+    );
 }

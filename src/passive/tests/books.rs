@@ -42,9 +42,9 @@ fn a_switch_into_the_thread_that_no_hook_saw_is_placed_by_its_run_time() {
     ];
     let (h, t) = run(&evs, US);
     let b = books(&t, 1_000 * US);
-    assert_eq!((b.ran_ns, b.queued_ns), (700 * US, 300 * US), "{b:?}");
+    assert_eq!((b.ran_ns, b.booked.queued_ns), (700 * US, 300 * US), "{b:?}");
     assert_eq!((b.placed, b.unplaced, b.from_kernel), (1, 0, 0));
-    assert_eq!(b.kernel_queued_ns, 300_000, "the kernel's count across the unseen switch");
+    assert_eq!(b.booked.kernel_queued_ns, 300_000, "the kernel's count across the unseen switch");
     assert_eq!((b.from_ns, b.to_ns), (Some(0), 1_000 * US));
     // The wait is a preemption from 100 to 400 µs, charged to the agent.
     assert_eq!(h.len(), 1, "{h:?}");
@@ -60,7 +60,7 @@ fn without_the_kernels_run_time_the_stretch_is_said_to_be_missing() {
     ];
     let (_, t) = run(&evs, US);
     let b = books(&t, 1_000 * US);
-    assert_eq!((b.ran_ns, b.queued_ns, b.unplaced), (100 * US, 0, 1), "{b:?}");
+    assert_eq!((b.ran_ns, b.booked.queued_ns, b.unplaced), (100 * US, 0, 1), "{b:?}");
 }
 
 #[test]
@@ -76,7 +76,11 @@ fn a_wait_whose_wake_up_no_hook_saw_is_taken_from_the_kernels_books() {
     ];
     let (_, t) = run(&evs, US);
     let b = books(&t, 900 * US);
-    assert_eq!((b.ran_ns, b.queued_ns, b.woken_queued_ns, b.kernel_queued_ns), (300 * US, 50_000, 50_000, 50_000), "{b:?}");
+    assert_eq!(
+        (b.ran_ns, b.booked.queued_ns, b.booked.woken_queued_ns, b.booked.kernel_queued_ns),
+        (300 * US, 50_000, 50_000, 50_000),
+        "{b:?}"
+    );
     assert_eq!((b.placed, b.from_kernel), (1, 1));
 }
 
@@ -96,8 +100,8 @@ fn the_kernels_run_delay_is_summed_over_the_window_only() {
     ];
     let (_, t) = run(&evs, US);
     let b = books(&t, 5_000 * US);
-    assert_eq!(b.kernel_queued_ns, 4_000 + 2_000, "{b:?}");
-    assert_eq!((b.queued_ns, b.woken_queued_ns), (13 * US, 3 * US));
+    assert_eq!(b.booked.kernel_queued_ns, 4_000 + 2_000, "{b:?}");
+    assert_eq!((b.booked.queued_ns, b.booked.woken_queued_ns), (13 * US, 3 * US));
     assert_eq!(b.ran_ns, 100 * US + 90 * US + 97 * US);
     // Exited: the window ends at its last switch out, whatever the look.
     assert_eq!((b.from_ns, b.to_ns), (Some(0), 400 * US));
@@ -116,7 +120,7 @@ fn a_wake_up_the_kernel_does_not_book_stays_in_the_clocks_wait() {
     ];
     let (h, t) = run(&evs, US);
     let b = books(&t, 200 * US);
-    assert_eq!((b.queued_ns, b.woken_queued_ns, b.kernel_queued_ns), (30 * US, 30 * US, 0), "{b:?}");
+    assert_eq!((b.booked.queued_ns, b.booked.woken_queued_ns, b.booked.kernel_queued_ns), (30 * US, 30 * US, 0), "{b:?}");
     assert_eq!(b.runnable_ns(), 150 * US);
     assert_eq!(h.iter().filter(|h| h.0 == Source::Wakeup).count(), 1, "{h:?}");
 }
@@ -133,7 +137,7 @@ fn a_switch_out_that_no_hook_saw_ends_the_run_where_the_next_task_began() {
     ];
     let (_, t) = run(&evs, US);
     let b = books(&t, 600 * US);
-    assert_eq!((b.ran_ns, b.queued_ns), (300 * US, 300 * US), "{b:?}");
+    assert_eq!((b.ran_ns, b.booked.queued_ns), (300 * US, 300 * US), "{b:?}");
 }
 
 #[test]
@@ -165,8 +169,8 @@ fn a_preemption_switched_on_a_stale_runqueue_clock_books_its_run_as_the_kernels_
     ];
     let (_, t) = run(&evs, US);
     let b = books(&t, 300 * US);
-    assert_eq!((b.queued_ns, b.kernel_queued_ns), (20 * US, 45 * US), "{b:?}");
-    assert_eq!(b.kernel_stale_ns, 15 * US, "{b:?}");
+    assert_eq!((b.booked.queued_ns, b.booked.kernel_queued_ns), (20 * US, 45 * US), "{b:?}");
+    assert_eq!(b.booked.kernel_stale_ns, 15 * US, "{b:?}");
 }
 
 #[test]
@@ -181,7 +185,7 @@ fn a_wait_the_kernels_clock_saw_as_long_has_nothing_stale() {
     ];
     let (_, t) = run(&evs, US);
     let b = books(&t, 200 * US);
-    assert_eq!((b.queued_ns, b.kernel_stale_ns, b.kernel_short_ns), (10 * US, 0, 0), "{b:?}");
+    assert_eq!((b.booked.queued_ns, b.booked.kernel_stale_ns, b.booked.kernel_short_ns), (10 * US, 0, 0), "{b:?}");
 }
 
 #[test]
@@ -202,7 +206,7 @@ fn a_wait_the_kernels_clock_saw_as_short_books_the_difference_as_short() {
     ];
     let (_, t) = run(&evs, US);
     let b = books(&t, 400 * US);
-    assert_eq!((b.queued_ns, b.kernel_stale_ns, b.kernel_short_ns), (180 * US, 0, 60 * US), "{b:?}");
+    assert_eq!((b.booked.queued_ns, b.booked.kernel_stale_ns, b.booked.kernel_short_ns), (180 * US, 0, 60 * US), "{b:?}");
 }
 
 #[test]
@@ -218,7 +222,7 @@ fn the_kernels_stale_stretch_is_never_more_than_the_thread_had_run() {
         sw(200 * US, app(), task(0, 0, "swapper/3"), TASK_DEAD, 90 * US, (Some(10_000), None)),
     ];
     let (_, t) = run(&evs, US);
-    assert_eq!(books(&t, 200 * US).kernel_stale_ns, 100 * US);
+    assert_eq!(books(&t, 200 * US).booked.kernel_stale_ns, 100 * US);
 }
 
 #[test]
@@ -236,7 +240,7 @@ fn a_thread_found_at_its_wakeup_has_its_first_wait_in_the_kernels_count() {
     let (_, t) = run(&evs, US);
     let b = books(&t, 4_300 * US);
     assert_eq!(b.from_ns, Some(100 * US), "{b:?}");
-    assert_eq!((b.queued_ns, b.kernel_queued_ns), (4_000 * US, 4_000 * US), "{b:?}");
+    assert_eq!((b.booked.queued_ns, b.booked.kernel_queued_ns), (4_000 * US, 4_000 * US), "{b:?}");
 }
 
 /// A switch with the kernel's run time (`se.sum_exec_runtime`, low 32
@@ -269,7 +273,7 @@ fn the_kernels_run_time_is_read_from_each_switch_not_the_clocks() {
     ];
     let (_, t) = run(&evs, US);
     let b = books(&t, 310 * US);
-    assert_eq!((b.ran_ns, b.woken_queued_ns), (200 * US, 10 * US), "the clock's split: {b:?}");
+    assert_eq!((b.ran_ns, b.booked.woken_queued_ns), (200 * US, 10 * US), "the clock's split: {b:?}");
     assert_eq!(b.kernel_on_cpu_ns(), 210 * US, "the kernel's: the wake-up's wait is its run");
 }
 
@@ -301,7 +305,7 @@ fn a_remote_wake_ups_wait_begins_at_its_enqueue_before_the_reschedule_ipi() {
     ];
     let (h, t) = run(&evs, US);
     let b = books(&t, 120 * US);
-    assert_eq!(b.woken_queued_ns, 19 * US, "from the IPI's send: {b:?}");
+    assert_eq!(b.booked.woken_queued_ns, 19 * US, "from the IPI's send: {b:?}");
     assert_eq!(h.len(), 1, "{h:?}");
     assert_eq!(h[0].0, Source::Wakeup);
     let total: u64 = h[0].2.iter().map(|c| c.rsplit('=').next().unwrap().parse::<u64>().unwrap()).sum();
@@ -321,7 +325,7 @@ fn a_reschedule_ipi_from_another_cpu_or_long_before_does_not_place_the_enqueue()
             switch(120 * US, hog(), app(), 0),
         ];
         let (_, t) = run(&evs, US);
-        assert_eq!(books(&t, 120 * US).woken_queued_ns, 7 * US, "IPI from CPU {ipi_from} at {ipi_at}");
+        assert_eq!(books(&t, 120 * US).booked.woken_queued_ns, 7 * US, "IPI from CPU {ipi_from} at {ipi_at}");
     }
 }
 

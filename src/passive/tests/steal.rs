@@ -37,7 +37,7 @@ fn the_hypervisors_share_of_a_placed_run_is_left_out_of_the_kernels_count() {
     let (_, t) = run(&evs, US);
     let b = books(&t, 1_000 * US);
     assert_eq!(b.placed, 1, "{b:?}");
-    assert_eq!((b.ran_ns, b.stolen_ns, b.clock_stolen_ns), (700 * US, 50 * US, 50 * US), "{b:?}");
+    assert_eq!((b.ran_ns, b.booked.stolen_ns, b.clock_stolen_ns), (700 * US, 50 * US, 50 * US), "{b:?}");
     assert_eq!(b.kernel_on_cpu_ns(), 650 * US, "100 µs counted by the kernel, 600 - 50 by the clock");
 }
 
@@ -56,6 +56,6 @@ fn the_hypervisors_share_of_a_run_found_running_is_left_out() {
     ];
     let (_, t) = run(&evs, US);
     let b = books(&t, 500 * US);
-    assert_eq!((b.ran_ns, b.stolen_ns), (400 * US, 30 * US), "{b:?}");
+    assert_eq!((b.ran_ns, b.booked.stolen_ns), (400 * US, 30 * US), "{b:?}");
     assert_eq!(b.kernel_on_cpu_ns(), 370 * US, "{b:?}");
 }

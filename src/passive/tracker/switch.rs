@@ -142,8 +142,8 @@ impl Tracker {
             // book as waiting (Books::kernel_stale_ns, kernel_short_ns).
             if let Some(w) = self.cpus[on as usize].kernel_wait.take().filter(|w| w.tid == task.pid && on == cpu) {
                 if source == Source::Preempted {
-                    t.info.books.kernel_stale_ns += w.stale(ts - since);
-                    t.info.books.kernel_short_ns += w.short(ts - since);
+                    t.info.books.booked.kernel_stale_ns += w.stale(ts - since);
+                    t.info.books.booked.kernel_short_ns += w.short(ts - since);
                 }
             }
         }
