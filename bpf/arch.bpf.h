@@ -9,6 +9,8 @@
 #ifndef JITTERWATCH_ARCH_BPF_H
 #define JITTERWATCH_ARCH_BPF_H
 
+#include "common.bpf.h"
+
 #define JW_PF_KTHREAD 0x00200000
 
 /*

@@ -8,6 +8,8 @@
 #ifndef JITTERWATCH_ARM64_BPF_H
 #define JITTERWATCH_ARM64_BPF_H
 
+#include "batch.bpf.h"
+
 #if defined(__TARGET_ARCH_arm64)
 /*
  * arm64's IPIs. Each is an IRQ of its own, its action named "IPI" (irq_handler_entry/exit above), and inside it

@@ -6,11 +6,13 @@
  * buffer write, one steal-clock read per interruption instead of one per
  * tracepoint: the record's write (its lines, cold after a millisecond
  * of anything else) is most of what a record costs on the watched CPU.
- * Uses watched[], count_drop(), drops_on(), events, the CPU's nest and
- * region (region.bpf.h) and read_steal() from the including file.
+ * Writes through record.bpf.h (the CPU's nest and region: region.bpf.h)
+ * and reads the steal clock (steal.bpf.h).
  */
 #ifndef JITTERWATCH_BATCH_BPF_H
 #define JITTERWATCH_BATCH_BPF_H
+
+#include "steal.bpf.h"
 
 /* A batch held longer than this is written at the next event (an exit that
  * never came must not hold the events back from the collector). */

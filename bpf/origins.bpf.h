@@ -2,11 +2,13 @@
 /*
  * Part of jitterwatch.bpf.c (one object, one skeleton), kept apart because
  * these programs run elsewhere: in the sender's context, on every CPU,
- * where the rest runs on the watched CPUs. Uses reserve_on(), submit() and
- * task_struct___old from the including file.
+ * where the rest runs on the watched CPUs. Writes through reserve_on()
+ * and submit() (record.bpf.h, steal.bpf.h).
  */
 #ifndef JITTERWATCH_ORIGINS_BPF_H
 #define JITTERWATCH_ORIGINS_BPF_H
+
+#include "steal.bpf.h"
 
 /*
  * Origins (not loaded with --no-origins): who, on any CPU, sent an IPI to,

@@ -23,6 +23,8 @@
 #ifndef JITTERWATCH_REGION_BPF_H
 #define JITTERWATCH_REGION_BPF_H
 
+#include "common.bpf.h"
+
 /* Every record, with its header, fits in the slack (so never wraps). */
 _Static_assert(sizeof(struct jw_event) + 8 <= JW_REGION_SLACK, "a jw_event outgrows the region's slack");
 _Static_assert(sizeof(struct jw_batch) + 8 <= JW_REGION_SLACK, "a jw_batch outgrows the region's slack");

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * Part of jitterwatch.bpf.c (one object, one skeleton): the steal clock,
- * read by reserve() for every record. Uses reserve_on() and submit() from
- * the including file.
+ * read after every record about the current CPU: reserve() and submit(),
+ * which every program but the sender side's writes through.
  */
 #ifndef JITTERWATCH_STEAL_BPF_H
 #define JITTERWATCH_STEAL_BPF_H
+
+#include "record.bpf.h"
 
 /*
  * The steal clock (time the hypervisor ran something else while this vCPU
@@ -75,6 +77,27 @@ static __always_inline void note_steal(__u64 cpu, __u64 ts)
 	e->u.fn.func = 0;
 	e->u.fn.obj = steal;
 	commit(&o);
+}
+
+/* A record about the current CPU; its steal clock follows it (submit()). */
+static __always_inline struct jw_event *reserve(struct jw_out *o, __u8 kind, __u8 sub)
+{
+	struct jw_event *e = reserve_on(o, bpf_get_smp_processor_id(), kind, sub);
+
+	o->steal = 1;
+	return e;
+}
+
+/*
+ * The record out, then the steal reading reserve() asked for: a record of
+ * its own after this one (at its time), once the region is free again.
+ */
+static __always_inline void submit(struct jw_out *o)
+{
+	__u64 ts = commit(o);
+
+	if (o->steal && ts)
+		note_steal(o->me, ts);
 }
 
 #endif

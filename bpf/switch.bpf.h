@@ -3,11 +3,14 @@
  * Part of jitterwatch.bpf.c (one object, one skeleton): the context-switch
  * programs, one of which userspace attaches (one of the two sched_switch
  * tracepoint programs, by the tracepoint's arguments; the per-CPU perf
- * event's where --switch-hook perf-event asks and the kernel allows it). Uses reserve() and submit()
- * from the including file.
+ * event's where --switch-hook perf-event asks and the kernel allows it).
+ * Writes through reserve() and submit() (steal.bpf.h) and the batch's
+ * flush (batch.bpf.h).
  */
 #ifndef JITTERWATCH_SWITCH_BPF_H
 #define JITTERWATCH_SWITCH_BPF_H
+
+#include "batch.bpf.h"
 
 /* A task's run_delay (schedstat's wait on a runqueue), low 32 bits. */
 static __always_inline __u32 run_delay(struct task_struct *t)

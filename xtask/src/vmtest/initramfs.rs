@@ -1,7 +1,8 @@
 //! The VM's whole root file system: an initramfs (newc cpio, written here)
 //! with busybox-static, the dist binary and the shared libraries `ldd` says
 //! it needs (the host's glibc: the binary links it dynamically), the guest
-//! script as /init, a busy loop named `jwbusy` for passive mode, util-linux's
+//! script as /init (its part beside rtla as /guest_rtla.sh, which it
+//! sources), a busy loop named `jwbusy` for passive mode, util-linux's
 //! setpriv with its libraries (busybox's cannot change the uid and keep
 //! capabilities: the run without root needs both), and the
 //! kernel's config in /boot, where doctor looks for it. No disk, no modules:
@@ -17,6 +18,8 @@ use anyhow::{bail, Context, Result};
 
 /// The script run as PID 1.
 pub const GUEST: &str = include_str!("guest.sh");
+/// Its part beside rtla, which it sources (`. /guest_rtla.sh`).
+pub const GUEST_RTLA: &str = include_str!("guest_rtla.sh");
 
 /// A thread whose name (the script's file name) passive mode can watch.
 const JWBUSY: &str = "#!/bin/sh\nwhile :; do :; done\n";
@@ -49,6 +52,7 @@ fn exe(data: Vec<u8>) -> Entry {
 pub fn guest(jitterwatch: &Path, busybox: Vec<u8>, setpriv: Vec<u8>) -> Result<Vec<(String, Entry)>> {
     Ok(vec![
         ("init".to_string(), exe(GUEST.as_bytes().to_vec())),
+        ("guest_rtla.sh".to_string(), Entry::File { data: GUEST_RTLA.as_bytes().to_vec(), mode: 0o644 }),
         ("bin/busybox".to_string(), exe(busybox)),
         ("bin/sh".to_string(), Entry::Symlink("busybox".to_string())),
         ("bin/jwbusy".to_string(), exe(JWBUSY.as_bytes().to_vec())),
