@@ -134,10 +134,16 @@ fn measure(sp: &str, case: Case, cpu: usize, client_cpu: usize, port: u16) -> Re
     let (kran, kwait) = (after.0 - before.0, after.1 - before.1);
     let (ran, kq, clock) = (n("ran_ns"), n("kernel_queued_ns"), n("clock_ran_ns") + n("queued_ns"));
     let line = format!(
-        "{case:?}: schedstat ran {kran} waited {kwait}; jitterwatch ran_ns {ran} ({:+.3}%), kernel_queued_ns {kq}, by the clock ran + waited {clock} ({:+.3}%), {} wake-ups",
+        "{case:?}: schedstat ran {kran} waited {kwait}; jitterwatch ran_ns {ran} ({:+.3}%), kernel_queued_ns {kq}, by the clock ran + waited {clock} ({:+.3}%), {} wake-ups; stolen_ns {}, stale/short {}/{}, window {}, drops {}, overflows {}",
         (ran as f64 - kran as f64) * 100.0 / kran as f64,
         (clock as f64 - (kran + kwait) as f64) * 100.0 / (kran + kwait) as f64,
-        row["wakeup"]
+        row["wakeup"],
+        row["stolen_ns"],
+        row["kernel_stale_ns"],
+        row["kernel_short_ns"],
+        row["window"],
+        v["overhead"]["ringbuf_drops"],
+        v["overhead"]["queue_overflows"],
     );
     eprintln!("{line}");
     let mut bad = Vec::new();

@@ -78,6 +78,64 @@ fn number<K: std::hash::Hash + Eq + Clone>(list: &mut Vec<K>, ids: &mut Map<K, u
     Some(n)
 }
 
+/// A cause's tag and the number kept beside it in its id (a pid, an
+/// IRQ, a vector, a softirq, a kind): the one place a variant becomes a
+/// tag.
+fn tag_of(c: &Cause) -> (u8, u32) {
+    match c {
+        Cause::Task { pid: Some(p), .. } => (tag::TASK, *p),
+        Cause::Task { pid: None, .. } => (tag::PROGRAM, 0),
+        Cause::Work(_) => (tag::WORK, 0),
+        Cause::Irq { irq, .. } => (tag::IRQ, *irq as u32),
+        Cause::Vector(v) => (tag::VECTOR, *v as u32),
+        Cause::Softirq(v) => (tag::SOFTIRQ, u32::from(*v)),
+        Cause::Timer(_) => (tag::TIMER, 0),
+        Cause::Csd(_) => (tag::CSD, 0),
+        Cause::Nmi(_) => (tag::NMI, 0),
+        Cause::Idle(_) => (tag::IDLE, 0),
+        Cause::Slack => (tag::SLACK, 0),
+        Cause::Host => (tag::HOST, 0),
+        Cause::Smi => (tag::SMI, 0),
+        Cause::Own => (tag::OWN, 0),
+        Cause::Stopped => (tag::STOPPED, 0),
+        Cause::Others(k) => (tag::OTHERS, *k as u32),
+        Cause::Unexplained => (tag::UNEXPLAINED, 0),
+        Cause::Lost => (tag::LOST, 0),
+    }
+}
+
+/// The kind of a cause by its tag and number: the one place a cause gets
+/// its kind ([`Cause::kind`] asks here too).
+fn kind_of(t: u8, n: u32) -> Kind {
+    match t {
+        tag::TASK | tag::PROGRAM => Kind::Task,
+        tag::WORK => Kind::Work,
+        tag::IRQ => Kind::Irq,
+        // The local timer is an interrupt (LOC in /proc/interrupts); the
+        // other vectors are inter-processor interrupts.
+        tag::VECTOR if VECTORS[n as usize] == Vector::LocalTimer => Kind::Irq,
+        tag::VECTOR | tag::CSD => Kind::Ipi,
+        tag::SOFTIRQ => Kind::Softirq,
+        tag::TIMER => Kind::Timer,
+        tag::NMI => Kind::Nmi,
+        tag::IDLE => Kind::Idle,
+        tag::SLACK => Kind::Slack,
+        tag::HOST => Kind::Host,
+        tag::SMI => Kind::Smi,
+        tag::OWN => Kind::Own,
+        tag::STOPPED => Kind::Stopped,
+        tag::OTHERS => Kind::ALL[n as usize],
+        tag::UNEXPLAINED => Kind::Unexplained,
+        _ => Kind::Lost,
+    }
+}
+
+/// [`Cause::kind`]: without interning its names.
+pub(super) fn kind_of_cause(c: &Cause) -> Kind {
+    let (t, n) = tag_of(c);
+    kind_of(t, n)
+}
+
 impl CauseId {
     pub const UNEXPLAINED: CauseId = CauseId::unit(tag::UNEXPLAINED);
     pub const LOST: CauseId = CauseId::unit(tag::LOST);
@@ -124,41 +182,30 @@ impl CauseId {
 
     /// The id of `c`, its names interned if new.
     pub fn of(c: &Cause) -> Self {
-        // Numbers only: no name to look up.
-        let simple = match c {
-            Cause::Vector(v) => Some(Self::vector(*v)),
-            Cause::Softirq(v) => Some(Self::softirq(*v)),
-            Cause::Slack => Some(Self::SLACK),
-            Cause::Host => Some(Self::HOST),
-            Cause::Smi => Some(Self::SMI),
-            Cause::Own => Some(Self::OWN),
-            Cause::Stopped => Some(Self::STOPPED),
-            Cause::Others(k) => Some(Self::others(*k)),
-            Cause::Unexplained => Some(Self::UNEXPLAINED),
-            Cause::Lost => Some(Self::LOST),
-            _ => None,
-        };
-        if let Some(id) = simple {
-            return id;
+        let (t, n) = tag_of(c);
+        enum Name<'a> {
+            Comm(&'a Comm),
+            Symbol(&'a Symbol),
+            Irq(&'a Arc<[u8]>),
         }
+        let name = match c {
+            Cause::Task { comm, .. } => Name::Comm(comm),
+            Cause::Work(s) | Cause::Timer(s) | Cause::Csd(s) | Cause::Nmi(s) | Cause::Idle(s) => Name::Symbol(s),
+            Cause::Irq { name, .. } => Name::Irq(name),
+            // Numbers only: no name to look up.
+            _ => return Self::pack(t, 0, n),
+        };
         let mut guard = NAMES.write().unwrap_or_else(PoisonError::into_inner);
         let names = &mut *guard;
-        let sym =
-            |t: u8, s: &Symbol, names: &mut Names| number(&mut names.symbols, &mut names.symbol_ids, s).map(|no| Self::pack(t, no, 0));
-        let id = match c {
-            Cause::Task { comm, pid } => number(&mut names.comms, &mut names.comm_ids, comm).map(|no| match pid {
-                Some(p) => Self::pack(tag::TASK, no, *p),
-                None => Self::pack(tag::PROGRAM, no, 0),
-            }),
-            Cause::Work(s) => sym(tag::WORK, s, names),
-            Cause::Timer(s) => sym(tag::TIMER, s, names),
-            Cause::Csd(s) => sym(tag::CSD, s, names),
-            Cause::Nmi(s) => sym(tag::NMI, s, names),
-            Cause::Idle(s) => sym(tag::IDLE, s, names),
-            Cause::Irq { irq, name } => number(&mut names.irqs, &mut names.irq_ids, name).map(|no| Self::pack(tag::IRQ, no, *irq as u32)),
-            _ => unreachable!("numbers only, handled above"),
+        let no = match name {
+            Name::Comm(comm) => number(&mut names.comms, &mut names.comm_ids, comm),
+            Name::Symbol(s) => number(&mut names.symbols, &mut names.symbol_ids, s),
+            Name::Irq(irq) => number(&mut names.irqs, &mut names.irq_ids, irq),
         };
-        id.unwrap_or(Self::others(c.kind()))
+        match no {
+            Some(no) => Self::pack(t, no, n),
+            None => Self::others(kind_of(t, n)),
+        }
     }
 
     /// The cause, with its names: for writing it (and for tests).
@@ -189,25 +236,7 @@ impl CauseId {
 
     /// Its kind, from the id alone.
     pub fn kind(self) -> Kind {
-        match self.tag() {
-            tag::TASK | tag::PROGRAM => Kind::Task,
-            tag::WORK => Kind::Work,
-            tag::IRQ => Kind::Irq,
-            tag::VECTOR if VECTORS[self.n() as usize] == Vector::LocalTimer => Kind::Irq,
-            tag::VECTOR | tag::CSD => Kind::Ipi,
-            tag::SOFTIRQ => Kind::Softirq,
-            tag::TIMER => Kind::Timer,
-            tag::NMI => Kind::Nmi,
-            tag::IDLE => Kind::Idle,
-            tag::SLACK => Kind::Slack,
-            tag::HOST => Kind::Host,
-            tag::SMI => Kind::Smi,
-            tag::OWN => Kind::Own,
-            tag::STOPPED => Kind::Stopped,
-            tag::OTHERS => Kind::ALL[self.n() as usize],
-            tag::UNEXPLAINED => Kind::Unexplained,
-            _ => Kind::Lost,
-        }
+        kind_of(self.tag(), self.n())
     }
 
     pub fn is_unexplained(self) -> bool {
@@ -315,80 +344,4 @@ impl std::fmt::Debug for CauseId {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cause::comm;
-
-    fn every_sort() -> Vec<Cause> {
-        let sym = |s: &str| Symbol::from(s);
-        let mut v = vec![
-            Cause::Task { comm: comm(b"kworker/6:1"), pid: Some(412) },
-            Cause::Task { comm: comm(b"kworker/6:1"), pid: None },
-            Cause::Task { comm: comm(b"ev\x1bil"), pid: Some(u32::MAX) },
-            Cause::Work(sym("vmstat_update")),
-            Cause::Irq { irq: 24, name: Arc::from(&b"virtio0-input.0"[..]) },
-            Cause::Irq { irq: -1, name: Arc::from(&b""[..]) },
-            Cause::Softirq(9),
-            Cause::Timer(sym("tick_nohz_handler")),
-            Cause::Csd(sym("flush_tlb_func")),
-            Cause::Nmi(sym("0x10")),
-            Cause::Idle(sym("C6")),
-            Cause::Slack,
-            Cause::Host,
-            Cause::Smi,
-            Cause::Own,
-            Cause::Stopped,
-            Cause::Unexplained,
-            Cause::Lost,
-        ];
-        v.extend(VECTORS.map(Cause::Vector));
-        v.extend(Kind::ALL.map(Cause::Others));
-        v
-    }
-
-    #[test]
-    fn every_cause_comes_back_whole() {
-        for c in every_sort() {
-            let id = CauseId::of(&c);
-            assert_eq!(id.cause(), c);
-            assert_eq!(id.kind(), c.kind(), "{c:?}");
-            assert_eq!(id.is_unexplained(), c.is_unexplained());
-            assert_eq!(CauseId::of(&c), id, "interned once");
-        }
-        for (i, v) in VECTORS.iter().enumerate() {
-            assert_eq!(*v as usize, i, "{v:?}");
-        }
-    }
-
-    #[test]
-    fn ids_sort_as_their_causes() {
-        let causes = every_sort();
-        let mut by_cause = causes.clone();
-        by_cause.sort();
-        let mut by_id: Vec<CauseId> = causes.iter().map(CauseId::of).collect();
-        by_id.sort();
-        assert_eq!(by_id.into_iter().map(CauseId::cause).collect::<Vec<_>>(), by_cause);
-    }
-
-    #[test]
-    fn folding_keeps_the_program_and_the_kind() {
-        let t = CauseId::of(&Cause::Task { comm: comm(b"sh"), pid: Some(9) });
-        assert_eq!(t.folded().map(CauseId::cause), Some(Cause::Task { comm: comm(b"sh"), pid: None }));
-        assert_eq!(t.folded().unwrap().folded(), None);
-        assert_eq!(CauseId::softirq(1).folded(), Some(CauseId::others(Kind::Softirq)));
-        assert_eq!(CauseId::vector(Vector::LocalTimer).folded(), Some(CauseId::others(Kind::Irq)));
-        for c in [CauseId::UNEXPLAINED, CauseId::LOST, CauseId::HOST, CauseId::OWN, CauseId::others(Kind::Work)] {
-            assert_eq!(c.folded(), None, "{c:?}");
-        }
-    }
-
-    #[test]
-    fn pids_share_their_program_name() {
-        let a = CauseId::of(&Cause::Task { comm: comm(b"cc1"), pid: Some(1) });
-        let b = CauseId::of(&Cause::Task { comm: comm(b"cc1"), pid: Some(2) });
-        assert_ne!(a, b);
-        assert_eq!(a.program(), b.program());
-        assert_eq!((a.task_pid(), b.task_pid()), (Some(1), Some(2)));
-        assert_eq!(a.name_no(), b.name_no(), "one comm interned");
-    }
-}
+mod tests;

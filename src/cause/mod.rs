@@ -157,26 +157,7 @@ pub enum Cause {
 
 impl Cause {
     pub fn kind(&self) -> Kind {
-        match self {
-            Cause::Task { .. } => Kind::Task,
-            Cause::Work(_) => Kind::Work,
-            // The local timer is an interrupt (LOC in /proc/interrupts); the
-            // other vectors are inter-processor interrupts.
-            Cause::Irq { .. } | Cause::Vector(Vector::LocalTimer) => Kind::Irq,
-            Cause::Vector(_) | Cause::Csd(_) => Kind::Ipi,
-            Cause::Softirq(_) => Kind::Softirq,
-            Cause::Timer(_) => Kind::Timer,
-            Cause::Nmi(_) => Kind::Nmi,
-            Cause::Idle(_) => Kind::Idle,
-            Cause::Slack => Kind::Slack,
-            Cause::Host => Kind::Host,
-            Cause::Smi => Kind::Smi,
-            Cause::Own => Kind::Own,
-            Cause::Stopped => Kind::Stopped,
-            Cause::Others(k) => *k,
-            Cause::Unexplained => Kind::Unexplained,
-            Cause::Lost => Kind::Lost,
-        }
+        id::kind_of_cause(self)
     }
 
     pub fn is_unexplained(&self) -> bool {

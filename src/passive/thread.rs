@@ -139,6 +139,13 @@ pub struct Books {
     /// The last run ended was counted by the clock: a steal reading taken
     /// with its switch out is left out of it.
     pub(super) last_run_by_clock: bool,
+    /// The last run ended, by the clock (from, to): the steal reading
+    /// taken with its switch out belongs to it.
+    pub(super) last_run: (u64, u64),
+    /// The run the steal last booked here was part of (its start), and how
+    /// much was booked to it: a run's share of the hypervisor's time is at
+    /// most its length (Books::stole).
+    pub(super) run_stolen: (u64, u64),
     /// The kernel's run_delay (low 32 bits) as last read, while the
     /// window's bookings are being summed (None: no reading yet, or the
     /// last one came before the window).
@@ -179,9 +186,19 @@ impl Books {
         self.kernel_ran_ns.saturating_sub(self.clock_stolen_ns)
     }
 
-    /// The steal clock moved by `ns` while it ran; `by_clock`: in a run
-    /// the clock counts (else the kernel's count has it left out).
-    pub(super) fn stole(&mut self, ns: u64, by_clock: bool) {
+    /// The steal clock moved by `ns` while it ran from `since`, read at
+    /// `now`; `by_clock`: in a run the clock counts (else the kernel's
+    /// count has it left out). A reading is taken with the next record
+    /// after the runqueue's clock moved, and that update may have closed
+    /// the stretch before the run (the switch into it, or a remote
+    /// wake-up's, while the CPU idled through a host pause): what the run
+    /// cannot hold is not its own.
+    pub(super) fn stole(&mut self, ns: u64, by_clock: bool, (since, now): (u64, u64)) {
+        if self.run_stolen.0 != since {
+            self.run_stolen = (since, 0);
+        }
+        let ns = ns.min(now.saturating_sub(since).saturating_sub(self.run_stolen.1));
+        self.run_stolen.1 += ns;
         self.booked.stolen_ns += ns;
         if by_clock {
             self.clock_stolen_ns += ns;
@@ -203,6 +220,7 @@ impl Books {
         self.ran_ns += ns;
         self.kernel_ran_ns += kernel.unwrap_or(ns);
         self.last_run_by_clock = kernel.is_none();
+        self.last_run = (since, until);
         self.to_ns = self.to_ns.max(until);
     }
 
@@ -243,6 +261,8 @@ impl Books {
     /// asleep): the window begins.
     pub(super) fn seen(&mut self, at: u64) {
         self.open(at);
+        // No run of it is in the books: no steal either.
+        self.last_run = (at, at);
     }
 }
 

@@ -231,7 +231,7 @@ impl Tracker {
                     w.ran(prev.pid, prev_ran_ns);
                 }
                 self.unseen_switch_out(cpu, prev.pid, arrived.unwrap_or(ts), out);
-                self.unseen_switch_in(cpu, &prev, arrived, out);
+                self.unseen_switch_in(cpu, &prev, (arrived, ts), out);
                 self.switch(cpu, ts, (&prev, prev_state, delays.0, runtimes.0), (&next, delays.1, runtimes.1), out);
                 let left = self.threads.contains_key(&prev.pid).then_some(prev.pid);
                 let c = &mut self.cpus[cpu as usize];

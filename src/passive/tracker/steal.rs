@@ -62,21 +62,25 @@ impl Tracker {
             return;
         };
         let b = &mut t.info.books;
-        let by_clock = if closing {
-            b.last_run_by_clock
+        let (by_clock, run) = if closing {
+            (b.last_run_by_clock, b.last_run)
         } else {
-            // As Tracker::switch will count this run at its switch out.
-            matches!(t.state, State::Running { whole, .. } if !whole || b.runtime_seen.is_none())
+            match t.state {
+                // As Tracker::switch will count this run at its switch out.
+                State::Running { since, whole, .. } => (!whole || b.runtime_seen.is_none(), (since, ts)),
+                _ => (false, (ts, ts)),
+            }
         };
-        b.stole(advance, by_clock);
+        b.stole(advance, by_clock, run);
     }
 
-    /// A switch into `tid` at `at` that no hook saw, just placed: the
-    /// steal read here since is its run's (counted by the clock).
-    pub(super) fn claim_unowned(&mut self, cpu: u32, tid: u32, at: u64) {
+    /// A switch into `tid` at `at` that no hook saw, placed as it leaves
+    /// at `until`: the steal read here since is its run's (counted by the
+    /// clock).
+    pub(super) fn claim_unowned(&mut self, cpu: u32, tid: u32, (at, until): (u64, u64)) {
         let ns = self.cpus[cpu as usize].unowned.take_from(at);
         if let Some(t) = self.threads.get_mut(&tid) {
-            t.info.books.stole(ns, true);
+            t.info.books.stole(ns, true, (at, until));
         }
     }
 }

@@ -36,11 +36,11 @@ impl Tracker {
         }
     }
 
-    /// A switch out of `prev` that the tracker did not know ran here: the
-    /// switch into it was not seen. `arrived` (when the kernel says how
-    /// long it had run) places that switch; else its last stretch is not
-    /// in its books, and they say so.
-    pub(super) fn unseen_switch_in(&mut self, cpu: u32, prev: &Task, arrived: Option<u64>, out: &mut dyn FnMut(Interval)) {
+    /// A switch out of `prev` at `ts` that the tracker did not know ran
+    /// here: the switch into it was not seen. `arrived` (when the kernel
+    /// says how long it had run) places that switch; else its last stretch
+    /// is not in its books, and they say so.
+    pub(super) fn unseen_switch_in(&mut self, cpu: u32, prev: &Task, (arrived, ts): (Option<u64>, u64), out: &mut dyn FnMut(Interval)) {
         if self.cpus[cpu as usize].running == Some(prev.pid) {
             return;
         }
@@ -58,7 +58,7 @@ impl Tracker {
                 }
                 // Not seen: what the kernel booked there is not known.
                 self.switch_in(cpu, at, prev, None, out);
-                self.claim_unowned(cpu, prev.pid, at);
+                self.claim_unowned(cpu, prev.pid, (at, ts));
             }
             None if known => {
                 t.info.books.unplaced += 1;
