@@ -19,7 +19,7 @@
 //! 8. the wake-up probe's latencies beside cyclictest's.
 //!
 //! `--figure 3b` (or 4d, 7b, 8b) measures that one figure and prints its section, writing
-//! nothing (the figures that stand alone: 3b, 4d, 7b, 8b).
+//! nothing (the figures that stand alone: 3b, 4c, 4d, 7b, 8b).
 //!
 //! Needs root (BPF): a non-root user builds, then the bench re-runs itself
 //! through sudo.
@@ -144,6 +144,11 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
         let mut o = String::new();
         details::per_interruption::section(&mut o, Some(&p), watched, house);
         println!("{o}");
+        return Ok(());
+    }
+    if figure == Some("4c") {
+        let m = passive::passive_mix(&cx)?;
+        println!("{}", passive::markdown(&m, watched));
         return Ok(());
     }
     if figure == Some("4d") {

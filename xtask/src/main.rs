@@ -46,7 +46,7 @@ enum Command {
         report_only: bool,
         /// Measure this one figure and print its section; BENCHMARKS.md and
         /// the history are left alone (a check while working on it).
-        #[arg(long, value_parser = ["3b", "4d", "7b", "8b"], conflicts_with = "report_only")]
+        #[arg(long, value_parser = ["3b", "4c", "4d", "7b", "8b"], conflicts_with = "report_only")]
         figure: Option<String>,
     },
     /// Deps, build, then run target/release/jitterwatch ARGS as root (sudo -E if needed).
