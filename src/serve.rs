@@ -70,14 +70,14 @@ pub fn lines(prev: Option<&Snapshot>, now: &Snapshot) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::CpuRow;
     use crate::stats::CpuCounters;
+    use crate::stats::CpuFigures;
 
     fn snap(now_s: u64, hiccups: u64, stolen_ns: u64) -> Snapshot {
         Snapshot {
             start_ns: 0,
             now_ns: now_s * 1_000_000_000,
-            cpus: vec![CpuRow {
+            cpus: vec![CpuFigures {
                 cpu: 3,
                 hiccups,
                 stolen_ns,
@@ -85,7 +85,7 @@ mod tests {
                 p99_ns: 40_000,
                 p999_ns: 900_000,
                 worst_per_sec: Default::default(),
-                probe: CpuCounters::new(3),
+                counters: CpuCounters::new(3),
             }],
             ..Snapshot::default()
         }

@@ -4,28 +4,13 @@
 //! senders, and the recent worst stalls. Small enough to send across a
 //! channel each frame.
 
-use std::collections::VecDeque;
-
 use crate::cause::Kind;
 use crate::interval::{Hiccup, Source};
-use crate::stats::{CauseKey, Counters, CpuCounters, Stats};
+use crate::stats::{CauseKey, Counters, CpuFigures, Stats};
 
 /// Senders sent per CPU: the table is sent ten times a second, and a
 /// screen shows fewer rows than this.
 pub const SENDERS_SHOWN: usize = 20;
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct CpuRow {
-    pub cpu: u32,
-    pub hiccups: u64,
-    pub stolen_ns: u64,
-    pub max_ns: u64,
-    pub p99_ns: u64,
-    pub p999_ns: u64,
-    /// (second since start, worst gap in it), oldest first.
-    pub worst_per_sec: VecDeque<(u64, u64)>,
-    pub probe: CpuCounters,
-}
 
 /// One cause on one CPU, with its totals.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,7 +70,7 @@ pub struct Snapshot {
     pub now_ns: u64,
     /// The aggregates were reset during the run (they count from start_ns).
     pub was_reset: bool,
-    pub cpus: Vec<CpuRow>,
+    pub cpus: Vec<CpuFigures>,
     /// Every cause kept, largest total first.
     pub culprits: Vec<Culprit>,
     /// Each CPU's top senders (at most [`SENDERS_SHOWN`]), CPUs in
@@ -117,20 +102,7 @@ impl Snapshot {
             now_ns: s.now_ns(),
             was_reset: s.was_reset(),
             method: s.method(),
-            cpus: s
-                .cpus()
-                .iter()
-                .map(|c| CpuRow {
-                    cpu: c.cpu,
-                    hiccups: c.hiccups,
-                    stolen_ns: c.stolen_ns,
-                    max_ns: c.max_ns,
-                    p99_ns: c.pct(0.99),
-                    p999_ns: c.pct(0.999),
-                    worst_per_sec: c.worst_per_sec.clone(),
-                    probe: c.probe.clone(),
-                })
-                .collect(),
+            cpus: s.cpus().iter().map(|c| c.figures()).collect(),
             culprits: s
                 .top_causes(None)
                 .into_iter()
@@ -197,7 +169,7 @@ impl Snapshot {
         }
     }
 
-    pub fn stolen_pct(&self, c: &CpuRow) -> f64 {
+    pub fn stolen_pct(&self, c: &CpuFigures) -> f64 {
         match self.elapsed_ns() {
             0 => 0.0,
             e => 100.0 * c.stolen_ns as f64 / e as f64,

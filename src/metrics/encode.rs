@@ -165,7 +165,7 @@ fn probes(v: &View, cpus: &[String], enc: &mut DescriptorEncoder) -> std::fmt::R
         "The probe loop's smallest period",
         Some(&Unit::Seconds),
         MetricType::Gauge,
-        gauge_secs(per_cpu(v, cpus, &|c| c.floor_ns)),
+        gauge_secs(per_cpu(v, cpus, &|c| c.counters.own.floor_ns())),
     )?;
     family(
         enc,
@@ -173,7 +173,7 @@ fn probes(v: &View, cpus: &[String], enc: &mut DescriptorEncoder) -> std::fmt::R
         "The stall threshold",
         Some(&Unit::Seconds),
         MetricType::Gauge,
-        gauge_secs(per_cpu(v, cpus, &|c| c.threshold_ns)),
+        gauge_secs(per_cpu(v, cpus, &|c| c.counters.threshold_ns)),
     )?;
     family(
         enc,
@@ -181,7 +181,7 @@ fn probes(v: &View, cpus: &[String], enc: &mut DescriptorEncoder) -> std::fmt::R
         "Kernel events dropped, ring buffer full",
         None,
         MetricType::Counter,
-        counters(per_cpu(v, cpus, &|c| c.ringbuf_drops)),
+        counters(per_cpu(v, cpus, &|c| c.counters.drops)),
     )?;
     family(
         enc,
@@ -189,7 +189,7 @@ fn probes(v: &View, cpus: &[String], enc: &mut DescriptorEncoder) -> std::fmt::R
         "Stalls lost, probe queue full",
         None,
         MetricType::Counter,
-        counters(per_cpu(v, cpus, &|c| c.queue_overflows)),
+        counters(per_cpu(v, cpus, &|c| c.counters.overflow)),
     )?;
     Ok(())
 }

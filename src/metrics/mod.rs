@@ -18,7 +18,7 @@ use crate::interval::{Hiccup, Victim};
 use crate::sanitize::visible_bytes;
 use crate::slots::CpuSlots;
 use crate::stats::origins::SenderKey;
-use crate::stats::Counters;
+use crate::stats::{Counters, CpuCounters};
 
 pub use encode::{classic_text, encode};
 pub use http::Endpoint;
@@ -55,10 +55,9 @@ pub struct CpuView {
     pub causes: Vec<CauseSeries>,
     /// Causes by who sent them (`name` is the sender; kind the cause's).
     pub senders: Vec<CauseSeries>,
-    pub floor_ns: u64,
-    pub threshold_ns: u64,
-    pub ringbuf_drops: u64,
-    pub queue_overflows: u64,
+    /// What its source and the kernel count for it, as the stats keep
+    /// them (its floor, threshold, drops and overflows are read there).
+    pub counters: CpuCounters,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -225,10 +224,7 @@ impl Exporter {
                     stolen_ns: c.stolen_ns,
                     counts: c.counts,
                     causes,
-                    floor_ns: counters.map_or(0, |p| p.own.floor_ns()),
-                    threshold_ns: counters.map_or(0, |p| p.threshold_ns),
-                    ringbuf_drops: counters.map_or(0, |p| p.drops),
-                    queue_overflows: counters.map_or(0, |p| p.overflow),
+                    counters: counters.cloned().unwrap_or_else(|| CpuCounters::new(c.cpu)),
                 }
             })
             .collect();

@@ -105,7 +105,10 @@ fn counts_stalls_causes_and_buckets_exactly() {
     e.publish(&raw(), 1_000_000_000);
     let v = published(&slot);
     let c = &v.cpus[0];
-    assert_eq!((c.hiccups, c.stolen_ns, c.floor_ns, c.threshold_ns, c.ringbuf_drops, c.queue_overflows), (2, 703_000, 8, 72, 3, 1));
+    assert_eq!(
+        (c.hiccups, c.stolen_ns, c.counters.own.floor_ns(), c.counters.threshold_ns, c.counters.drops, c.counters.overflow),
+        (2, 703_000, 8, 72, 3, 1)
+    );
     // 3 µs is in the 5 µs bucket, 700 µs in the 1 ms one.
     assert_eq!(c.counts[2], 1);
     assert_eq!(c.counts[9], 1);

@@ -25,15 +25,47 @@ pub struct CpuStats {
     pub gaps: Histogram<u64>,
     /// (second since start, worst gap in it), oldest first.
     pub worst_per_sec: VecDeque<(u64, u64)>,
-    /// What the probe and the kernel count for this CPU (since the reset).
-    pub probe: CpuCounters,
+    /// What its source and the kernel count for this CPU (since the reset).
+    pub counters: CpuCounters,
     /// The wake-up probe's late wake-ups, by part.
     pub wake: wake::WakeParts,
     /// Hiccups inside which the CPU's frequency changed.
     pub freq_changed: u64,
 }
 
+/// A watched CPU's figures as the views read them: the screen's snapshot
+/// carries these, the summary's row is written from them, and /metrics
+/// reads the counters (its stall counts are its own: never reset). A
+/// figure added here reaches each view that shows it, and nowhere else.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuFigures {
+    pub cpu: u32,
+    pub hiccups: u64,
+    pub stolen_ns: u64,
+    pub max_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    /// (second since start, worst gap in it), oldest first.
+    pub worst_per_sec: VecDeque<(u64, u64)>,
+    /// What its source and the kernel count for it.
+    pub counters: CpuCounters,
+}
+
 impl CpuStats {
+    /// Its figures, percentiles read once.
+    pub fn figures(&self) -> CpuFigures {
+        CpuFigures {
+            cpu: self.cpu,
+            hiccups: self.hiccups,
+            stolen_ns: self.stolen_ns,
+            max_ns: self.max_ns,
+            p99_ns: self.pct(0.99),
+            p999_ns: self.pct(0.999),
+            worst_per_sec: self.worst_per_sec.clone(),
+            counters: self.counters.clone(),
+        }
+    }
+
     pub(super) fn new(cpu: u32) -> Self {
         Self {
             cpu,
@@ -48,7 +80,7 @@ impl CpuStats {
             // enough (~35 KB) to stay in cache.
             gaps: histogram(2),
             worst_per_sec: VecDeque::with_capacity(SPARK_SECS),
-            probe: CpuCounters::new(cpu),
+            counters: CpuCounters::new(cpu),
             wake: wake::WakeParts::default(),
             freq_changed: 0,
         }

@@ -23,7 +23,7 @@ mod threads;
 pub mod wake;
 pub use causes::{CauseStats, MAX_CAUSES};
 pub use counters::{Counters, CpuCounters, SourceFigures, SpinFigures, WakeFigures};
-pub use cpu::CpuStats;
+pub use cpu::{CpuFigures, CpuStats};
 pub use threads::{ThreadStats, Threads};
 
 /// Highest value the histograms track: one minute, in ns.
@@ -314,7 +314,7 @@ impl Stats {
         self.raw = raw;
         for c in &mut self.cpus {
             if let Some(p) = self.counters.cpus.iter().find(|p| p.cpu == c.cpu) {
-                c.probe = p.clone();
+                c.counters = p.clone();
             }
         }
     }

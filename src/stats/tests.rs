@@ -100,11 +100,11 @@ fn keeps_the_worst_recent_stalls_and_resets_at_the_source() {
     assert_eq!((s.cpus[0].hiccups, s.causes.len(), s.worst.len(), s.start_ns, s.was_reset), (0, 0, 0, 20, true));
     // The run's gap totals (for the probe's period between hiccups) survive.
     assert_eq!(s.run_gaps(1), ((1..=100).sum::<u64>() + 5, 101));
-    assert_eq!((s.counters.events, s.cpus[0].probe.drops, s.cpus[0].probe.threshold_ns), (0, 0, 180));
+    assert_eq!((s.counters.events, s.cpus[0].counters.drops, s.cpus[0].counters.threshold_ns), (0, 0, 180));
     raw.events = 600;
     raw.cpus[0].drops = 9;
     s.update_counters(raw, 30);
-    assert_eq!((s.counters.events, s.cpus[0].probe.drops, s.elapsed_ns()), (100, 2, 10));
+    assert_eq!((s.counters.events, s.cpus[0].counters.drops, s.elapsed_ns()), (100, 2, 10));
 }
 
 #[test]

@@ -104,27 +104,28 @@ impl Summary {
         let cpus: Vec<CpuRow> = s
             .cpus()
             .iter()
-            .map(|c| CpuRow {
-                cpu: c.cpu,
-                threshold_ns: c.probe.threshold_ns,
-                hiccups: c.hiccups,
-                pct99_ns: c.pct(0.99),
-                pct999_ns: c.pct(0.999),
-                max_ns: c.max_ns,
+            .map(|c| (c, c.figures()))
+            .map(|(c, f)| CpuRow {
+                cpu: f.cpu,
+                threshold_ns: f.counters.threshold_ns,
+                hiccups: f.hiccups,
+                pct99_ns: f.p99_ns,
+                pct999_ns: f.p999_ns,
+                max_ns: f.max_ns,
                 stolen_pct: s.stolen_pct(c),
                 explained_pct: c.explained_pct(),
                 explained_in_lossy_rows_pct: c.lossy_explained_pct(),
                 unknown_pct: c.lost_pct(),
-                loop_floor_ns: c.probe.own.spin().map(|l| l.floor_ns),
-                loop_mean_ns: c.probe.own.spin().map(|l| l.loop_mean_ns),
-                loop_quiet_mean_ns: c.probe.own.spin().map(|l| l.loop_quiet_mean_ns),
-                clock: c.probe.own.spin().map(|l| l.counter.unwrap_or("vdso")),
-                tsc_drift_ns: c.probe.own.spin().and_then(|l| l.tsc_drift_ns),
+                loop_floor_ns: f.counters.own.spin().map(|l| l.floor_ns),
+                loop_mean_ns: f.counters.own.spin().map(|l| l.loop_mean_ns),
+                loop_quiet_mean_ns: f.counters.own.spin().map(|l| l.loop_quiet_mean_ns),
+                clock: f.counters.own.spin().map(|l| l.counter.unwrap_or("vdso")),
+                tsc_drift_ns: f.counters.own.spin().and_then(|l| l.tsc_drift_ns),
                 hiccups_per_sec: s.per_sec(c.hiccups),
-                wakeup: c.probe.own.latency().cloned(),
+                wakeup: f.counters.own.latency().cloned(),
                 late_wakeup_parts: part_rows(&c.wake),
                 hiccups_with_freq_change: c.freq_changed,
-                steal: c.probe.steal,
+                steal: f.counters.steal,
                 senders: s
                     .by_sender()
                     .top(c.cpu)
@@ -139,8 +140,8 @@ impl Summary {
                         unsent: matches!(sender, crate::stats::origins::SenderKey::Unknown | crate::stats::origins::SenderKey::NotSent),
                     })
                     .collect(),
-                queue_overflows: c.probe.overflow,
-                ringbuf_drops: c.probe.drops,
+                queue_overflows: f.counters.overflow,
+                ringbuf_drops: f.counters.drops,
                 by_kind: by_kind(s.top_causes(Some(c.cpu)).into_iter().map(|(k, st)| (k.cause.kind(), st.count, st.total_ns))),
                 top_causes: s
                     .top_causes(Some(c.cpu))
@@ -157,7 +158,7 @@ impl Summary {
                         stack: st.stack.as_ref().map(|(_, f)| f.iter().map(|s| crate::sanitize::visible(s).into_owned()).collect()),
                     })
                     .collect(),
-                tick: c.probe.tick.filter(crate::tick::worth_saying).map(|t| {
+                tick: f.counters.tick.filter(crate::tick::worth_saying).map(|t| {
                     // Beside the watched task under SCHED: the CPU's largest task.
                     let behind =
                         s.top_causes(Some(c.cpu)).into_iter().find(|(k, _)| k.cause.kind() == Kind::Task).map(|(k, _)| k.cause.label());
@@ -175,7 +176,7 @@ impl Summary {
                             share: p.share,
                             phase_ns: p.phase_ns,
                             stalls: p.events,
-                            likely: likely(k.cause.kind(), p.period_ns, c.probe.tick.map(|t| t.nohz_capable)),
+                            likely: likely(k.cause.kind(), p.period_ns, f.counters.tick.map(|t| t.nohz_capable)),
                         })
                     })
                     .collect(),

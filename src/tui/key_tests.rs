@@ -63,7 +63,7 @@ fn a_reset_snapshot_shows_zeros_and_says_reset() {
     s.reset(START + 10 * S);
     a.apply(Action::Reset);
     a.update(Snapshot::of(&s));
-    assert!(a.view().cpus.iter().all(|c| c.hiccups == 0 && c.max_ns == 0 && c.probe.drops == 0));
+    assert!(a.view().cpus.iter().all(|c| c.hiccups == 0 && c.max_ns == 0 && c.counters.drops == 0));
     assert_eq!((a.view().counters.events, a.view().counters.consumer_cpu_ns), (0, 0));
     assert!(a.culprits().is_empty() && a.stalls().next().is_none());
     let screen = text(&draw(&a, 80, 24));

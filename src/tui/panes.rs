@@ -10,7 +10,8 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 
 use crate::cause::{CauseId, Kind, LOST, UNEXPLAINED, UNEXPLAINED_SHORT};
 use crate::interval::{Hiccup, Method};
-use crate::snapshot::{CpuRow, Culprit};
+use crate::snapshot::Culprit;
+use crate::stats::CpuFigures;
 
 use super::app::{App, Pane, Sort};
 use super::fmt;
@@ -100,7 +101,7 @@ pub fn cpus(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
             if passive {
                 Cell::from(last_on(app, c.cpu, cols[7] as usize))
             } else {
-                right(match c.probe.own.floor_ns() {
+                right(match c.counters.own.floor_ns() {
                     0 => "-".into(),
                     ns => fmt::dur(ns),
                 })
@@ -130,7 +131,7 @@ fn last_on(app: &App, cpu: u32, w: usize) -> Line<'static> {
 
 /// The worst gap of each of the last `width` seconds, newest at the right,
 /// on a log scale from the threshold to the largest in view.
-pub fn sparkline(c: &CpuRow, now_sec: u64, width: usize) -> String {
+pub fn sparkline(c: &CpuFigures, now_sec: u64, width: usize) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     let first = (now_sec + 1).saturating_sub(width as u64);
     let mut vals = vec![0u64; width];
@@ -139,7 +140,7 @@ pub fn sparkline(c: &CpuRow, now_sec: u64, width: usize) -> String {
             vals[(s - first) as usize + width - (now_sec + 1 - first) as usize] = w;
         }
     }
-    let base = c.probe.threshold_ns.max(1) as f64 / 2.0;
+    let base = c.counters.threshold_ns.max(1) as f64 / 2.0;
     let level = |w: u64| (w as f64 / base).log2().max(0.5);
     let top = vals.iter().copied().filter(|&w| w > 0).map(level).fold(1.0, f64::max);
     vals.iter().map(|&w| if w == 0 { ' ' } else { BARS[((level(w) / top * 8.0).ceil() as usize).clamp(1, 8) - 1] }).collect()

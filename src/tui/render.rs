@@ -119,7 +119,7 @@ fn sep(th: Theme) -> Span<'static> {
 
 /// Thresholds of the watched CPUs: one figure, or a range.
 fn thresholds(app: &App) -> String {
-    let t: Vec<u64> = app.view().cpus.iter().map(|c| c.probe.threshold_ns).filter(|&t| t > 0).collect();
+    let t: Vec<u64> = app.view().cpus.iter().map(|c| c.counters.threshold_ns).filter(|&t| t > 0).collect();
     match (t.iter().min(), t.iter().max()) {
         (Some(&lo), Some(&hi)) if lo == hi => fmt::dur(lo),
         (Some(&lo), Some(&hi)) => format!("{}–{}", fmt::dur(lo), fmt::dur(hi)),
@@ -149,7 +149,7 @@ fn header_lines(app: &App, th: Theme, width: u16) -> Vec<Line<'static>> {
     // (nohz_full CPUs only): `tick now CPU 7: on (SCHED)`, a tick kept on
     // flagged as a warning.
     for c in &v.cpus {
-        if let Some(w) = c.probe.tick.as_ref().and_then(crate::tick::words) {
+        if let Some(w) = c.counters.tick.as_ref().and_then(crate::tick::words) {
             let style = if w == "off" { Style::new() } else { th.warn() };
             facts.push(vec![Span::styled(format!("tick now CPU {}: {w}", c.cpu), style)]);
         }
@@ -222,7 +222,7 @@ fn help(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     for c in &v.cpus {
         lines.push(Line::raw(format!(
             "  cpu {:<4} ring-buffer drops {:>6}  probe-queue overflows {:>6}",
-            c.cpu, c.probe.drops, c.probe.overflow
+            c.cpu, c.counters.drops, c.counters.overflow
         )));
     }
     lines.push(Line::raw(format!(

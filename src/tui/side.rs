@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
 use crate::probe::HIST_BUCKETS;
-use crate::snapshot::CpuRow;
+use crate::stats::CpuFigures;
 
 use super::app::{App, Pane};
 use super::fmt;
@@ -49,8 +49,8 @@ pub fn side_min(app: &App) -> u16 {
 }
 
 /// A CPU's probe histogram (none in passive mode: all zeros).
-fn hist(c: &CpuRow) -> &[u64; HIST_BUCKETS] {
-    c.probe.own.hist().unwrap_or(&[0; HIST_BUCKETS])
+fn hist(c: &CpuFigures) -> &[u64; HIST_BUCKETS] {
+    c.counters.own.hist().unwrap_or(&[0; HIST_BUCKETS])
 }
 
 pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
@@ -60,10 +60,10 @@ pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
     let inner = block.inner(area);
     block.render(area, buf);
     const LABEL: u16 = HIST_LABEL;
-    let all: Vec<&CpuRow> = app.view().cpus.iter().filter(|c| app.cpu_filter.is_none_or(|f| c.cpu == f)).collect();
+    let all: Vec<&CpuFigures> = app.view().cpus.iter().filter(|c| app.cpu_filter.is_none_or(|f| c.cpu == f)).collect();
     let cols = (inner.width.saturating_sub(LABEL) / HIST_COL).max(1) as usize;
     let cpus = &all[..all.len().min(cols)];
-    let nonzero = |c: &&CpuRow| (0..HIST_BUCKETS).filter(|&k| hist(c)[k] > 0).collect::<Vec<_>>();
+    let nonzero = |c: &&CpuFigures| (0..HIST_BUCKETS).filter(|&k| hist(c)[k] > 0).collect::<Vec<_>>();
     let used: Vec<usize> = cpus.iter().flat_map(nonzero).collect();
     let (Some(&lo), Some(&hi)) = (used.iter().min(), used.iter().max()) else {
         Paragraph::new(Line::styled("no loop yet", th.dim()).centered()).render(inner, buf);
@@ -88,7 +88,7 @@ pub fn histogram(app: &App, th: Theme, area: Rect, buf: &mut Buffer) {
         for c in cpus {
             let n = hist(c)[k];
             let len = if n == 0 { 0 } else { (((n as f64).log10() + 1.0) / ((top as f64).log10() + 1.0) * bar_w as f64).ceil() as usize };
-            let over = c.probe.threshold_ns > 0 && bucket_lo(k) >= c.probe.threshold_ns;
+            let over = c.counters.threshold_ns > 0 && bucket_lo(k) >= c.counters.threshold_ns;
             let (ch, st) = if over { ('▓', th.fg(Color::Red)) } else { ('█', th.fg(Color::Green)) };
             l.push(Span::raw(format!("{:>6}  ", if n == 0 { String::new() } else { fmt::count(n) })));
             l.push(Span::styled(format!("{:<w$}", ch.to_string().repeat(len.min(bar_w)), w = bar_w), st));

@@ -140,8 +140,8 @@ fn the_header_says_why_the_tick_runs() {
     let mut snap = Snapshot::of(&stats());
     let mut on = crate::tick::Tally { refusals: 40, last_dep: 1 << 2, nohz_full: true, ..Default::default() };
     on.deps[2] = 40;
-    snap.cpus[1].probe.tick = Some(on);
-    snap.cpus[0].probe.tick = Some(crate::tick::Tally { stops: 2, last_success: true, nohz_full: true, ..Default::default() });
+    snap.cpus[1].counters.tick = Some(on);
+    snap.cpus[0].counters.tick = Some(crate::tick::Tally { stops: 2, last_success: true, nohz_full: true, ..Default::default() });
     let b = draw(&App::new(info(), snap, true), 160, 48);
     let t = text(&b);
     assert!(t.contains("tick now CPU 7: on (SCHED)") && t.contains("tick now CPU 6: off"), "{t}");
