@@ -106,13 +106,14 @@ fn once(cx: &Ctx, size: Option<(u32, u32)>, secs: f64, round: usize) -> Result<(
     let t1 = util::mono_ns();
     // SAFETY: kill(2) on the pid we started (the pane's, or our child's).
     unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    // Until it has exited, not only written its summary: it detaches its
+    // programs after, and the next figure's intruder check would see it.
     for _ in 0..200 {
-        if std::fs::metadata(format!("/proc/{pid}")).is_err() || summary.exists() {
+        if gone(pid) {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(300));
     if size.is_some() {
         let _ = Command::new("tmux").args(["-L", &session, "kill-server"]).output();
     }
@@ -184,4 +185,36 @@ pub fn markdown(s: Option<&Screen>, watched: usize, house: usize) -> String {
         o += &format!("| {name} | {} | {} | {adds} | {} |\n", s.events_per_sec[i].show(0), s.cpu_pct[i].show(1), s.lag_ms[i].show(0));
     }
     o
+}
+
+/// `pid` has exited: no such process, or one not yet reaped (our headless
+/// child is reaped as its handle drops).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command's closing parenthesis.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gone;
+
+    #[test]
+    fn a_process_is_gone_once_it_exits_even_unreaped() {
+        assert!(!gone(std::process::id()), "we run");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Exited, not yet reaped: a zombie.
+        for _ in 0..100 {
+            if gone(pid) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(gone(pid), "a zombie counts as gone");
+        child.wait().unwrap();
+        assert!(gone(pid), "reaped");
+    }
 }
