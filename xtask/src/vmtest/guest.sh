@@ -4,7 +4,7 @@
 # names (jw.cpu=N; jw.mode=tuned|untuned says how it was booted) and prints
 # one line per check on the serial console for `cargo xtask vmtest`:
 #   JWTEST check=NAME result=pass|fail detail=TEXT
-#   JWTEST ticks kernel=N jw_min=N jw_max=N window_ns=N drops=N
+#   JWTEST ticks kernel=N jw_min=N jw_max=N window_ns=N edge_ns=N stamps_ns=N,N drops=N
 # then `JWTEST end`, and powers off.
 /bin/busybox --install -s /bin
 export PATH=/bin
@@ -168,8 +168,10 @@ check clock $? "clock=${CLOCK:-none} drift_ns=${DRIFT:-none} floor_ns=$(num loop
 # within its two clock readings (a0..a1, b0..b1). A tick is surely inside
 # when its handler (where LOC is counted) ran from after a1 to before b0,
 # maybe inside when it overlaps a0..b1: the kernel's count must lie
-# between the two (a tick without its exit runs on to the end).
-#   JWTEST ticks kernel=N jw_min=N jw_max=N window_ns=N drops=N
+# between the two (a tick without its exit runs on to the end). edge_ns:
+# how near a surely-inside tick came to either reading (the two clocks are
+# different vCPUs'); stamps_ns: how long each reading took.
+#   JWTEST ticks kernel=N jw_min=N jw_max=N window_ns=N edge_ns=N stamps_ns=N,N drops=N
 if [ "$INSIDE" = 0 ] && [ -n "$S0" ] && [ -n "$S1" ]; then
 	set -- $S0 $S1
 	DROPS=$(sed -n 's/.*, \([0-9]*\) dropped.*/\1/p' /tmp/ev.err | tail -n 1)
@@ -177,11 +179,22 @@ if [ "$INSIDE" = 0 ] && [ -n "$S0" ] && [ -n "$S1" ]; then
 		-v ent="$TICK_ENTRY" -v ext="$TICK_EXIT" -v irq="$TICK_IRQ" '
 		BEGIN { a0 += 0; a1 += 0; b0 += 0; b1 += 0 }
 		function ns(s,  p) { split(s, p, "."); return p[1] * 1000000000 + p[2] }
-		function done(x) { if (e > a1 && x <= b0) lo++; if (x > a0 && e <= b1) hi++; open = 0 }
+		function done(x) {
+			if (e > a1 && x <= b0) {
+				lo++
+				if (edge == "" || e - a1 < edge) edge = e - a1
+				if (b0 - x < edge) edge = b0 - x
+			}
+			if (x > a0 && e <= b1) hi++
+			open = 0
+		}
 		$2 != cpu || (irq != "" && $4 != irq) { next }
 		$3 == ent { if (open) done(1e30); e = ns($1); open = 1 }
 		$3 == ext && open { done(ns($1)) }
-		END { if (open) done(1e30); printf "jw_min=%d jw_max=%d window_ns=%.0f", lo, hi, (b0 + b1 - a0 - a1) / 2 }
+		END {
+			if (open) done(1e30)
+			printf "jw_min=%d jw_max=%d window_ns=%.0f edge_ns=%s stamps_ns=%.0f,%.0f", lo, hi, (b0 + b1 - a0 - a1) / 2, edge, a1 - a0, b1 - b0
+		}
 	' /tmp/ev.txt) drops=${DROPS:-none}"
 else
 	say "ticks detail=no window inside the run (it ended first, or LOC was not read: inside=$INSIDE, readings '$S0' and '$S1')"
