@@ -136,34 +136,21 @@ pub fn run(quick: bool, built: bool, report_only: bool, figure: Option<&str>) ->
     println!("bench: watched CPU {watched}, housekeeping CPU {house}{}", if quick { " (quick mode)" } else { "" });
     // One figure alone is a check while working on it: with the host's
     // speed, an A/B across hours can be read for the host's drift.
-    if figure.is_some() {
+    if let Some(f) = figure {
         speed("start")?;
-    }
-    if figure == Some("3b") {
-        let p = interruption::measure(&cx, &cx.interrupts)?;
-        let mut o = String::new();
-        details::per_interruption::section(&mut o, Some(&p), watched, house);
-        println!("{o}");
-        return Ok(());
-    }
-    if figure == Some("4c") {
-        let m = passive::passive_mix(&cx)?;
-        println!("{}", passive::markdown(&m, watched));
-        return Ok(());
-    }
-    if figure == Some("4d") {
-        let s = screen::screen(&cx)?;
-        println!("{}", screen::markdown(Some(&s), watched, house));
-        return Ok(());
-    }
-    if figure == Some("7b") {
-        let s = explain_scale::scale(&cx)?;
-        println!("{}", explain_scale::markdown(Some(&s)));
-        return Ok(());
-    }
-    if figure == Some("8b") {
-        let o = wakeup::observer(&cx)?;
-        println!("{}", wakeup::markdown(&[], Some(&o), watched, quick));
+        let section = match f {
+            "3b" => {
+                let mut o = String::new();
+                details::per_interruption::section(&mut o, Some(&interruption::measure(&cx, &cx.interrupts)?), watched, house);
+                o
+            }
+            "4c" => passive::markdown(&passive::passive_mix(&cx)?, watched),
+            "4d" => screen::markdown(Some(&screen::screen(&cx)?), watched, house),
+            "7b" => explain_scale::markdown(Some(&explain_scale::scale(&cx)?)),
+            "8b" => wakeup::markdown(&[], Some(&wakeup::observer(&cx)?), watched, quick),
+            _ => bail!("--figure {f}: not a figure that stands alone (3b, 4c, 4d, 7b, 8b)"),
+        };
+        println!("{section}");
         return Ok(());
     }
     let quiet = quiet::quiet_check();
